@@ -1,0 +1,7 @@
+"""``python -m tpmath``: see :mod:`tpmath.cli`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

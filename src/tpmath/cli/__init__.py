@@ -1,0 +1,68 @@
+"""Command line over the core: ``python -m tpmath COMMAND … [--json]``.
+
+Each command lives in its own module in this package and exposes ``NAME``,
+``HELP``, ``add_arguments(parser)`` and ``run(args) -> dict``.  Output is one
+JSON object (compact with ``--json``, indented otherwise).  Bad input prints a
+single ``error: …`` line on stderr and exits with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+from ..errors import TPMathError
+from ..jsonio import to_jsonable
+
+COMMAND_MODULES = (
+    "mlp", "dp_tp", "precision", "row_linear", "column_linear", "collective",
+    "ring", "mismatch", "vocab_ce", "vocab_pad", "comm_cost",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises TPMathError instead of printing usage and exiting."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        raise TPMathError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with one sub-command per available command module."""
+    parser = _Parser(prog="python -m tpmath", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    for mod_name in COMMAND_MODULES:
+        try:
+            mod = importlib.import_module(f".{mod_name}", __name__)
+        except ModuleNotFoundError as exc:  # a command whose core module is not written yet
+            if exc.name and exc.name.startswith("tpmath"):
+                continue
+            raise
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        p.add_argument("--json", action="store_true", help="print one compact JSON object")
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; return the process exit status (0 ok, 2 bad input)."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        parser = build_parser()
+        if not argv or argv[0] in ("-h", "--help"):
+            parser.print_help()
+            return 0 if argv else 2
+        args = parser.parse_args(argv)
+        if args.command is None:
+            raise TPMathError("no command given; run `python -m tpmath --help`")
+        result = to_jsonable(args._run(args))
+    except TPMathError as err:
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    text = json.dumps(result, separators=(",", ":"), ensure_ascii=False, allow_nan=False) if args.json \
+        else json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False)
+    print(text)
+    return 0

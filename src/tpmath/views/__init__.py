@@ -1,0 +1,116 @@
+"""View functions: turn core results into the rows of each table on the site.
+
+The same functions run at build time (CPython, rendered by Jinja) and in the
+browser (Pyodide, in a Web Worker), so static and live tables cannot disagree.
+Nothing here imports jinja2 or markdown.
+
+A *section* is one interactive demo on a page (``mlp``, ``vocab-ce`` …).  Each
+view module declares ``SECTIONS: dict[str, Section]``.  :func:`render` merges a
+section's control defaults with the given control values, validates them (bad
+values raise :class:`~tpmath.TPMathError` whose ``field`` names the control)
+and returns a JSON-ready result::
+
+    {"section": "mlp",
+     "controls": {"stage": "forward", "tp": 2},          # normalised values
+     "tables": {"mlp-ranks": {"caption": "cap.mlp_ranks",   # i18n key
+                              "columns": ["col.rank", ...],  # i18n keys
+                              "rows": [[cell, ...], ...],
+                              "foot": [[cell, ...], ...]}},
+     "values": {"loss": "0.7384", ...},                  # formatted strings
+     "notes": {"name": cell}}                            # optional dynamic sentences
+
+A cell is either a formatted string (shown verbatim) or ``{"key": "i18n.key",
+"args": {...}}`` for text that must be translated (row labels and sentences).
+All numbers are formatted with :mod:`tpmath.views.fmt`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import TPMathError
+
+# One module per page area; each defines SECTIONS.
+VIEW_MODULES = ("mlp", "backward", "collectives", "vocab", "row", "comm")
+
+
+@dataclass(frozen=True)
+class Control:
+    """One form control of a section (rendered as <select> or <input>)."""
+
+    name: str                      # form element name, also the URL query key
+    kind: str                      # "select" | "number" | "text"
+    default: Any
+    options: tuple = ()            # select: allowed values (as strings in the page)
+    min: float | None = None       # number: bounds shown to the reader
+    max: float | None = None
+    step: float | str | None = None
+    label: str = ""                # i18n key; defaults to "ctl.<name>"
+
+    @property
+    def label_key(self) -> str:
+        return self.label or f"ctl.{self.name.replace('-', '_')}"
+
+
+@dataclass(frozen=True)
+class Section:
+    """A demo: its controls and the function that renders them."""
+
+    name: str
+    controls: tuple[Control, ...]
+    render: Callable[[dict, str], dict]
+    tables: tuple[str, ...] = field(default=())   # data-table names it produces, in page order
+    values: tuple[str, ...] = field(default=())   # data-value names it produces
+
+
+def sections() -> dict[str, Section]:
+    """All sections of all view modules, by name."""
+    out: dict[str, Section] = {}
+    for mod_name in VIEW_MODULES:
+        mod = importlib.import_module(f".{mod_name}", __name__)
+        for name, sec in getattr(mod, "SECTIONS", {}).items():
+            if name in out:
+                raise RuntimeError(f"section {name!r} defined twice")
+            out[name] = sec
+    return out
+
+
+def defaults(section: str) -> dict:
+    """Default control values of ``section``."""
+    return {c.name: c.default for c in _section(section).controls}
+
+
+def _section(name: str) -> Section:
+    table = sections()
+    if name not in table:
+        raise TPMathError(f"unknown section {name!r}; known: {', '.join(sorted(table))}",
+                          f"未知的演示 {name!r}；可用：{', '.join(sorted(table))}")
+    return table[name]
+
+
+def render(section: str, controls: dict | None = None, lang: str = "en") -> dict:
+    """Render ``section`` for the given control values (missing ones take defaults)."""
+    sec = _section(section)
+    values = {c.name: c.default for c in sec.controls}
+    for key, value in (controls or {}).items():
+        if key in values:
+            values[key] = value
+    result = sec.render(values, lang)
+    result.setdefault("tables", {})
+    result.setdefault("values", {})
+    result.setdefault("notes", {})
+    result["section"] = section
+    result.setdefault("controls", values)
+    return result
+
+
+def render_json(section: str, controls_json: str, lang: str) -> str:
+    """Worker entry point: JSON in, JSON out; a TPMathError becomes ``{"ok": false}``."""
+    try:
+        controls = json.loads(controls_json)
+        return json.dumps({"ok": True, "result": render(section, controls, lang)}, ensure_ascii=False)
+    except TPMathError as err:
+        return json.dumps({"ok": False, "error": err.message(lang), "field": err.field}, ensure_ascii=False)

@@ -1,0 +1,3 @@
+"""Views for this area (placeholder until written)."""
+
+SECTIONS: dict = {}

@@ -1,0 +1,77 @@
+"""The one formatting rule for every number on the site.
+
+Build-time tables (CPython) and live tables (Pyodide/WebAssembly) call these
+same functions.  WebAssembly's libm may differ from glibc in the last bits, so
+the rule shows 4 decimals (trailing zeros trimmed) for ordinary values and
+collapses errors below 1e-15 to "< 1e-15": the two runtimes then print the
+same strings.  Negative numbers use the typographic minus (U+2212).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+MINUS = "\u2212"
+TINY = 1e-15
+
+
+def num(x: Any, decimals: int = 4) -> str:
+    """A value: fixed ``decimals`` (trailing zeros trimmed), scientific when huge or tiny."""
+    x = float(x)
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return ("" if x > 0 else MINUS) + "∞"
+    if x == 0 or abs(x) < 0.5 * 10.0 ** (-decimals) and abs(x) < TINY:
+        return "0"
+    if abs(x) >= 1e6 or abs(x) < 10.0 ** (-decimals):
+        text = f"{x:.3e}"
+        mant, exp = text.split("e")
+        text = f"{mant}e{int(exp)}"
+    else:
+        text = f"{x:.{decimals}f}".rstrip("0").rstrip(".")
+        if text in ("-0", ""):
+            text = "0"
+    return text.replace("-", MINUS)
+
+
+def err(x: Any) -> str:
+    """An error or difference: "< 1e-15" below the noise floor, else 2 significant digits."""
+    x = abs(float(x))
+    if math.isnan(x):
+        return "NaN"
+    if x < TINY:
+        return "< 1e-15"
+    mant, exp = f"{x:.1e}".split("e")
+    return f"{mant}e{int(exp)}".replace("-", MINUS)
+
+
+def vec(v: Any, decimals: int = 4) -> str:
+    """A 1-D array as ``[a, b, c]``."""
+    return "[" + ", ".join(num(x, decimals) for x in np.asarray(v).ravel()) + "]"
+
+
+def mat(m: Any, decimals: int = 4) -> str:
+    """A 2-D array as ``[[a, b], [c, d]]`` (1-D arrays fall back to :func:`vec`)."""
+    m = np.asarray(m)
+    if m.ndim < 2:
+        return vec(m, decimals)
+    return "[" + ", ".join(vec(row, decimals) for row in m) + "]"
+
+
+def integer(n: Any) -> str:
+    """An integer with thin grouping: 1 234 567 (no locale dependence)."""
+    return f"{int(n):,}".replace(",", "\u2009").replace("-", MINUS)
+
+
+def nbytes(n: Any) -> str:
+    """A byte count in binary units (B, KiB, MiB, GiB, TiB) with 3 significant digits."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return (f"{int(n)} B" if unit == "B" else f"{n:.3g} {unit}").replace("-", MINUS)
+        n /= 1024
+    raise AssertionError("unreachable")
