@@ -66,12 +66,12 @@ def as_array(name: str, value: Any, ndim: int | Sequence[int] = 2, *, allow_nonf
             raise _err(name, f"{name}: entry {_short(item)} is not a number",
                               f"{name}：元素 {_short(item)} 不是数字")
     out = np.asarray(arr.tolist() if arr.ndim else arr.item(), dtype=np.float64)
+    if out.size == 0:
+        raise _err(name, f"{name}: is empty (shape {out.shape})", f"{name}：为空（形状 {out.shape}）")
     if out.ndim not in allowed:
         want = " or ".join(f"{d}-D" for d in allowed)
         raise _err(name, f"{name}: expected a {want} array, got shape {out.shape}",
                           f"{name}：需要 {want} 数组，收到形状 {out.shape}")
-    if out.size == 0:
-        raise _err(name, f"{name}: is empty (shape {out.shape})", f"{name}：为空（形状 {out.shape}）")
     if not allow_nonfinite and not np.all(np.isfinite(out)):
         bad = out[~np.isfinite(out)].ravel()[0]
         raise _err(name, f"{name}: contains a non-finite value ({bad})",
