@@ -1,0 +1,332 @@
+"""Column→row tensor-parallel MLP (Megatron §3, Fig. 3a), forward and backward.
+
+Letters
+-------
+B   batch (rows of X)              D   d_model (columns of X, of Y)
+F   d_ff (hidden width)            tp  tensor-parallel size; tp must divide F
+r   rank index, 0 ≤ r < tp         F/tp columns of W1 (rows of W2) live on each rank
+
+The model, in Megatron's orientation ``Y = X A``::
+
+    Z = X W1          (B, F)      W1: (D, F), split along F (column parallel)
+    H = tanh(Z)       (B, F)      elementwise, so it stays local on each rank
+    Y = H W2          (B, D)      W2: (F, D), split along F (row parallel)
+    L = Σ Y ⊙ G                   so the upstream gradient is G_Y = G
+
+Forward needs one AllReduce (Megatron's operator *g*) to sum the partial ``Y``;
+backward needs one AllReduce (operator *f*) to sum the partial ``G_X``.  The
+upstream gradient ``G_Y = G`` is replicated: every rank uses it exactly once and
+it is never summed across ranks again (that would multiply it by tp).
+
+Every result is computed twice: sharded (one list entry per rank) and as the
+unsharded reference, in the same dtype, and the largest absolute difference is
+reported next to a tolerance derived from the dtype's eps and the sizes (see
+:func:`tolerances`).  Gradients are also checked against central finite
+differences of the float64 loss.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .errors import TPMathError
+from .validate import as_array, as_dtype, as_int, check_divides
+
+# Size limits keep the finite-difference check (2 forward passes per input
+# element) fast enough for the browser.
+MAX_BATCH = 32
+MAX_D_MODEL = 32
+MAX_D_FF = 96
+MAX_TP = 96
+FD_STEP = 1e-6
+
+# The seed page's numbers, and a fixed W1/W2 with no zero anywhere in the
+# tables (Z, H, partial Y, G_H, G_Z, G_W1, G_W2, partial G_X all non-zero).
+_SEED_X = [[1.0, 2.0], [3.0, -1.0]]
+_SEED_G = [[0.2, -0.4], [0.6, 0.1]]
+_W1 = [[0.5, -0.3, 0.8, 0.2],
+       [-0.4, 0.6, 0.1, -0.7]]
+_W2 = [[0.3, -0.6],
+       [0.7, 0.2],
+       [-0.5, 0.4],
+       [0.1, 0.9]]
+
+
+def default_inputs() -> dict[str, np.ndarray]:
+    """The seed's X and G with the project's fixed W1 (2×4) and W2 (4×2)."""
+    return {"X": np.array(_SEED_X), "W1": np.array(_W1), "W2": np.array(_W2), "G": np.array(_SEED_G)}
+
+
+def random_inputs(seed: Any = 0, batch: Any = 4, d_model: Any = 4, d_ff: Any = 24) -> dict[str, np.ndarray]:
+    """Random float64 inputs; weights scaled by 1/sqrt(fan-in) so tanh is not saturated."""
+    seed = as_int("seed", seed, 0, 2**32 - 1)
+    b = as_int("batch", batch, 1, MAX_BATCH)
+    d = as_int("d_model", d_model, 1, MAX_D_MODEL)
+    f = as_int("d_ff", d_ff, 1, MAX_D_FF)
+    rng = np.random.default_rng(seed)
+    return {
+        "X": rng.standard_normal((b, d)),
+        "W1": rng.standard_normal((d, f)) / math.sqrt(d),
+        "W2": rng.standard_normal((f, d)) / math.sqrt(f),
+        "G": rng.standard_normal((b, d)),
+    }
+
+
+# ----------------------------------------------------------------- validation
+
+def _shape_error(name: str, en: str, zh: str) -> TPMathError:
+    return TPMathError(en, zh, field=name)
+
+
+def validate_inputs(X: Any = None, W1: Any = None, W2: Any = None, G: Any = None) -> dict[str, np.ndarray]:
+    """Fill missing inputs with the defaults, parse, and check the shapes agree.
+
+    X is (B, D), W1 (D, F), W2 (F, D), G (B, D); a mismatch quotes both shapes.
+    """
+    dflt = default_inputs()
+    X = as_array("X", dflt["X"] if X is None else X)
+    W1 = as_array("W1", dflt["W1"] if W1 is None else W1)
+    W2 = as_array("W2", dflt["W2"] if W2 is None else W2)
+    G = as_array("G", dflt["G"] if G is None else G)
+    (b, d), f = X.shape, W1.shape[1]
+    if X.shape[0] > MAX_BATCH or d > MAX_D_MODEL or f > MAX_D_FF:
+        raise _shape_error("X",
+            f"sizes batch={X.shape[0]}, d_model={d}, d_ff={f} exceed the limits "
+            f"{MAX_BATCH}, {MAX_D_MODEL}, {MAX_D_FF}",
+            f"尺寸 batch={X.shape[0]}、d_model={d}、d_ff={f} 超出上限 {MAX_BATCH}、{MAX_D_MODEL}、{MAX_D_FF}")
+    if W1.shape[0] != d:
+        raise _shape_error("W1",
+            f"W1 has {W1.shape[0]} rows but X has {d} columns: W1 shape {W1.shape} must be (d_model={d}, d_ff)",
+            f"W1 有 {W1.shape[0]} 行，但 X 有 {d} 列：W1 形状 {W1.shape} 应为 (d_model={d}, d_ff)")
+    if W2.shape != (f, d):
+        raise _shape_error("W2",
+            f"W2 shape {W2.shape} must be (d_ff, d_model) = {(f, d)} to match W1 {W1.shape} and X {X.shape}",
+            f"W2 形状 {W2.shape} 应为 (d_ff, d_model) = {(f, d)}，以匹配 W1 {W1.shape} 与 X {X.shape}")
+    if G.shape != (b, d):
+        raise _shape_error("G",
+            f"G shape {G.shape} must equal the shape of Y = (batch, d_model) = {(b, d)}",
+            f"G 形状 {G.shape} 应与 Y 的形状 (batch, d_model) = {(b, d)} 相同")
+    return {"X": X, "W1": W1, "W2": W2, "G": G}
+
+
+def validate_tp(tp: Any, d_ff: int) -> int:
+    """tp is a positive integer that divides d_ff (equal shards, as Megatron requires)."""
+    tp = as_int("tp", tp, 1, MAX_TP)
+    check_divides(tp, d_ff, "tp", "d_ff")
+    return tp
+
+
+# ------------------------------------------------------------------ sharding
+
+def shard_columns(A: np.ndarray, tp: int) -> list[np.ndarray]:
+    """Split A along its last dim into tp equal blocks (rank r gets block r)."""
+    return [a.copy() for a in np.split(A, tp, axis=1)]  # each (·, F/tp)
+
+
+def shard_rows(A: np.ndarray, tp: int) -> list[np.ndarray]:
+    """Split A along its first dim into tp equal blocks (rank r gets block r)."""
+    return [a.copy() for a in np.split(A, tp, axis=0)]  # each (F/tp, ·)
+
+
+def all_reduce_sum(parts: list[np.ndarray]) -> np.ndarray:
+    """The value every rank holds after AllReduce(sum): ranks added in order 0..tp-1."""
+    total = parts[0].copy()
+    for p in parts[1:]:
+        total = total + p
+    return total
+
+
+# ------------------------------------------------------------------- compute
+
+def forward_rank(X: np.ndarray, W1_r: np.ndarray, W2_r: np.ndarray) -> dict[str, np.ndarray]:
+    """One rank's forward: everything up to its partial Y, no communication."""
+    Z = X @ W1_r                  # (B, F/tp)  column parallel: full X, own columns of W1
+    H = np.tanh(Z)                # (B, F/tp)  elementwise: needs no other rank's columns
+    Y_partial = H @ W2_r          # (B, D)     row parallel: a partial sum over this rank's F/tp
+    return {"Z": Z, "H": H, "Y_partial": Y_partial}
+
+
+def backward_rank(X: np.ndarray, W1_r: np.ndarray, W2_r: np.ndarray, H: np.ndarray,
+                  G_Y: np.ndarray) -> dict[str, np.ndarray]:
+    """One rank's backward from the replicated upstream gradient G_Y (used once)."""
+    one = np.ones((), dtype=H.dtype)
+    G_H = G_Y @ W2_r.T            # (B, F/tp)  g's backward is identity: G_Y is already on every rank
+    G_W2 = H.T @ G_Y              # (F/tp, D)  this rank's rows of G_W2, complete locally
+    G_Z = G_H * (one - H * H)     # (B, F/tp)  tanh'(Z) = 1 - H²
+    G_W1 = X.T @ G_Z              # (D, F/tp)  this rank's columns of G_W1, complete locally
+    G_X_partial = G_Z @ W1_r.T    # (B, D)     partial: f's backward AllReduce sums it over ranks
+    return {"G_H": G_H, "G_Z": G_Z, "G_W1": G_W1, "G_W2": G_W2, "G_X_partial": G_X_partial}
+
+
+def sharded_mlp(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, tp: int) -> tuple[list[dict], dict]:
+    """The tensor-parallel computation: per-rank dicts and the assembled results."""
+    W1s = shard_columns(W1, tp)   # tp × (D, F/tp)
+    W2s = shard_rows(W2, tp)      # tp × (F/tp, D)
+    ranks = []
+    for r in range(tp):
+        fwd = forward_rank(X, W1s[r], W2s[r])
+        ranks.append({"rank": r, "W1": W1s[r], "W2": W2s[r], **fwd})
+    # g: AllReduce(sum) of the partial Y, so every rank holds the full Y and the same loss.
+    Y = all_reduce_sum([rk["Y_partial"] for rk in ranks])      # (B, D)
+    loss = np.sum(Y * G)
+    G_Y = G                       # (B, D) one logical upstream gradient, replicated, not re-summed
+    for rk in ranks:
+        rk.update(backward_rank(X, rk["W1"], rk["W2"], rk["H"], G_Y))
+    # f's backward: AllReduce(sum) of the partial G_X (X was used by every rank).
+    G_X = all_reduce_sum([rk["G_X_partial"] for rk in ranks])  # (B, D)
+    # Weight gradients are not reduced: each rank owns its shard. Concatenate only to compare.
+    G_W1 = np.concatenate([rk["G_W1"] for rk in ranks], axis=1)  # (D, F)
+    G_W2 = np.concatenate([rk["G_W2"] for rk in ranks], axis=0)  # (F, D)
+    return ranks, {"Y": Y, "loss": loss, "G_X": G_X, "G_W1": G_W1, "G_W2": G_W2}
+
+
+def reference_mlp(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray) -> dict:
+    """The unsharded computation (one device), same formulas, no splitting."""
+    Z = X @ W1                    # (B, F)
+    H = np.tanh(Z)                # (B, F)
+    Y = H @ W2                    # (B, D)
+    one = np.ones((), dtype=H.dtype)
+    G_H = G @ W2.T                # (B, F)
+    G_Z = G_H * (one - H * H)     # (B, F)
+    return {"Y": Y, "loss": np.sum(Y * G), "G_X": G_Z @ W1.T, "G_W1": X.T @ G_Z, "G_W2": H.T @ G}
+
+
+def loss64(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray) -> float:
+    """L = Σ tanh(X W1) W2 ⊙ G in float64 (the function finite differences probe)."""
+    return float(np.sum((np.tanh(X @ W1) @ W2) * G))
+
+
+def finite_difference_grads(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray,
+                            h: float = FD_STEP) -> dict[str, np.ndarray]:
+    """Central differences (L(v+h) − L(v−h)) / 2h for every entry of X, W1, W2, in float64."""
+    args = {"X": X.astype(np.float64), "W1": W1.astype(np.float64), "W2": W2.astype(np.float64)}
+    G = G.astype(np.float64)
+    out = {}
+    for name in ("X", "W1", "W2"):
+        base = args[name]
+        grad = np.empty_like(base)
+        for idx in np.ndindex(base.shape):
+            plus, minus = base.copy(), base.copy()
+            plus[idx] += h
+            minus[idx] -= h
+            lp = loss64(**{**args, name: plus}, G=G)
+            lm = loss64(**{**args, name: minus}, G=G)
+            grad[idx] = (lp - lm) / (2 * h)
+        out["G_" + name] = grad
+    return out
+
+
+# ----------------------------------------------------------------- tolerance
+
+def tolerances(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, dtype: Any) -> dict[str, float]:
+    """Allowed |sharded − reference| per quantity for ``dtype``.
+
+    Sharding changes only the order of additions (and which BLAS kernel runs),
+    never the formula.  Higham's bound for an inner product of length n is
+    |fl(aᵀb) − aᵀb| ≤ γ_n |a|ᵀ|b| with γ_n = n·u / (1 − n·u), u = eps/2.  Both
+    the sharded and the unsharded result carry such an error, so the allowed
+    difference is 2·γ_n·M, where
+
+    * n = D + F + B + 4 bounds the number of rounded operations on the longest
+      path to Y or a gradient (an inner product over D for Z, tanh, one over F
+      or D for Y or G_H, 1 − H², a product, one over B, F or D); the loss adds
+      a product and a sum over B·D terms: n + B·D + 1;
+    * M is the first-order magnitude, with P = |X||W1| (bounds |Z| and the
+      error δH ≤ γ·P, since |tanh'| ≤ 1) and Hb = min(1, P) (bounds |H|):
+      Y: (Hb + P)|W2|;  G_W2: (Hb + P)ᵀ|G|;  G_Z: |G||W2|ᵀ ⊙ (1 + 2·Hb·P)
+      (δ(1 − H²) ≤ 2|H|δH);  G_W1: |X|ᵀ M_GZ;  G_X: M_GZ |W1|ᵀ;
+      loss: Σ M_Y ⊙ |G|.
+
+    Second-order terms in u are dropped.  It is a worst-case bound: typical
+    differences are a few units in the last place of the result, far below it.
+    """
+    u = float(np.finfo(as_dtype("dtype", dtype)).eps) / 2
+    (b, d), f = X.shape, W1.shape[1]
+    aX, a1, a2, aG = (np.abs(np.asarray(a, dtype=np.float64)) for a in (X, W1, W2, G))
+    P = aX @ a1                                   # (B, F) bound on |Z|; δH ≤ γ·P
+    Hb = np.minimum(1.0, P)                       # (B, F) bound on |H|
+    mY = (Hb + P) @ a2                            # (B, D)
+    mGZ = (aG @ a2.T) * (1.0 + 2.0 * Hb * P)      # (B, F)
+    m = {
+        "Y": float(mY.max()),
+        "loss": float(np.sum(mY * aG)),
+        "G_X": float((mGZ @ a1.T).max()),
+        "G_W1": float((aX.T @ mGZ).max()),
+        "G_W2": float(((Hb + P).T @ aG).max()),
+    }
+
+    def gamma(n: int) -> float:
+        return n * u / (1 - n * u) if n * u < 0.5 else float("inf")
+
+    n = d + f + b + 4
+    return {k: 2 * gamma(n + (b * d + 1 if k == "loss" else 0)) * v for k, v in m.items()}
+
+
+# -------------------------------------------------------------------- public
+
+def _max_abs(a: np.ndarray, b: np.ndarray) -> float:
+    """max |a − b| evaluated in float64 (so the comparison adds no rounding)."""
+    return float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))))
+
+
+def cast_inputs(inputs: dict[str, np.ndarray], dt: np.dtype) -> dict[str, np.ndarray]:
+    """Cast validated float64 inputs to ``dt``; a value beyond the dtype's range is an error."""
+    big = float(np.finfo(dt).max)
+    for name, arr in inputs.items():
+        over = np.abs(arr) > big
+        if np.any(over):
+            raise TPMathError(
+                f"{name}: value {float(arr[over].ravel()[0])!r} overflows {dt.name} (largest finite value {big:g})",
+                f"{name}：数值 {float(arr[over].ravel()[0])!r} 超出 {dt.name} 的范围（最大有限值 {big:g}）",
+                field=name)
+    return {k: v.astype(dt) for k, v in inputs.items()}
+
+
+def check_finite(dt: np.dtype, *results: dict) -> None:
+    """Raise if a result overflowed in ``dt`` (e.g. float16 above 65504)."""
+    for res in results:
+        for key, val in res.items():
+            arr = np.asarray(val)
+            if not np.all(np.isfinite(arr)):
+                raise TPMathError(
+                    f"{key} overflows in {dt.name} (a value is {arr[~np.isfinite(arr)].ravel()[0]}); "
+                    f"use smaller inputs or a wider dtype",
+                    f"{key} 在 {dt.name} 下溢出（出现 {arr[~np.isfinite(arr)].ravel()[0]}）；请用更小的输入或更宽的 dtype",
+                    field="dtype")
+
+
+def run_mlp(X: Any = None, W1: Any = None, W2: Any = None, G: Any = None, tp: Any = 2,
+            dtype: Any = "float64") -> dict:
+    """Run the column→row MLP sharded over tp ranks and unsharded, in ``dtype``.
+
+    ``finite_difference`` holds max |analytic − numerical| for G_X, G_W1, G_W2,
+    where analytic is the sharded gradient shown (in ``dtype``) and numerical
+    the central difference of the float64 loss (step 1e-6); in float32/16 it
+    therefore also contains the rounding of the low-precision gradient.
+    """
+    inputs64 = validate_inputs(X, W1, W2, G)
+    dt = as_dtype("dtype", dtype)
+    tp = validate_tp(tp, inputs64["W1"].shape[1])
+    inp = cast_inputs(inputs64, dt)
+    ranks, sharded = sharded_mlp(inp["X"], inp["W1"], inp["W2"], inp["G"], tp)
+    reference = reference_mlp(inp["X"], inp["W1"], inp["W2"], inp["G"])
+    check_finite(dt, sharded, reference)
+    fd = finite_difference_grads(inp["X"], inp["W1"], inp["W2"], inp["G"])
+    tols = tolerances(inp["X"], inp["W1"], inp["W2"], inp["G"], dt)
+    errs = {k: _max_abs(sharded[k], reference[k]) for k in ("Y", "loss", "G_X", "G_W1", "G_W2")}
+    return {
+        "tp": tp,
+        "dtype": dt.name,
+        "inputs": inp,
+        "ranks": ranks,
+        "sharded": sharded,
+        "reference": reference,
+        "max_abs_err": errs,
+        "finite_difference": {k: _max_abs(sharded[k], fd[k]) for k in ("G_X", "G_W1", "G_W2")},
+        "tolerance": max(tols.values()),
+        "tolerances": tols,
+        "within_tolerance": all(errs[k] <= tols[k] for k in errs),
+    }
