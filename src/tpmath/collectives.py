@@ -1,0 +1,217 @@
+"""Collective operations over one buffer per rank, with NCCL's data layouts.
+
+Letters:
+    n      number of ranks in the group (``len(inputs)``)
+    r, i   a rank index, 0 … n−1
+    count  elements in each rank's input buffer (every rank has the same shape and dtype)
+    root   the rank that sends (broadcast, scatter) or receives (reduce, gather)
+
+Layouts (NCCL "Collective Operations"):
+    AllReduce      every rank gets op(x_0, …, x_{n−1})                       (count)
+    Reduce         only ``root`` gets op(x_0, …, x_{n−1}); others get None    (count)
+    Broadcast      every rank gets x_root                                    (count)
+    AllGather      every rank gets [x_0 | x_1 | … | x_{n−1}]: rank i at offset i·count   (n·count)
+    ReduceScatter  rank i gets block i of op(x_0, …, x_{n−1}); n must divide count        (count/n)
+    AlltoAll       rank j gets [x_0[block j] | … | x_{n−1}[block j]]: block j of rank i's
+                   input goes to rank j and lands at block i                 (count)
+    Gather         only ``root`` gets [x_0 | … | x_{n−1}]; others get None  (n·count)
+    Scatter        rank i gets block i of x_root; n must divide count        (count/n)
+
+A rank's buffer is 1-D (the NCCL case: a pointer and a count).  A 2-D buffer
+(rows × cols) is the same contiguous memory in C order; blocks are then whole
+rows (as ``torch.distributed``'s ``*_tensor`` collectives split dim 0), so a
+block split needs n to divide the number of rows.
+
+Reductions run in rank order (x_0 op x_1 op …).  ``avg`` is NCCL's ``ncclAvg``:
+the sum divided by n.  Nothing here models time or bytes: see ``schedules``.
+"""
+
+from __future__ import annotations
+
+from functools import reduce as _fold
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import TPMathError
+from .validate import as_array, as_choice, as_int, parse_json
+
+NAMES = ("all-reduce", "reduce", "broadcast", "all-gather", "reduce-scatter",
+         "all-to-all", "gather", "scatter")
+OPS = ("sum", "avg", "max", "min", "prod")
+
+# NCCL's own spelling, for tables and explanations.
+NCCL_NAMES = {
+    "all-reduce": "AllReduce", "reduce": "Reduce", "broadcast": "Broadcast",
+    "all-gather": "AllGather", "reduce-scatter": "ReduceScatter", "all-to-all": "AlltoAll",
+    "gather": "Gather", "scatter": "Scatter",
+}
+
+_BINARY = {"sum": np.add, "avg": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
+
+
+def as_inputs(value: Any, name: str = "inputs") -> list[np.ndarray]:
+    """Validate per-rank buffers: a list (one per rank) of equal-shape, equal-dtype arrays.
+
+    Accepts a list of arrays / nested lists, a 2-D or 3-D array whose first axis
+    is the rank, or a JSON string of either.  numpy arrays keep their dtype
+    (float or integer); nested lists become float64.
+    """
+    value = parse_json(name, value)
+    if isinstance(value, np.ndarray):
+        if value.ndim < 2:
+            raise TPMathError(
+                f"{name}: expected one buffer per rank (first axis = rank), got shape {value.shape}",
+                f"{name}：需要每个 rank 一个缓冲区（第一维为 rank），收到形状 {value.shape}", field=name)
+        value = list(value)
+    if not isinstance(value, (list, tuple)) or len(value) == 0:
+        raise TPMathError(f"{name}: expected a non-empty list with one buffer per rank, got {value!r:.60}",
+                          f"{name}：需要非空列表，每个 rank 一个缓冲区，收到 {value!r:.60}", field=name)
+    bufs = [_as_buffer(f"{name}[{r}]", v, name) for r, v in enumerate(value)]
+    ref = bufs[0]
+    for r, b in enumerate(bufs[1:], start=1):
+        if b.shape != ref.shape:
+            raise TPMathError(
+                f"{name}: rank {r} has shape {b.shape} but rank 0 has {ref.shape}; "
+                "every rank must pass the same count",
+                f"{name}：rank {r} 的形状为 {b.shape}，而 rank 0 为 {ref.shape}；各 rank 的元素数必须相同",
+                field=name)
+        if b.dtype != ref.dtype:
+            raise TPMathError(
+                f"{name}: rank {r} has dtype {b.dtype} but rank 0 has {ref.dtype}; "
+                "every rank must pass the same dtype",
+                f"{name}：rank {r} 的 dtype 为 {b.dtype}，而 rank 0 为 {ref.dtype}；各 rank 的 dtype 必须相同",
+                field=name)
+    return bufs
+
+
+def _as_buffer(label: str, value: Any, field: str) -> np.ndarray:
+    """One rank's buffer: 1-D or 2-D, numeric, finite, non-empty."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
+        if value.ndim not in (1, 2) or value.size == 0:
+            raise TPMathError(f"{label}: expected a non-empty 1-D or 2-D buffer, got shape {value.shape}",
+                              f"{label}：需要非空的一维或二维缓冲区，收到形状 {value.shape}", field=field)
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            raise TPMathError(f"{label}: contains a non-finite value ({value[~np.isfinite(value)][0]})",
+                              f"{label}：含有非有限值（{value[~np.isfinite(value)][0]}）", field=field)
+        return value.copy()
+    try:
+        return as_array(label, value, ndim=(1, 2))
+    except TPMathError as err:
+        raise TPMathError(err.en, err.zh, field=field) from None
+
+
+def _split(buf: np.ndarray, n: int, what: str) -> list[np.ndarray]:
+    """n equal blocks along axis 0 (elements for 1-D, rows for 2-D); n must divide."""
+    rows = buf.shape[0]
+    if rows % n != 0:
+        unit = "elements" if buf.ndim == 1 else "rows"
+        unit_zh = "个元素" if buf.ndim == 1 else "行"
+        raise TPMathError(
+            f"{what}: {rows} {unit} per rank cannot be split into n={n} equal blocks "
+            f"({rows} % {n} = {rows % n}); NCCL needs count = n·recvcount",
+            f"{what}：每个 rank 有 {rows} {unit_zh}，无法平均分成 n={n} 块"
+            f"（{rows} % {n} = {rows % n}）；NCCL 要求 count = n·recvcount",
+            field="inputs")
+    return np.split(buf, n, axis=0)
+
+
+def reduce_all(bufs: Sequence[np.ndarray], op: str) -> np.ndarray:
+    """op(x_0, …, x_{n−1}) elementwise, folded in rank order; avg = sum / n (ncclAvg)."""
+    out = _fold(_BINARY[op], [np.asarray(b) for b in bufs])
+    out = np.array(out, copy=True)
+    if op == "avg":
+        out = out / len(bufs)  # ncclAvg: sum, then divide by the number of ranks
+    return out
+
+
+def collective(name: str, inputs: Any, op: str = "sum", root: int = 0) -> list[np.ndarray | None]:
+    """Run collective ``name`` on per-rank ``inputs``; return one output per rank (None = nothing).
+
+    >>> collective("all-to-all", [np.array([1., 2, 3, 4]), np.array([10., 20, 30, 40])])
+    [array([ 1.,  2., 10., 20.]), array([ 3.,  4., 30., 40.])]
+    """
+    name = as_choice("name", name, NAMES)
+    op = as_choice("op", op, OPS)
+    bufs = as_inputs(inputs)
+    n = len(bufs)
+    root = as_int("root", root, 0, n - 1 if name in USES_ROOT else None)
+    if op == "avg" and bufs[0].dtype.kind in "iu" and name in ("all-reduce", "reduce", "reduce-scatter"):
+        raise TPMathError(
+            f"op: avg on integer dtype {bufs[0].dtype} would truncate; pass a float dtype",
+            f"op：整数 dtype {bufs[0].dtype} 上的 avg 会截断；请使用浮点 dtype", field="op")
+    return _RUN[name](bufs, op, root)
+
+
+def _all_reduce(bufs, op, root):
+    total = reduce_all(bufs, op)                        # (count,) on every rank
+    return [total.copy() for _ in bufs]
+
+
+def _reduce(bufs, op, root):
+    total = reduce_all(bufs, op)                        # (count,) on root only
+    return [total if r == root else None for r in range(len(bufs))]
+
+
+def _broadcast(bufs, op, root):
+    return [bufs[root].copy() for _ in bufs]            # (count,) = x_root everywhere
+
+
+def _all_gather(bufs, op, root):
+    whole = np.concatenate(bufs, axis=0)                # (n·count,): rank i at offset i·count
+    return [whole.copy() for _ in bufs]
+
+
+def _reduce_scatter(bufs, op, root):
+    n = len(bufs)
+    blocks = _split(reduce_all(bufs, op), n, "reduce-scatter")   # n × (count/n,)
+    return [blocks[i].copy() for i in range(n)]         # rank i keeps block i
+
+
+def _all_to_all(bufs, op, root):
+    n = len(bufs)
+    sent = [_split(b, n, "all-to-all") for b in bufs]   # sent[i][j]: block j of rank i, goes to rank j
+    return [np.concatenate([sent[i][j] for i in range(n)], axis=0)  # (count,): from rank i at block i
+            for j in range(n)]
+
+
+def _gather(bufs, op, root):
+    whole = np.concatenate(bufs, axis=0)                # (n·count,) on root only
+    return [whole if r == root else None for r in range(len(bufs))]
+
+
+def _scatter(bufs, op, root):
+    blocks = _split(bufs[root], len(bufs), "scatter")   # root's buffer in n blocks
+    return [b.copy() for b in blocks]                   # (count/n,): block i to rank i
+
+
+_RUN = {
+    "all-reduce": _all_reduce, "reduce": _reduce, "broadcast": _broadcast,
+    "all-gather": _all_gather, "reduce-scatter": _reduce_scatter, "all-to-all": _all_to_all,
+    "gather": _gather, "scatter": _scatter,
+}
+
+# Which arguments a collective actually uses (for display and for the CLI echo).
+USES_OP = ("all-reduce", "reduce", "reduce-scatter")
+USES_ROOT = ("reduce", "broadcast", "gather", "scatter")
+
+
+def run_collective(name: str, inputs: Any, op: str = "sum", root: int = 0) -> dict:
+    """``collective`` plus its echo: ``{"name","op","root","inputs","outputs"}``.
+
+    ``uses_op`` / ``uses_root`` say whether the argument had any effect, so a
+    table need not show an op for a broadcast or a root for an all-reduce.
+    """
+    outputs = collective(name, inputs, op, root)
+    bufs = as_inputs(inputs)
+    return {
+        "name": name,
+        "nccl_name": NCCL_NAMES[name],
+        "op": op,
+        "root": as_int("root", root, 0),
+        "uses_op": name in USES_OP,
+        "uses_root": name in USES_ROOT,
+        "n": len(bufs),
+        "inputs": bufs,
+        "outputs": outputs,
+    }
