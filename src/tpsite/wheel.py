@@ -1,0 +1,93 @@
+"""Pack ``src/tpmath`` into a deterministic pure-Python wheel for Pyodide.
+
+The browser needs the core and the view functions (numpy + stdlib only).  A
+standard ``py3-none-any`` wheel is what Pyodide installs; building it by hand
+(rather than through setuptools) keeps it byte-identical across builds: sorted
+entries, a fixed timestamp, fixed permissions, fixed compression level, and a
+RECORD with the sha256 of every file.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import zipfile
+from pathlib import Path
+
+import tpmath
+
+# 1980-01-01, the earliest date a zip entry can carry (like SOURCE_DATE_EPOCH=315532800).
+FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+# Modules the browser part must never import (the builder's dependencies).
+FORBIDDEN_IMPORTS = ("jinja2", "markdown", "latex2mathml", "pygments", "tpsite")
+
+
+class WheelError(RuntimeError):
+    """The package cannot be packed (e.g. it imports a builder-only module)."""
+
+
+def package_dir() -> Path:
+    """The ``tpmath`` source directory."""
+    return Path(tpmath.__file__).resolve().parent
+
+
+def package_files(root: Path) -> list[Path]:
+    """Every ``.py`` file and ``py.typed`` under ``root``, sorted, caches skipped."""
+    files = [p for p in root.rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts and (p.suffix == ".py" or p.name == "py.typed")]
+    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+
+
+def check_imports(path: Path, text: str) -> None:
+    """Refuse a module that imports a builder-only package (it would fail in Pyodide)."""
+    for mod in FORBIDDEN_IMPORTS:
+        if re.search(rf"^\s*(import|from)\s+{mod}\b", text, re.MULTILINE):
+            raise WheelError(f"{path} imports {mod}, which the browser runtime does not have")
+
+
+def _record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest}"
+
+
+def wheel_entries(version: str) -> list[tuple[str, bytes]]:
+    """``(archive name, bytes)`` of every file of the wheel, RECORD last."""
+    root = package_dir()
+    entries = []
+    for path in package_files(root):
+        data = path.read_bytes()
+        if path.suffix == ".py":
+            check_imports(path, data.decode("utf-8"))
+        entries.append((f"tpmath/{path.relative_to(root).as_posix()}", data))
+    dist = f"tpmath-{version}.dist-info"
+    metadata = (f"Metadata-Version: 2.1\nName: tpmath\nVersion: {version}\n"
+                "Summary: Tensor parallelism explained: the numpy core and view functions\n"
+                "Requires-Python: >=3.11\nRequires-Dist: numpy>=2.0\n")
+    wheel = ("Wheel-Version: 1.0\nGenerator: tpsite.wheel\nRoot-Is-Purelib: true\n"
+             "Tag: py3-none-any\n")
+    entries += [(f"{dist}/METADATA", metadata.encode()), (f"{dist}/WHEEL", wheel.encode()),
+                (f"{dist}/top_level.txt", b"tpmath\n")]
+    record = "".join(f"{name},{_record_hash(data)},{len(data)}\n" for name, data in entries)
+    record += f"{dist}/RECORD,,\n"
+    entries.append((f"{dist}/RECORD", record.encode()))
+    return entries
+
+
+def build_wheel(out_dir: Path) -> str:
+    """Write ``static/tpmath-<version>-py3-none-any.whl`` under ``out_dir`` (``site/``).
+
+    Returns the wheel's path relative to ``out_dir`` (POSIX separators).
+    """
+    version = tpmath.__version__
+    rel = f"static/tpmath-{version}-py3-none-any.whl"
+    target = Path(out_dir) / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(target, "w") as zf:
+        for name, data in wheel_entries(version):
+            info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            info.create_system = 3  # Unix, whatever the build machine
+            zf.writestr(info, data, compresslevel=9)
+    return rel
