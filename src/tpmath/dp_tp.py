@@ -1,0 +1,157 @@
+"""Data parallel × tensor parallel: which gradients are summed, which averaged.
+
+Letters
+-------
+dp  data-parallel size: replicas k = 0..dp-1, each with its own micro-batch
+tp  tensor-parallel size: ranks r = 0..tp-1 inside each replica (a TP group)
+b   micro-batch rows per replica; N = dp·b rows in the global batch
+D   d_model, F d_ff (tp divides F); W1 (D, F) and W2 (F, D) are the same on
+    every replica (DP replicates the model), split over r as in :mod:`tpmath.mlp`
+
+Loss: the mean over the global batch, ``L = (1/N) Σ_i Σ_d Y_id G_id``.  Replica
+k's own loss is its micro-batch mean ``L_k = (1/b) Σ_{i∈k} …`` so its upstream
+gradient is ``G_k / b`` and ``L = (1/dp) Σ_k L_k``.
+
+The two axes need different coefficients:
+
+* TP (inside a replica): the partial ``G_X`` of the ranks is **summed**
+  (AllReduce, operator *f*); the weight gradients need no TP reduction at all,
+  because each rank owns a disjoint shard.  The replicated ``G_Y`` is used once.
+* DP (across replicas): rank r's shard gradient is **averaged** over the dp
+  replicas that hold the same shard (AllReduce-mean in the DP group of r).
+
+The reference is the gradient of L computed unsharded on the whole global
+batch.  The wrong variants are computed by actually doing the wrong operation
+(not by multiplying the right answer), and compared with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .mlp import MAX_BATCH, MAX_D_FF, MAX_D_MODEL, all_reduce_sum, reference_mlp, sharded_mlp
+from .validate import as_int, check_divides
+
+MAX_DP = 8
+MAX_TP = 8
+
+VARIANTS = {
+    "correct": (
+        "TP: each rank keeps its own shard's gradient (no sum); DP: average each shard over the dp replicas.",
+        "TP：每张卡保留自己分片的梯度（无需求和）；DP：同一分片在 dp 个副本间取平均。",
+    ),
+    "divide_by_tp_too": (
+        "Averages over all dp·tp ranks (the world size) instead of the dp replicas: gradients 1/tp too small.",
+        "按全部 dp·tp 张卡（world size）求平均，而不是按 dp 个副本：梯度小了 tp 倍。",
+    ),
+    "double_count_gy": (
+        "Sums the replicated upstream gradient G_Y across the TP group again before backward: tp times too large.",
+        "反向前把各卡已复制的上游梯度 G_Y 在 TP 组内再求和一次：梯度大了 tp 倍。",
+    ),
+    "dp_sum_no_mean": (
+        "Sums the replicas' gradients without dividing by dp: the gradient of dp× the mean loss.",
+        "对各副本梯度只求和、不除以 dp：得到的是 dp 倍平均 loss 的梯度。",
+    ),
+}
+
+
+def make_inputs(tp: int, dp: int, seed: int, batch: int, d_model: int, d_ff: int) -> dict:
+    """Shared weights and one micro-batch (X_k, G_k) per replica, from ``seed``."""
+    rng = np.random.default_rng(seed)
+    W1 = np.round(rng.uniform(-1, 1, (d_model, d_ff)), 2)       # (D, F) same on every replica
+    W2 = np.round(rng.uniform(-1, 1, (d_ff, d_model)), 2)       # (F, D)
+    Xs = [np.round(rng.uniform(-2, 2, (batch, d_model)), 1) for _ in range(dp)]  # dp × (b, D)
+    Gs = [np.round(rng.uniform(-1, 1, (batch, d_model)), 1) for _ in range(dp)]  # dp × (b, D)
+    return {"W1": W1, "W2": W2, "X": Xs, "G": Gs}
+
+
+def replica_grads(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G_Y: np.ndarray, tp: int) -> tuple[list, dict]:
+    """One replica's TP group: per-rank gradients from its upstream gradient G_Y."""
+    ranks, assembled = sharded_mlp(X, W1, W2, G_Y, tp)
+    keep = ("rank", "G_W1", "G_W2", "G_X_partial")
+    return [{k: rk[k] for k in keep} for rk in ranks], assembled
+
+
+def dp_reduce(per_replica: list[list[np.ndarray]], divisor: int) -> list[np.ndarray]:
+    """For each TP rank r: AllReduce(sum) over the replicas' shard r, then ÷ divisor."""
+    tp = len(per_replica[0])
+    return [all_reduce_sum([rep[r] for rep in per_replica]) / divisor for r in range(tp)]  # tp × shard
+
+
+def assemble(w1_shards: list[np.ndarray], w2_shards: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Concatenate the TP shards (for comparison only; no rank holds this)."""
+    return {"G_W1": np.concatenate(w1_shards, axis=1),   # (D, F)
+            "G_W2": np.concatenate(w2_shards, axis=0)}   # (F, D)
+
+
+def compare(grads: dict, ref: dict) -> tuple[float, float]:
+    """Max abs error vs the reference and the least-squares scale s (grads ≈ s·ref)."""
+    v = np.concatenate([grads["G_W1"].ravel(), grads["G_W2"].ravel()])
+    r = np.concatenate([ref["G_W1"].ravel(), ref["G_W2"].ravel()])
+    return float(np.max(np.abs(v - r))), float(v @ r / (r @ r))
+
+
+def run_dp_tp(tp: Any = 2, dp: Any = 2, seed: Any = 0, batch: Any = 2, d_model: Any = 2,
+              d_ff: Any = None) -> dict:
+    """dp replicas × tp ranks on one two-layer MLP; the correct and the wrong reductions.
+
+    ``d_ff`` defaults to 2·tp (two hidden columns per rank).
+    """
+    tp = as_int("tp", tp, 1, MAX_TP)
+    dp = as_int("dp", dp, 1, MAX_DP)
+    seed = as_int("seed", seed, 0, 2**32 - 1)
+    b = as_int("batch", batch, 1, MAX_BATCH)
+    d = as_int("d_model", d_model, 1, MAX_D_MODEL)
+    f = as_int("d_ff", 2 * tp if d_ff is None else d_ff, 1, MAX_D_FF)
+    check_divides(tp, f, "tp", "d_ff")
+    inp = make_inputs(tp, dp, seed, b, d, f)
+    W1, W2 = inp["W1"], inp["W2"]
+
+    replicas, right, doubled = [], [], []
+    for k in range(dp):
+        X, G = inp["X"][k], inp["G"][k]
+        G_Y = G / b                                     # (b, D) gradient of the micro-batch mean loss
+        ranks, asm = replica_grads(X, W1, W2, G_Y, tp)
+        # Wrong: AllReduce the (already replicated) G_Y over the TP group -> tp·G_Y on every rank.
+        G_Y_twice = all_reduce_sum([G_Y for _ in range(tp)])   # (b, D)
+        ranks_twice, _ = replica_grads(X, W1, W2, G_Y_twice, tp)
+        right.append(ranks)
+        doubled.append(ranks_twice)
+        local_ref = reference_mlp(X, W1, W2, G_Y)
+        replicas.append({
+            "replica": k, "X": X, "G": G, "G_Y": G_Y, "loss": asm["loss"], "ranks": ranks,
+            "G_X": asm["G_X"],                          # TP AllReduce(sum) of the partial G_X
+            "G_X_reference": local_ref["G_X"],
+            "max_abs_err_G_X": float(np.max(np.abs(asm["G_X"] - local_ref["G_X"]))),
+        })
+
+    # Unsharded reference: the whole global batch on one device, mean loss.
+    X_all = np.concatenate(inp["X"], axis=0)            # (N, D)
+    G_all = np.concatenate(inp["G"], axis=0)            # (N, D)
+    ref = reference_mlp(X_all, W1, W2, G_all / X_all.shape[0])
+
+    def shards(reps: list, key: str) -> list[list[np.ndarray]]:
+        return [[rk[key] for rk in rep] for rep in reps]
+
+    computed = {
+        "correct": assemble(dp_reduce(shards(right, "G_W1"), dp), dp_reduce(shards(right, "G_W2"), dp)),
+        "divide_by_tp_too": assemble(dp_reduce(shards(right, "G_W1"), dp * tp),
+                                     dp_reduce(shards(right, "G_W2"), dp * tp)),
+        "double_count_gy": assemble(dp_reduce(shards(doubled, "G_W1"), dp),
+                                    dp_reduce(shards(doubled, "G_W2"), dp)),
+        "dp_sum_no_mean": assemble(dp_reduce(shards(right, "G_W1"), 1), dp_reduce(shards(right, "G_W2"), 1)),
+    }
+    variants = []
+    for name, grads in computed.items():
+        err, scale = compare(grads, ref)
+        en, zh = VARIANTS[name]
+        variants.append({"name": name, "description_en": en, "description_zh": zh,
+                         "G_W1": grads["G_W1"], "G_W2": grads["G_W2"], "max_abs_err": err, "scale": scale})
+    return {
+        "tp": tp, "dp": dp, "seed": seed, "batch": b, "d_model": d, "d_ff": f,
+        "W1": W1, "W2": W2, "replicas": replicas,
+        "reference": {"loss": ref["loss"], "G_W1": ref["G_W1"], "G_W2": ref["G_W2"]},
+        "variants": variants,
+    }
