@@ -1,0 +1,31 @@
+"""``python -m tpmath mismatch --scenario NAME`` or ``--calls JSON``.
+
+JSON is a list with one list of calls per rank, each call
+``{"name": "all-reduce", "shape": [4], "dtype": "float32", "group": [0, 1]}``.
+Prints ``ok``, ``matched``, ``completed``, ``exited`` and ``hangs`` (which rank
+waits forever at which call, why, in English and Chinese).
+"""
+
+from __future__ import annotations
+
+from ..errors import TPMathError
+from ..mismatch import SCENARIOS, check_calls
+from ..validate import as_choice
+
+NAME = "mismatch"
+HELP = "replay per-rank collective calls and report which rank hangs where and why"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--scenario", metavar="NAME", help="one of: " + " ".join(SCENARIOS))
+    parser.add_argument("--calls", metavar="JSON", help="per-rank call lists (see module docstring)")
+
+
+def run(args) -> dict:
+    if (args.scenario is None) == (args.calls is None):
+        raise TPMathError("give exactly one of --scenario NAME or --calls JSON",
+                          "请只给出 --scenario NAME 或 --calls JSON 之一", field="scenario")
+    if args.scenario is not None:
+        name = as_choice("scenario", args.scenario, tuple(SCENARIOS))
+        return {"scenario": name, "calls": SCENARIOS[name], **check_calls(SCENARIOS[name])}
+    return {"scenario": None, **check_calls(args.calls)}
