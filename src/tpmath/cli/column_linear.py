@@ -1,0 +1,22 @@
+"""``column-linear``: Megatron's column-parallel linear Y = X A (A split along its columns)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..row_linear import random_inputs, run_column_linear
+from .linear_args import add_linear_arguments, linear_inputs
+
+NAME = "column-linear"
+HELP = "column-parallel linear Y = X A: slices of Y, optional AllGather, AllReduce of dX backward"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_linear_arguments(parser)
+    parser.add_argument("--no-gather-output", dest="gather_output", action="store_false",
+                        help="keep each rank's slice of Y (no AllGather forward)")
+
+
+def run(args: argparse.Namespace) -> dict:
+    X, A, dY = linear_inputs(args, random_inputs)
+    return run_column_linear(X, A, dY, tp=args.tp, gather_output=args.gather_output, bias=args.bias)

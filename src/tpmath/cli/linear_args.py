@@ -1,0 +1,32 @@
+"""Flags shared by ``row-linear`` and ``column-linear`` (not a command itself)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+from ..errors import TPMathError
+
+
+def add_linear_arguments(parser: argparse.ArgumentParser) -> None:
+    """--tp, explicit matrices (--x --a --dy --bias) or random ones (--seed --batch --d-in --d-out)."""
+    parser.add_argument("--tp", default="2", help="tensor-parallel size (default 2)")
+    parser.add_argument("--x", help="input X (B, in) as JSON")
+    parser.add_argument("--a", help="weight A (in, out) as JSON, Megatron's orientation Y = X A")
+    parser.add_argument("--dy", help="upstream gradient dY (B, out) as JSON")
+    parser.add_argument("--bias", help="bias (out,) as JSON (added once)")
+    parser.add_argument("--seed", help="random inputs from this seed (instead of --x/--a/--dy)")
+    parser.add_argument("--batch", default="2", help="random inputs: batch B (default 2)")
+    parser.add_argument("--d-in", dest="d_in", default="4", help="random inputs: in (default 4)")
+    parser.add_argument("--d-out", dest="d_out", default="4", help="random inputs: out (default 4)")
+
+
+def linear_inputs(args: argparse.Namespace, random_inputs: Callable) -> tuple:
+    """(X, A, dY): the given matrices (None = defaults) or random ones when --seed is set."""
+    if args.seed is None:
+        return args.x, args.a, args.dy
+    if args.x is not None or args.a is not None or args.dy is not None:
+        raise TPMathError(f"give either --seed (random inputs) or --x/--a/--dy, not both (seed={args.seed!r})",
+                          f"--seed（随机输入）与 --x/--a/--dy 只能二选一（seed={args.seed!r}）", field="seed")
+    d = random_inputs(args.seed, args.batch, args.d_in, args.d_out)
+    return d["X"], d["A"], d["dY"]

@@ -1,0 +1,449 @@
+"""Vocab-parallel cross-entropy, following Megatron's ``_VocabParallelCrossEntropy`` step by step.
+
+Letters
+-------
+V    true vocabulary size (the last dim of ``logits``)
+tp   number of vocab shards (the CLI and the page call it ``shards``)
+Vp   padded vocabulary: the smallest multiple of ``pad_multiple · tp`` that is >= V
+K    ids per rank, ``Vp / tp``; rank r owns ids ``[r·K, (r+1)·K)`` (Megatron's VocabUtility)
+N    positions (1 for a 1-D logits vector)
+H    hidden size (only in :func:`run_vocab_parallel_head`)
+m    global max of a position's logits, s its global Σ exp(z − m), t the target's z_y − m
+
+Algorithm (forward; backward needs no communication)::
+
+    m_r = max_{j∈V_r} z_j                    local
+    m   = AllReduce(MAX, m_r)                so every rank subtracts the same number
+    t_r = 1[y∈V_r] (z_y − m)                 only the owning rank knows z_y; others give 0
+    t   = AllReduce(SUM, t_r)
+    s_r = Σ_{j∈V_r} exp(z_j − m)             local
+    s   = AllReduce(SUM, s_r)
+    L   = log s − t
+    dL/dz_j = exp(z_j − m)/s − 1[j = y]      local on the rank that owns j
+
+Padding: ids V … Vp−1 are padding.  Their logits are masked to −inf, so they add
+exp(−inf) = 0 to s, never win the max (there is always a real id somewhere) and get
+gradient 0.  Megatron itself does *not* mask them: it relies on the padded rows of
+the output layer, whose logits are real numbers that do enter its softmax.
+
+Label smoothing ε matches PyTorch ``F.cross_entropy(label_smoothing=ε)``::
+
+    L = (1−ε)·(log s − t) + (ε/V)·Σ_{k<V} (log s − (z_k − m))
+
+with V the *global true* vocabulary at every shard count.  The sum over all ids needs
+one more AllReduce(SUM) of the local Σ (z_k − m).  Megatron instead uses ε·K/(K−1) with
+K the *local* shard size and the *local* mean of log p, so its smoothed loss differs from
+rank to rank when tp > 1 (Megatron-LM issues #737, #7464); ``megatron_smoothing_loss_per_rank``
+computes that formula on each rank's real ids so the page can show the discrepancy.
+
+ignore_index (default −100): those positions contribute no loss and no gradient; the loss is
+the mean over the other positions, as PyTorch's ``reduction="mean"``.  If *every* position is
+ignored PyTorch returns NaN (0/0).  This module never shows NaN: it returns loss 0 with
+``all_ignored = True`` and ``counted = 0`` (and zero gradients).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import TPMathError
+from .validate import as_array, as_dtype, as_float, as_int, parse_json
+
+DEFAULT_LOGITS = [1.2, -0.5, 2, 0.1, 1.4, -1]
+DEFAULT_TARGET = 2
+LOGIT_LIMIT = 1e4   # |logit| bound: real logits are O(10); 1e308 would overflow any dtype
+SHIFT_LIMIT = 1e4   # |shift| bound; the shifted logits still fit float16 (max 65504)
+MAX_SHARDS = 64
+
+
+# ---------------------------------------------------------------------------------------------
+# Padding and vocabulary ranges
+# ---------------------------------------------------------------------------------------------
+
+def megatron_padded_vocab(V: int, tp: int, multiple: int = 128) -> int:
+    """Megatron's rule: pad V up to a multiple of ``multiple · tp`` (make-vocab-size-divisible-by).
+
+    GPT-2's 50257 becomes 50304 at tp 1 and 51200 at tp 8.
+    """
+    V = as_int("vocab", V, lo=1)
+    tp = as_int("tp", tp, lo=1, hi=4096)
+    multiple = as_int("multiple", multiple, lo=1)
+    step = multiple * tp
+    return -(-V // step) * step  # ceil(V / step) * step
+
+
+def vocab_ranges(V: int, shards: int, pad_multiple: int = 1) -> tuple[int, list[tuple[int, int]]]:
+    """(Vp, [(start, end) per rank]): equal consecutive ranges of the padded vocabulary."""
+    Vp = megatron_padded_vocab(V, shards, pad_multiple)
+    K = Vp // shards
+    return Vp, [(r * K, (r + 1) * K) for r in range(shards)]
+
+
+def rank_padding(V: int, start: int, end: int) -> tuple[list[int] | None, int, int]:
+    """([first, end) of the padding ids inside [start, end) or None, real count, padding count)."""
+    real = max(0, min(end, V) - start)
+    pad = (end - start) - real
+    return ([max(start, V), end] if pad else None), real, pad
+
+
+def vocab_pad_table(V: int, tp: int, multiple: int = 128) -> dict:
+    """Megatron's padded vocabulary and each rank's id range (the ``vocab-pad`` command)."""
+    V = as_int("vocab", V, lo=1, hi=10**9)
+    tp = as_int("tp", tp, lo=1, hi=4096)
+    multiple = as_int("multiple", multiple, lo=1, hi=10**6)
+    Vp, ranges = vocab_ranges(V, tp, multiple)
+    ranks = []
+    for r, (a, b) in enumerate(ranges):
+        pad_range, real, pad = rank_padding(V, a, b)
+        ranks.append({"rank": r, "vocab_range": [a, b], "real": real, "padding": pad,
+                      "padding_range": pad_range})
+    return {"vocab": V, "tp": tp, "multiple": multiple, "divisor": multiple * tp,
+            "padded_vocab": Vp, "padding": Vp - V, "per_rank": Vp // tp, "ranks": ranks}
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------------------------
+
+def _check_logit_range(name: str, Z: np.ndarray) -> None:
+    """Reject absurd magnitudes (e.g. 1e308) before any dtype conversion can overflow."""
+    big = np.abs(Z) > LOGIT_LIMIT
+    if np.any(big):
+        bad = float(Z[big].ravel()[0])
+        raise TPMathError(
+            f"{name}: {bad!r} is too large; logits must satisfy |z| <= {LOGIT_LIMIT:g}",
+            f"{name}：{bad!r} 过大；logits 须满足 |z| <= {LOGIT_LIMIT:g}", field=name)
+
+
+def _targets(target: Any, V: int, N: int, two_d: bool, ignore_index: int) -> np.ndarray:
+    """Targets as an int array of length N; each in [0, V) or equal to ignore_index."""
+    target = parse_json("target", target)
+    if two_d:
+        if not isinstance(target, (list, tuple, np.ndarray)):
+            raise TPMathError(
+                f"target: 2-D logits need a list of {N} targets, got {target!r}",
+                f"target：二维 logits 需要 {N} 个目标的列表，收到 {target!r}", field="target")
+        items = list(np.asarray(target, dtype=object).ravel()) if isinstance(target, np.ndarray) else list(target)
+        if len(items) != N or any(isinstance(t, (list, tuple)) for t in items):
+            raise TPMathError(
+                f"target: expected {N} targets (one per position), got {target!r}",
+                f"target：需要 {N} 个目标（每个位置一个），收到 {target!r}", field="target")
+    else:
+        if isinstance(target, (list, tuple, np.ndarray)):
+            raise TPMathError(
+                f"target: 1-D logits need one integer target, got {target!r}",
+                f"target：一维 logits 需要一个整数目标，收到 {target!r}", field="target")
+        items = [target]
+    out = []
+    for t in items:
+        t = as_int("target", t)
+        if t != ignore_index and not 0 <= t < V:
+            raise TPMathError(
+                f"target={t} is out of range: token ids are 0..{V - 1} (V={V}), "
+                f"or ignore_index={ignore_index}",
+                f"target={t} 超出范围：token ID 应为 0..{V - 1}（V={V}），或 ignore_index={ignore_index}",
+                field="target")
+        out.append(t)
+    return np.asarray(out, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building blocks (one entry per rank)
+# ---------------------------------------------------------------------------------------------
+
+def _all_reduce(parts: list[np.ndarray], op: str) -> np.ndarray:
+    """The AllReduce result every rank receives (SUM accumulated in rank order, or MAX)."""
+    out = parts[0].copy()
+    for p in parts[1:]:
+        out = np.maximum(out, p) if op == "max" else out + p
+    return out
+
+
+def shard_vocab(Z: np.ndarray, ranges: list[tuple[int, int]], V: int) -> list[np.ndarray]:
+    """Split (N, V) logits into per-rank (N, K) shards; padding ids are masked with −inf."""
+    N = Z.shape[0]
+    Vp = ranges[-1][1]
+    padded = np.full((N, Vp), -np.inf, dtype=Z.dtype)       # (N, Vp)
+    padded[:, :V] = Z
+    return [padded[:, a:b].copy() for a, b in ranges]         # each (N, K)
+
+
+def _real_mask(ranges: list[tuple[int, int]], V: int) -> list[np.ndarray]:
+    """Per rank, a boolean (K,) marking real (non-padding) ids."""
+    return [np.arange(a, b) < V for a, b in ranges]
+
+
+def reference_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float) -> dict:
+    """Unsharded log-softmax cross-entropy in Z's dtype (PyTorch's definition, mean reduction).
+
+    Returns per-position loss (0 where ignored), the mean loss and dL/dZ.
+    """
+    dt = Z.dtype
+    N, V = Z.shape
+    m = Z.max(axis=1, keepdims=True)                                   # (N, 1)
+    shifted = Z - m                                                    # (N, V)
+    lse = np.log(np.exp(shifted).sum(axis=1, keepdims=True))           # (N, 1)
+    logp = shifted - lse                                               # (N, V)
+    yy = np.where(counted, y, 0)
+    nll = -logp[np.arange(N), yy]                                      # (N,)
+    smooth = -logp.mean(axis=1)                                        # (N,)  (1/V) Σ −log p_k
+    per = (dt.type(1 - eps) * nll + dt.type(eps) * smooth) if eps else nll
+    per = np.where(counted, per, dt.type(0))
+    n = int(counted.sum())
+    loss = per.sum() / dt.type(n) if n else dt.type(0)
+    target_dist = np.zeros((N, V), dtype=dt)
+    target_dist[np.arange(N), yy] = dt.type(1 - eps)
+    target_dist += dt.type(eps / V)
+    w = np.where(counted, dt.type(1.0 / n) if n else dt.type(0), dt.type(0))[:, None]  # (N, 1)
+    grad = (np.exp(logp) - target_dist) * w                           # (N, V)
+    return {"loss": loss, "position_loss": per, "grad": grad}
+
+
+def _megatron_smoothing(nll: np.ndarray, logp_r: list[np.ndarray], real_r: list[np.ndarray],
+                        eps: float, counted: np.ndarray) -> tuple[list[float | None], float | None]:
+    """Megatron's smoothed loss: (1 − s)·nll − s·mean(log p) with s = ε·K/(K−1).
+
+    Per rank, K = that rank's number of real ids and the mean is over those ids only (what
+    each rank computes in Megatron, where K is the local partition size).  Also the same
+    formula with K = V and the global mean (what Megatron gives at tp = 1).  None where
+    K <= 1 (the formula divides by K − 1).
+    """
+    n = int(counted.sum())
+
+    def mean_loss(K: int, mean_logp: np.ndarray) -> float | None:
+        if K <= 1 or n == 0:
+            return None
+        s = eps * K / (K - 1)
+        per = (1 - s) * nll - s * mean_logp
+        return float(np.where(counted, per, 0.0).sum() / n)
+
+    per_rank = []
+    for lp, real in zip(logp_r, real_r):
+        K = int(real.sum())
+        per_rank.append(mean_loss(K, lp[:, real].mean(axis=1) if K else None))
+    all_logp = np.concatenate([lp[:, real] for lp, real in zip(logp_r, real_r)], axis=1)
+    return per_rank, mean_loss(all_logp.shape[1], all_logp.mean(axis=1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Public entry points
+# ---------------------------------------------------------------------------------------------
+
+def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift: Any = 0.0,
+                 label_smoothing: Any = 0.0, ignore_index: Any = -100, dtype: Any = "float64",
+                 pad_multiple: Any = 1) -> dict:
+    """Vocab-parallel CE of ``logits`` (V,) or (N, V) over ``shards`` ranks, next to the reference.
+
+    ``shift`` is added to every logit (it changes nothing mathematically).  Shard counts that
+    do not divide V pad the vocabulary (masked ids).  ``None`` logits/target = the seed's
+    ``DEFAULT_LOGITS`` and target 2.
+    """
+    if logits is None:
+        logits = DEFAULT_LOGITS
+        if target is None:
+            target = DEFAULT_TARGET
+    L64 = as_array("logits", logits, ndim=(1, 2))
+    _check_logit_range("logits", L64)
+    if target is None:
+        raise TPMathError("target: missing; give the target token id (or a list for 2-D logits)",
+                          "target：缺少目标 token ID（二维 logits 需给出列表）", field="target")
+    two_d = L64.ndim == 2
+    Z64 = L64 if two_d else L64[None, :]                     # (N, V)
+    N, V = Z64.shape
+    if V < 2:
+        raise TPMathError(f"logits: need at least 2 vocabulary entries, got V={V}",
+                          f"logits：词表至少需要 2 项，收到 V={V}", field="logits")
+    shards = as_int("shards", shards, lo=1, hi=MAX_SHARDS)
+    shift = as_float("shift", shift, lo=-SHIFT_LIMIT, hi=SHIFT_LIMIT)
+    eps = as_float("label_smoothing", label_smoothing, lo=0.0, hi=1.0)
+    ignore_index = as_int("ignore_index", ignore_index)
+    pad_multiple = as_int("pad_multiple", pad_multiple, lo=1, hi=1024)
+    dt = as_dtype("dtype", dtype)
+    y = _targets(target, V, N, two_d, ignore_index)           # (N,)
+    counted = y != ignore_index                                # (N,)
+    n = int(counted.sum())
+
+    Z = (Z64 + shift).astype(dt)                               # (N, V) the logits as computed
+    Vp, ranges = vocab_ranges(V, shards, pad_multiple)
+    z_r = shard_vocab(Z, ranges, V)                            # each (N, K)
+    real_r = _real_mask(ranges, V)                             # each (K,)
+    rows = np.arange(N)
+
+    # Step 1: local max, then AllReduce(MAX) so all ranks subtract the same m (stability).
+    with np.errstate(invalid="ignore"):
+        local_max = [zr.max(axis=1) for zr in z_r]             # each (N,); −inf on an all-padding rank
+    m = _all_reduce(local_max, "max")                          # (N,)
+    shifted_r = [zr - m[:, None] for zr in z_r]                # each (N, K); padding stays −inf
+    # Step 2: the target's shifted logit lives on exactly one rank; the others contribute 0,
+    # so AllReduce(SUM) hands every rank z_y − m.
+    t_local = []
+    for (a, b), sr in zip(ranges, shifted_r):
+        own = counted & (y >= a) & (y < b)                     # (N,)
+        local_idx = np.where(own, y - a, 0)
+        t_local.append(np.where(own, sr[rows, local_idx], dt.type(0)))   # (N,)
+    t = _all_reduce(t_local, "sum")                            # (N,)
+    # Step 3: local Σ exp, AllReduce(SUM) gives the softmax denominator on every rank.
+    exp_r = [np.exp(sr) for sr in shifted_r]                   # each (N, K); exp(−inf) = 0
+    local_sum_exp = [er.sum(axis=1) for er in exp_r]           # each (N,)
+    s = _all_reduce(local_sum_exp, "sum")                      # (N,)
+    log_s = np.log(s)                                          # (N,)
+    nll = log_s - t                                            # (N,)
+    comm = [{"phase": "forward", "collective": "all-reduce (max)", "elements": N},
+            {"phase": "forward", "collective": "all-reduce (sum)", "elements": N},
+            {"phase": "forward", "collective": "all-reduce (sum)", "elements": N}]
+
+    if eps:
+        # PyTorch's smoothing term needs Σ over the whole true vocabulary of (z_k − m):
+        # one more AllReduce(SUM) of the local sums over real ids.
+        local_sum_shifted = [np.where(real[None, :], sr, dt.type(0)).sum(axis=1)
+                             for sr, real in zip(shifted_r, real_r)]        # each (N,)
+        sum_shifted = _all_reduce(local_sum_shifted, "sum")                  # (N,)
+        smooth = (dt.type(V) * log_s - sum_shifted) / dt.type(V)             # (N,) (1/V) Σ −log p_k
+        per = dt.type(1 - eps) * nll + dt.type(eps) * smooth
+        comm.append({"phase": "forward", "collective": "all-reduce (sum)", "elements": N})
+    else:
+        local_sum_shifted = None
+        per = nll
+    per = np.where(counted, per, dt.type(0))                   # (N,)
+    loss = per.sum() / dt.type(n) if n else dt.type(0)
+    comm.append({"phase": "backward", "collective": "none", "elements": 0})
+
+    # Backward, local on every rank: softmax − (smoothed) one-hot, scaled by 1/n for the mean.
+    w = np.where(counted, dt.type(1.0 / n) if n else dt.type(0), dt.type(0))[:, None]   # (N, 1)
+    prob_r, grad_r = [], []
+    for (a, b), er, real in zip(ranges, exp_r, real_r):
+        p = er / s[:, None]                                    # (N, K)
+        target_dist = np.zeros_like(p)                         # (N, K)
+        own = counted & (y >= a) & (y < b)
+        target_dist[rows[own], (y - a)[own]] = dt.type(1 - eps)
+        target_dist[:, real] += dt.type(eps / V)
+        prob_r.append(p)
+        grad_r.append((p - target_dist) * w)                   # (N, K); padding ids get 0
+    prob = np.concatenate(prob_r, axis=1)[:, :V]               # (N, V)
+    grad = np.concatenate(grad_r, axis=1)[:, :V]               # (N, V)
+
+    ref = reference_ce(Z, y, counted, eps)
+    ref64 = reference_ce(Z64, y, counted, eps)
+    owner = np.arange(V) // (Vp // shards)                     # rank of each real id
+
+    def pick(a):  # (N, ...) -> squeeze the position axis for 1-D input
+        return a if two_d else a[0]
+
+    ranks = []
+    for r, ((a, b), zr, lm, tr, se) in enumerate(zip(ranges, z_r, local_max, t_local, local_sum_exp)):
+        pad_range, n_real, n_pad = rank_padding(V, a, b)
+        entry = {"rank": r, "vocab_range": [a, b], "padding_range": pad_range, "padding": n_pad,
+                 "logits": pick(zr), "local_max": pick(lm), "local_sum_exp": pick(se),
+                 "target_shifted": pick(tr), "prob": pick(prob_r[r]), "grad": pick(grad_r[r])}
+        if local_sum_shifted is not None:
+            entry["local_sum_shifted"] = pick(local_sum_shifted[r])
+        ranks.append(entry)
+
+    tokens = []
+    for i in range(N):
+        for j in range(V):
+            tok = {"token": j, "rank": int(owner[j]), "prob": prob[i, j], "grad": grad[i, j]}
+            if two_d:
+                tok = {"position": i, **tok}
+            tokens.append(tok)
+
+    target_rank = [int(owner[t]) if c else None for t, c in zip(y, counted)]
+    result = {
+        "vocab": V, "padded_vocab": Vp, "shards": shards, "dtype": dt.name, "shift": shift,
+        "label_smoothing": eps, "ignore_index": ignore_index,
+        "target": y.tolist() if two_d else int(y[0]),
+        "counted": n, "all_ignored": n == 0,
+        "loss": float(loss), "reference_loss": float(ref["loss"]),
+        "abs_diff": abs(float(loss) - float(ref["loss"])),
+        "reference_loss_float64": float(ref64["loss"]),
+        "abs_diff_float64": abs(float(loss) - float(ref64["loss"])),
+        "position_loss": pick(per), "global_max": pick(m), "global_sum_exp": pick(s),
+        "target_rank": target_rank if two_d else target_rank[0],
+        "ranks": ranks, "tokens": tokens, "grad": pick(grad),
+        "reference_grad": pick(ref["grad"]),
+        "grad_max_abs_err": float(np.max(np.abs(grad.astype(np.float64) - ref["grad"].astype(np.float64)))),
+        "comm": comm,
+    }
+    if eps:
+        logp_r = [(sr - log_s[:, None]).astype(np.float64) for sr in shifted_r]
+        per_rank, tp1 = _megatron_smoothing(nll.astype(np.float64), logp_r, real_r, eps, counted)
+        result["megatron_smoothing_loss_per_rank"] = per_rank
+        result["megatron_smoothing_loss_tp1"] = tp1
+    return result
+
+
+def default_head_inputs() -> dict:
+    """A small output head: hidden (2, 3), W_out (3, 6), targets [2, 4] (no zeros)."""
+    hidden = np.array([[0.5, -1.0, 1.5], [1.2, 0.3, -0.7]])
+    W_out = np.array([[0.4, -0.3, 1.1, 0.2, 0.7, -0.6],
+                      [-0.5, 0.8, 0.3, -1.2, 0.6, 0.9],
+                      [1.0, 0.2, 0.5, 0.4, -0.8, -0.3]])
+    return {"hidden": hidden, "W_out": W_out, "target": [2, 4]}
+
+
+def run_vocab_parallel_head(hidden: Any = None, W_out: Any = None, target: Any = None, shards: Any = 2,
+                            label_smoothing: Any = 0.0, ignore_index: Any = -100) -> dict:
+    """Output layer W_out (H, V) split by vocab columns, then vocab-parallel CE (float64).
+
+    Each rank computes logits_r = hidden W_r (the hidden state is shared, i.e. replicated),
+    the CE gradient dlogits_r locally, dW_r = hiddenᵀ dlogits_r locally, and a partial
+    dhidden_r = dlogits_r W_rᵀ; the gradient w.r.t. the shared hidden state is their sum,
+    an AllReduce(SUM) across the vocab shards.
+    """
+    d = default_head_inputs()
+    hidden = d["hidden"] if hidden is None else hidden
+    W_out = d["W_out"] if W_out is None else W_out
+    target = d["target"] if target is None else target
+    Hs = as_array("hidden", hidden, ndim=(1, 2))
+    two_d = Hs.ndim == 2
+    Hm = Hs if two_d else Hs[None, :]                          # (N, H)
+    W = as_array("W_out", W_out, ndim=2)                       # (H, V)
+    if W.shape[0] != Hm.shape[1]:
+        raise TPMathError(
+            f"W_out: has {W.shape[0]} rows but hidden has size {Hm.shape[1]} (need W_out of shape (H, V))",
+            f"W_out：有 {W.shape[0]} 行，但 hidden 大小为 {Hm.shape[1]}（W_out 形状应为 (H, V)）",
+            field="W_out")
+    shards = as_int("shards", shards, lo=1, hi=MAX_SHARDS)
+    N, _ = Hm.shape
+    V = W.shape[1]
+    logits = Hm @ W                                            # (N, V) only to validate / reference
+    _check_logit_range("logits", logits)
+    ce = run_vocab_ce(logits if two_d else logits[0], target, shards=shards,
+                      label_smoothing=label_smoothing, ignore_index=ignore_index)
+    Vp, ranges = vocab_ranges(V, shards)
+    Wp = np.zeros((W.shape[0], Vp))                            # (H, Vp) padded columns are zeros
+    Wp[:, :V] = W
+    ranks = []
+    for r, (a, b) in enumerate(ranges):
+        W_r = Wp[:, a:b]                                       # (H, K)
+        logits_r = Hm @ W_r                                    # (N, K) local logits
+        g = np.asarray(ce["ranks"][r]["grad"]).reshape(N, b - a)   # (N, K) local dL/dlogits
+        ranks.append({"rank": r, "vocab_range": [a, b], "W_shard": W_r[:, : max(0, min(b, V) - a)],
+                      "logits": logits_r, "grad_logits": g,
+                      "grad_W": (Hm.T @ g)[:, : max(0, min(b, V) - a)],     # (H, K_real) local
+                      "grad_hidden_partial": g @ W_r.T})                   # (N, H) partial
+    # The hidden state feeds every shard, so its gradient is the sum of the shards' partials.
+    grad_hidden = _all_reduce([rk["grad_hidden_partial"] for rk in ranks], "sum")   # (N, H)
+    grad_W = np.concatenate([rk["grad_W"] for rk in ranks], axis=1)                 # (H, V)
+
+    # Unsharded reference: the full-vocab CE gradient through the whole W_out.
+    ref_grad_logits = np.asarray(ce["reference_grad"]).reshape(N, V)   # (N, V)
+    ref_grad_hidden = ref_grad_logits @ W.T                        # (N, H)
+    ref_grad_W = Hm.T @ ref_grad_logits                            # (H, V)
+    pick = (lambda a: a) if two_d else (lambda a: a[0])
+    for rk in ranks:
+        for key in ("logits", "grad_logits", "grad_hidden_partial"):
+            rk[key] = pick(rk[key])
+    return {
+        "shards": shards, "vocab": V, "padded_vocab": Vp, "hidden": Hs, "W_out": W,
+        "target": ce["target"], "ranks": ranks,
+        "loss": ce["loss"], "grad_hidden": pick(grad_hidden), "grad_W": grad_W,
+        "reference": {"loss": ce["reference_loss"], "grad_hidden": pick(ref_grad_hidden), "grad_W": ref_grad_W},
+        "max_abs_err": {"loss": ce["abs_diff"],
+                        "grad_hidden": float(np.max(np.abs(grad_hidden - ref_grad_hidden))),
+                        "grad_W": float(np.max(np.abs(grad_W - ref_grad_W)))},
+        "comm": ce["comm"][:-1] + [{"phase": "backward", "collective": "all-reduce (sum)",
+                                     "elements": int(Hm.size)}],
+    }
