@@ -1,0 +1,84 @@
+/* The in-browser Python: Pyodide 0.27.7 + numpy 2.0.2 + the tpmath wheel, in a Web Worker.
+ *
+ * Protocol (see ARCHITECTURE.md):
+ *   page -> worker  {type: "boot", base, wheel}          first message: runtime base URL, wheel URL (absolute)
+ *                   {type: "render", id, section, controls, lang}
+ *                   {type: "run", id, code}
+ *   worker -> page  {type: "status", stage: "download"|"python"|"numpy"|"ready"|"failed", detail}
+ *                   {type: "result", id, section, payload}   payload = views.render_json(...) parsed
+ *                   {type: "output", id, stdout, error}
+ * Requests that arrive during boot wait for it; the page sends at most one render per section at a time.
+ */
+"use strict";
+
+let booted = null;        // Promise<pyodide> once "boot" arrived
+let renderJson = null;    // tpmath.views.render_json (a PyProxy)
+
+function status(stage, detail) {
+  self.postMessage({ type: "status", stage: stage, detail: detail || "" });
+}
+
+async function boot(base, wheel) {
+  status("download");
+  importScripts(base + "pyodide.js");
+  status("python");
+  const pyodide = await loadPyodide({ indexURL: base, stdout: () => {}, stderr: () => {} });
+  status("numpy");
+  // numpy comes from the runtime's own lock file (checked against its sha256 by Pyodide).
+  await pyodide.loadPackage("numpy", { messageCallback: () => {} });
+  // The tpmath wheel: a pure-Python wheel built by build.py; unpack it into site-packages.
+  const resp = await fetch(wheel);
+  if (!resp.ok) throw new Error("tpmath wheel: HTTP " + resp.status);
+  pyodide.unpackArchive(await resp.arrayBuffer(), "wheel");
+  // Import everything now so the first render does not pay for it.
+  pyodide.runPython("import json, numpy, tpmath.views\ntpmath.views.sections()");
+  renderJson = pyodide.pyimport("tpmath.views").render_json;
+  status("ready", "numpy " + pyodide.runPython("numpy.__version__"));
+  return pyodide;
+}
+
+function render(msg) {
+  let payload;
+  try {
+    payload = JSON.parse(renderJson(msg.section, JSON.stringify(msg.controls || {}), msg.lang || "en"));
+  } catch (err) {
+    // Not a TPMathError (those come back as {ok: false}): a bug; report it, keep the page alive.
+    payload = { ok: false, error: String(err && err.message ? err.message : err).trim().split("\n").pop(),
+                field: null, internal: true };
+  }
+  self.postMessage({ type: "result", id: msg.id, section: msg.section, payload: payload });
+}
+
+function run(pyodide, msg) {
+  const out = [];
+  const sink = { batched: (line) => out.push(line) };
+  pyodide.setStdout(sink);
+  pyodide.setStderr(sink);
+  let error = null;
+  try {
+    // A fresh namespace per run, like `python demo.py`.
+    const ns = pyodide.toPy({ __name__: "__main__" });
+    try { pyodide.runPython(msg.code, { globals: ns }); } finally { ns.destroy(); }
+  } catch (err) {
+    error = String(err && err.message ? err.message : err);
+  } finally {
+    pyodide.setStdout({ batched: () => {} });
+    pyodide.setStderr({ batched: () => {} });
+  }
+  self.postMessage({ type: "output", id: msg.id, stdout: out.join("\n") + (out.length ? "\n" : ""), error: error });
+}
+
+self.onmessage = async (event) => {
+  const msg = event.data || {};
+  if (msg.type === "boot") {
+    if (booted) return;
+    booted = boot(msg.base, msg.wheel);
+    booted.catch((err) => status("failed", String(err && err.message ? err.message : err)));
+    return;
+  }
+  if (!booted) return;
+  let pyodide;
+  try { pyodide = await booted; } catch (err) { return; }  // "failed" already reported
+  if (msg.type === "render") render(msg);
+  else if (msg.type === "run") run(pyodide, msg);
+};
