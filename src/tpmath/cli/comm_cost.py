@@ -1,0 +1,43 @@
+"""``python -m tpmath comm-cost --batch B --seq L --hidden H --tp N [--dtype-bytes K] [--layers N]
+[--link-gbps G] [--tflops T] [--preset NAME]``.
+
+Per-rank bytes of each tensor-parallel collective of one transformer layer,
+forward and backward, ring algorithm (named in the output), per step, and the
+optional time model.  ``--preset`` fills ``--seq``, ``--hidden`` and ``--layers``
+from a public model size; explicit flags win.
+"""
+
+from __future__ import annotations
+
+from ..comm_cost import PRESETS, comm_cost
+from ..errors import TPMathError
+from ..validate import as_choice
+
+NAME = "comm-cost"
+HELP = "per-rank bytes of the TP collectives of a transformer layer (ring), optional time model"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--batch", default="1", metavar="B", help="micro-batch size (default 1)")
+    parser.add_argument("--seq", metavar="L", help="sequence length")
+    parser.add_argument("--hidden", metavar="H", help="hidden size")
+    parser.add_argument("--tp", required=True, metavar="N", help="tensor-parallel size")
+    parser.add_argument("--dtype-bytes", default="2", metavar="K", help="bytes per element (default 2)")
+    parser.add_argument("--layers", metavar="N", help="number of layers (default 1, or the preset's)")
+    parser.add_argument("--link-gbps", metavar="G", help="link bandwidth per direction, Gbit/s")
+    parser.add_argument("--tflops", metavar="T", help="sustained TFLOP/s per GPU")
+    parser.add_argument("--preset", metavar="NAME", help="one of: " + " ".join(PRESETS))
+
+
+def run(args) -> dict:
+    preset = PRESETS[as_choice("preset", args.preset, tuple(PRESETS))] if args.preset else {}
+    seq = args.seq if args.seq is not None else preset.get("seq")
+    hidden = args.hidden if args.hidden is not None else preset.get("hidden")
+    layers = args.layers if args.layers is not None else preset.get("layers", 1)
+    for name, value in (("seq", seq), ("hidden", hidden)):
+        if value is None:
+            raise TPMathError(f"--{name} is required (or give --preset)", f"缺少 --{name}（或给出 --preset）",
+                              field=name)
+    result = comm_cost(args.batch, seq, hidden, args.tp, args.dtype_bytes, layers, args.link_gbps, args.tflops)
+    result["preset"] = args.preset
+    return result

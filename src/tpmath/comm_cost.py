@@ -1,0 +1,206 @@
+"""Communication cost of one Megatron transformer layer under tensor parallelism.
+
+Letters:
+    B   micro-batch size (sequences)          L   sequence length (tokens)
+    H   hidden size (d_model)                 n   tensor-parallel size (tp)
+    K   bytes per element (2 for fp16/bf16)   N   number of layers
+    S   = B·L·H·K, bytes of one full activation tensor (B, L, H)
+
+What is communicated (Megatron-LM, Shoeybi et al. 2019, §3 and Fig. 4): each
+layer has two column→row blocks (attention: QKV column-parallel, output
+projection row-parallel; MLP: up projection column-parallel, down projection
+row-parallel).  Forward, the operator g after each row-parallel linear
+all-reduces the partial outputs (B, L, H).  Backward, the operator f before
+each column-parallel linear all-reduces the partial input gradients (B, L, H).
+So 2 + 2 AllReduces of B·L·H elements per layer, per micro-batch.
+
+Bytes (ring algorithm, see ``schedules``): in a ring AllReduce of S bytes every
+rank sends 2(n−1)/n · S and receives as much; ReduceScatter and AllGather each
+move (n−1)/n · S per rank.  Sequence parallelism (Korthikanti et al. 2022)
+replaces each AllReduce by an AllGather plus a ReduceScatter over the sequence
+dimension: same bytes, but activations outside the TP blocks are split by n.
+
+Time model (optional, bandwidth only, no latency term):
+    t_comm = per-step bytes sent per rank / link bandwidth (one direction, bytes/s)
+    FLOPs per layer, forward = 24·B·L·H² + 4·B·L²·H   (matrix multiplies only:
+        QKV 6BLH², scores QKᵀ 2BL²H, attention·V 2BL²H, output 2BLH², MLP with 4H 16BLH²)
+    backward = 2 × forward, so per step per rank:
+        FLOPs = N · 3 · (24·B·L·H² + 4·B·L²·H) / n   (Narayanan et al. 2021, eq. (3) without recomputation)
+    t_calc = FLOPs / (tflops · 10¹²)
+    overlap: t = max(t_calc, t_comm) (an optimistic bound: in Megatron TP the
+    all-reduce result is needed by the very next operation); serial: t = t_calc + t_comm.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .schedules import bus_bandwidth_factor, chunk_sizes
+from .validate import as_choice, as_float, as_int, check_divides
+
+# Public model sizes.  FLOP formula above assumes a GPT-style layer (MLP width 4H,
+# full multi-head attention); Llama 2 uses SwiGLU and (70B) grouped-query attention,
+# so its FLOPs differ by tens of percent, but the TP bytes (B·L·H per collective) do not.
+PRESETS: dict[str, dict] = {
+    # Radford et al. 2019, "Language Models are Unsupervised Multitask Learners", Table 2
+    # (1542M: 48 layers, d_model 1600) and §2.3 (context 1024 tokens).
+    "gpt2-xl": {"hidden": 1600, "layers": 48, "seq": 1024, "label": "GPT-2 XL (1.5B)"},
+    # Shoeybi et al. 2019, "Megatron-LM", Table 1 (8.3B: hidden 3072, 72 layers); sequence length 1024 (§5).
+    "megatron-8.3b": {"hidden": 3072, "layers": 72, "seq": 1024, "label": "Megatron-LM 8.3B"},
+    # Touvron et al. 2023, "Llama 2", Table 1 (context 4k) and the released config.json
+    # (hidden_size 4096, num_hidden_layers 32 for 7B; 8192 and 80 for 70B).
+    "llama-2-7b": {"hidden": 4096, "layers": 32, "seq": 4096, "label": "Llama-2-7B"},
+    "llama-2-70b": {"hidden": 8192, "layers": 80, "seq": 4096, "label": "Llama-2-70B"},
+    # Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1
+    # (175B: 96 layers, d_model 12288, context 2048).
+    "gpt-3-175b": {"hidden": 12288, "layers": 96, "seq": 2048, "label": "GPT-3 175B"},
+}
+
+# (phase, where, collective, Megatron operator) for one layer, in execution order.
+TP_COLLECTIVES = (
+    ("forward", "attention output projection (row parallel): sum partial outputs", "all-reduce", "g"),
+    ("forward", "MLP down projection (row parallel): sum partial outputs", "all-reduce", "g"),
+    ("backward", "MLP up projection (column parallel): sum partial input gradients", "all-reduce", "f"),
+    ("backward", "QKV projection (column parallel): sum partial input gradients", "all-reduce", "f"),
+)
+WHERE_ZH = {
+    TP_COLLECTIVES[0][1]: "注意力输出投影（行并行）：部分输出求和",
+    TP_COLLECTIVES[1][1]: "MLP 下投影（行并行）：部分输出求和",
+    TP_COLLECTIVES[2][1]: "MLP 上投影（列并行）：部分输入梯度求和",
+    TP_COLLECTIVES[3][1]: "QKV 投影（列并行）：部分输入梯度求和",
+}
+
+SP_COLLECTIVES = (
+    ("forward", "before attention: gather the sequence shards", "all-gather", "g"),
+    ("forward", "after attention output projection: reduce and split by sequence", "reduce-scatter", "ḡ"),
+    ("forward", "before MLP: gather the sequence shards", "all-gather", "g"),
+    ("forward", "after MLP down projection: reduce and split by sequence", "reduce-scatter", "ḡ"),
+    ("backward", "MLP down projection: gather the gradient shards", "all-gather", "ḡ"),
+    ("backward", "before MLP: reduce and split the input gradient", "reduce-scatter", "g"),
+    ("backward", "attention output projection: gather the gradient shards", "all-gather", "ḡ"),
+    ("backward", "before attention: reduce and split the input gradient", "reduce-scatter", "g"),
+)
+
+CONVENTION_EN = (
+    "bytes_per_rank = bytes one rank sends during the collective (it receives as many) with the ring "
+    "algorithm: AllReduce 2(n−1)/n·S, ReduceScatter and AllGather (n−1)/n·S, where S = B·L·H·K is the "
+    "size of the full activation (B, L, H).  One micro-batch, forward and backward of one layer; "
+    "per step = × layers.  Not counted: activation recomputation (which repeats the forward "
+    "all-reduces), data-parallel gradient all-reduce, embedding and output layers, pipeline sends, latency."
+)
+CONVENTION_ZH = (
+    "bytes_per_rank = 使用 Ring 算法时单个 rank 在该集合操作中发送的字节数（接收字节数相同）："
+    "AllReduce 为 2(n−1)/n·S，ReduceScatter 与 AllGather 为 (n−1)/n·S，其中 S = B·L·H·K 为完整激活 (B, L, H) 的字节数。"
+    "口径为一个 micro-batch、一层的前向与反向；每步 = × 层数。未计入：激活重计算（会重复前向的 AllReduce）、"
+    "数据并行的梯度 AllReduce、嵌入层与输出层、流水线并行的发送、延迟。"
+)
+
+
+def ring_bytes_per_rank(name: str, elements: int, n: int, elem_bytes: int) -> int:
+    """Bytes the busiest rank sends in a ring ``name`` over ``elements`` (the full tensor).
+
+    AllReduce: rank r sends all chunks but c_r (reduce-scatter) and all but c_{r+1}
+    (all-gather); ReduceScatter / AllGather: one of the two phases.
+    """
+    if n == 1:
+        return 0
+    c = chunk_sizes(elements, n)
+    if name == "all-reduce":
+        return max((2 * elements - c[r] - c[(r + 1) % n]) * elem_bytes for r in range(n))
+    return max(elements - c[r] for r in range(n)) * elem_bytes  # RS or AG: every chunk but one
+
+
+def layer_flops(batch: int, seq: int, hidden: int) -> int:
+    """Forward FLOPs of one GPT-style layer (matrix multiplies): 24·B·L·H² + 4·B·L²·H."""
+    return 24 * batch * seq * hidden ** 2 + 4 * batch * seq ** 2 * hidden
+
+
+def _rows(table, elements: int, n: int, k: int) -> list[dict]:
+    rows = []
+    for phase, where, name, operator in table:
+        rows.append({
+            "phase": phase, "where": where, "where_zh": WHERE_ZH.get(where), "collective": name,
+            "operator": operator, "elements": elements, "bus_factor": bus_bandwidth_factor(name, n),
+            "bytes_per_rank": ring_bytes_per_rank(name, elements, n, k),
+        })
+    return rows
+
+
+def comm_cost(batch: Any, seq: Any, hidden: Any, tp: Any, dtype_bytes: Any = 2, layers: Any = 1,
+              link_gbps: Any = None, tflops: Any = None) -> dict:
+    """Per-rank bytes of each TP collective of one layer (ring), per step, and an optional time model.
+
+    ``link_gbps`` is the per-direction link bandwidth in gigabits per second
+    (10⁹ bit/s; e.g. 300 GB/s NVLink per direction = 2400); ``tflops`` the
+    sustained dense throughput per GPU in 10¹² FLOP/s.
+    """
+    B = as_int("batch", batch, 1)
+    L = as_int("seq", seq, 1)
+    H = as_int("hidden", hidden, 1)
+    n = as_int("tp", tp, 1, 4096)
+    K = as_int("dtype_bytes", dtype_bytes, 1, 8)
+    N = as_int("layers", layers, 1)
+    check_divides(n, H, "tp", "hidden")   # Megatron splits heads and the 4H MLP by tp
+    elements = B * L * H                  # one (B, L, H) activation
+    per_layer = _rows(TP_COLLECTIVES, elements, n, K)
+    per_layer_bytes = sum(r["bytes_per_rank"] for r in per_layer)
+    result = {
+        "inputs": {"batch": B, "seq": L, "hidden": H, "tp": n, "dtype_bytes": K, "layers": N,
+                   "link_gbps": None, "tflops": None},
+        "algorithm": "ring",
+        "activation_bytes": elements * K,
+        "per_layer": per_layer,
+        "per_layer_bytes": per_layer_bytes,
+        "per_step_bytes": per_layer_bytes * N,
+        "closed_form_per_layer_bytes": 4 * 2.0 * (n - 1) / n * elements * K,
+        "convention_en": CONVENTION_EN,
+        "convention_zh": CONVENTION_ZH,
+        "sequence_parallel": _sequence_parallel(B, L, H, n, K, N),
+        "flops_per_layer_forward": layer_flops(B, L, H),
+        "flops_per_rank_step": 3 * N * layer_flops(B, L, H) / n,
+    }
+    if link_gbps is not None:
+        g = as_float("link_gbps", link_gbps, 1e-9)
+        result["inputs"]["link_gbps"] = g
+        result["link_bytes_per_s"] = g * 1e9 / 8
+        result["t_comm_s"] = result["per_step_bytes"] / result["link_bytes_per_s"]
+    if tflops is not None:
+        t = as_float("tflops", tflops, 1e-9)
+        result["inputs"]["tflops"] = t
+        result["t_calc_s"] = result["flops_per_rank_step"] / (t * 1e12)
+    if link_gbps is not None and tflops is not None:
+        result["t_overlap_s"] = max(result["t_calc_s"], result["t_comm_s"])
+        result["t_serial_s"] = result["t_calc_s"] + result["t_comm_s"]
+        result["comm_fraction_serial"] = result["t_comm_s"] / result["t_serial_s"]
+    return result
+
+
+def _sequence_parallel(B: int, L: int, H: int, n: int, K: int, N: int) -> dict:
+    """The same layer with sequence parallelism: AllGather + ReduceScatter per AllReduce."""
+    if L % n != 0:
+        return {"available": False,
+                "reason_en": f"sequence parallelism splits seq={L} into tp={n} equal shards; {L} % {n} = {L % n}",
+                "reason_zh": f"序列并行把 seq={L} 平均分成 tp={n} 份；{L} % {n} = {L % n}，无法整除"}
+    rows = _rows(SP_COLLECTIVES, B * L * H, n, K)
+    total = sum(r["bytes_per_rank"] for r in rows)
+    extra = 2 * ring_bytes_per_rank("all-gather", B * L * H, n, K)
+    return {
+        "available": True, "per_layer": rows, "per_layer_bytes": total, "per_step_bytes": total * N,
+        # Megatron-LM keeps only the sequence shard of each column-parallel input and
+        # all-gathers it again in backward to form the weight gradient (overlapped with dX).
+        "recompute_all_gather_bytes_per_layer": extra,
+        "note_en": "Same bytes as the four AllReduces (an AllReduce is a ReduceScatter plus an AllGather). "
+                   "Megatron-LM's implementation also re-gathers the input of each column-parallel linear "
+                   "in backward for the weight gradient: recompute_all_gather_bytes_per_layer more.",
+        "note_zh": "与四次 AllReduce 字节数相同（AllReduce = ReduceScatter + AllGather）。"
+                   "Megatron-LM 的实现在反向时还会为计算权重梯度重新 AllGather 每个列并行层的输入："
+                   "另加 recompute_all_gather_bytes_per_layer。",
+    }
+
+
+def comm_cost_preset(preset: str, batch: int = 1, tp: int = 8, dtype_bytes: int = 2, **kw) -> dict:
+    """``comm_cost`` for one of ``PRESETS`` (hidden, seq, layers from the preset)."""
+    p = PRESETS[as_choice("preset", preset, tuple(PRESETS))]
+    out = comm_cost(batch, p["seq"], p["hidden"], tp, dtype_bytes, p["layers"], **kw)
+    out["preset"] = preset
+    return out
