@@ -463,8 +463,11 @@
   var pydemos = {};   // request id -> demo element
 
   function pydemoSource(demo) {
-    var src = demo.querySelector("[data-source], script[type='text/x-python'], textarea.pydemo-source");
-    if (src) return src.getAttribute("data-source") || src.textContent;
+    // The builder embeds the exact source as JSON data (not code) next to the highlighted copy.
+    var json = demo.querySelector("script.pydemo-source[type='application/json']");
+    if (json) {
+      try { return String(JSON.parse(json.textContent)); } catch (err) { /* fall back below */ }
+    }
     var code = demo.querySelector("pre code, pre");
     return code ? code.textContent : "";
   }
