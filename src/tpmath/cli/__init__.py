@@ -52,9 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         parser = build_parser()
-        if not argv or argv[0] in ("-h", "--help"):
+        if not argv:
+            raise TPMathError("no command given; run `python -m tpmath --help` for the list")
+        if argv[0] in ("-h", "--help"):
             parser.print_help()
-            return 0 if argv else 2
+            return 0
         args = parser.parse_args(argv)
         if args.command is None:
             raise TPMathError("no command given; run `python -m tpmath --help`")
