@@ -1,0 +1,362 @@
+"""Build the site: read everything, then render, then swap into ``site/`` atomically.
+
+Phases (timed; :func:`build` returns the timings for benchmarks):
+
+``content``  read every page and string table, check translations and keys
+``math``     find and convert every formula (a bad one stops the build at file:line)
+``views``    compute every ``{{demo}}`` through tpmath.views, run every ``{{pydemo}}``
+``markdown`` Markdown -> HTML, heading ids checked equal across languages
+``runtime``  Pyodide runtime files / CDN URL and the tpmath wheel (if those modules exist)
+``render``   Jinja pages, static files, then the directory swap
+
+Output (deterministic: sorted iteration, no timestamps)::
+
+    site/index.html                   language choice (static/lang.js honours the browser)
+    site/<lang>/<slug>.html           one page per content file (index.html first)
+    site/static/                      templates/static/ copied
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+from . import content as content_mod
+from . import markdown_ext, mathml, render
+from .content import HTML_LANG, Content, Page, display_path
+from .errors import BuildError
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNTIME_MODES = ("local", "cdn", "none")
+
+
+@dataclass
+class Prepared:
+    """A page between phases."""
+
+    page: Page
+    text: str = ""                                   # Markdown with math/shortcode tokens
+    formulas: list = field(default_factory=list)
+    mathml: list[str] = field(default_factory=list)
+    shortcodes: list = field(default_factory=list)
+    blocks: list[str] = field(default_factory=list)  # rendered shortcode HTML
+    html: str = ""
+    toc: list = field(default_factory=list)
+
+
+class _Timer:
+    def __init__(self):
+        self.times: dict[str, float] = {}
+
+    def phase(self, name: str):
+        timer = self
+
+        class _Ctx:
+            def __enter__(self):
+                self.t0 = time.perf_counter()
+
+            def __exit__(self, *exc):
+                timer.times[name] = timer.times.get(name, 0.0) + time.perf_counter() - self.t0
+        return _Ctx()
+
+
+# ---------------------------------------------------------------- phases
+
+def prepare_pages(content: Content) -> dict[tuple[str, str], Prepared]:
+    """Cut shortcodes and formulas out of every page, convert the formulas."""
+    out = {}
+    for key in sorted(content.pages):
+        page = content.pages[key]
+        text, shortcodes = markdown_ext.extract_shortcodes(page.body, page.path, page.body_line)
+        text, formulas = mathml.extract(text, page.path, page.body_line)
+        prep = Prepared(page=page, text=text, formulas=formulas, shortcodes=shortcodes)
+        prep.mathml = mathml.convert_all(formulas, page.path)
+        out[key] = prep
+    return out
+
+
+def _views_module():
+    """tpmath.views, importable from the source tree even when not installed."""
+    src = str(ROOT / "src")
+    if src not in sys.path:
+        sys.path.insert(0, src)
+    return importlib.import_module("tpmath.views")
+
+
+def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None:
+    """Render every demo block (default control values) and run every Python demo."""
+    views = None
+    outputs: dict[str, tuple[str, str]] = {}
+    for key in sorted(prepared):
+        prep = prepared[key]
+        t = render.Translator(content.strings[prep.page.lang], prep.page.lang, prep.page.path)
+        for sc in prep.shortcodes:
+            if sc.kind == "demo":
+                if views is None:
+                    views = _views_module()
+                    sections = views.sections()
+                if sc.name not in sections:
+                    raise BuildError(f"unknown demo section {sc.name!r}; known: "
+                                     f"{', '.join(sorted(sections)) or '(none)'}", prep.page.path, sc.line)
+                try:
+                    result = views.render(sc.name, None, prep.page.lang)
+                except Exception as err:
+                    raise BuildError(f"view section {sc.name!r} failed: {type(err).__name__}: {err}",
+                                     prep.page.path, sc.line) from err
+                prep.blocks.append(render.render_demo(env, sections[sc.name], result, t))
+            else:
+                path = content.demos_dir / f"{sc.name}.py"
+                if not path.is_file():
+                    raise BuildError(f"Python demo {display_path(path)} not found", prep.page.path, sc.line)
+                if sc.name not in outputs:
+                    code = path.read_text(encoding="utf-8")
+                    outputs[sc.name] = (code, render.run_pydemo(path, src_dir, display_path(path)))
+                code, output = outputs[sc.name]
+                prep.blocks.append(render.render_pydemo(env, sc.name, code, output, t))
+
+
+def _restore_toc(tokens: list[dict], mathml_list: list[str]) -> list[dict]:
+    return [{"id": tok["id"], "html": mathml.restore(tok["html"], mathml_list),
+             "children": _restore_toc(tok["children"], mathml_list)} for tok in tokens]
+
+
+def convert_markdown(content: Content, prepared: dict) -> None:
+    """Markdown -> HTML; heading ids must be equal across translations."""
+    for key in sorted(prepared):
+        prep = prepared[key]
+        t = content.strings[prep.page.lang]
+        html, toc = markdown_ext.to_html(prep.text, t.get("site.permalink", "#"))
+        html = markdown_ext.restore_shortcodes(html, prep.blocks, prep.shortcodes, prep.page.path)
+        prep.html = mathml.restore(html, prep.mathml)
+        prep.toc = _restore_toc(toc, prep.mathml)
+    for slug in content.slugs():
+        first = prepared[(content.langs[0], slug)]
+        ids = markdown_ext.heading_ids(first.toc)
+        for lang in content.langs[1:]:
+            other = prepared[(lang, slug)]
+            other_ids = markdown_ext.heading_ids(other.toc)
+            if sorted(ids) != sorted(other_ids):
+                only_here = sorted(set(other_ids) - set(ids))
+                only_there = sorted(set(ids) - set(other_ids))
+                raise BuildError(f"heading ids differ from {first.page.path} (give headings the same "
+                                 f"{{#id}} in every language): only here {only_here}, only there "
+                                 f"{only_there}", other.page.path)
+
+
+def install_runtime(out_dir: Path, mode: str) -> tuple[str | None, str | None, dict]:
+    """Runtime files and wheel via tpsite.runtime / tpsite.wheel when those modules exist.
+
+    Returns (pyodide base URL, wheel URL, extra CSP sources); URLs relative to the site
+    root or absolute, None when there is no runtime.
+    """
+    if mode == "none":
+        return None, None, {}
+    try:
+        runtime = importlib.import_module("tpsite.runtime")
+    except ModuleNotFoundError as err:
+        if err.name != "tpsite.runtime":
+            raise
+        return None, None, {}
+    try:
+        info = runtime.install_runtime(out_dir, mode)
+    except Exception as err:
+        raise BuildError(f"runtime ({mode}) could not be installed: {err} "
+                         "(run scripts/fetch_runtime.py, or build with --runtime cdn|none)") from err
+    if isinstance(info, dict):
+        base, csp = info.get("pyodide_base"), info.get("csp_extra") or {}
+    else:
+        base, csp = info, {}
+    wheel_url = None
+    if base:
+        try:
+            wheel = importlib.import_module("tpsite.wheel")
+        except ModuleNotFoundError as err:
+            if err.name != "tpsite.wheel":
+                raise
+        else:
+            wheel_url = wheel.build_wheel(out_dir)
+    return base, wheel_url, csp
+
+
+def page_url(url: str | None, root: str) -> str:
+    """A site-root-relative URL as seen from a page ``root`` levels down; absolute kept."""
+    if not url:
+        return ""
+    if urlparse(url).scheme or url.startswith("/"):
+        return url
+    return root + url
+
+
+def csp_header(extra: dict) -> str:
+    """The Content-Security-Policy of every page: only 'self' plus what the runtime needs."""
+    policy = {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "worker-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+    }
+    for directive in sorted(extra):
+        for source in extra[directive]:
+            if source not in policy.setdefault(directive, ["'self'"]):
+                policy[directive].append(source)
+    # Only fixed keywords and URL origins: safe to put in the attribute unescaped.
+    return render.Markup("; ".join(f"{k} {' '.join(v)}" for k, v in policy.items()))
+
+
+def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, csp: str) -> int:
+    """Write every page and the language choice; return the number of HTML files."""
+    count = 0
+    slugs = content.slugs()
+    for lang in content.langs:
+        strings = content.strings[lang]
+        (out / lang).mkdir(parents=True, exist_ok=True)
+        for slug in slugs:
+            prep = prepared[(lang, slug)]
+            page = prep.page
+            t = render.Translator(strings, lang, page.path)
+            alternates = [{"hreflang": HTML_LANG.get(l, l), "href": f"../{l}/{page.output_name}",
+                           "name": content.strings[l].get("site.lang_name", l), "code": l} for l in content.langs]
+            alternates.append({"hreflang": "x-default", "href": "../index.html", "name": "", "code": ""})
+            nav = []
+            for s in slugs:
+                p = content.page(lang, s)
+                nav.append({"href": p.output_name, "label": p.meta.get("nav", p.title),
+                            "current": s == slug})
+            html = env.get_template("page.html").render(
+                html_lang=HTML_LANG.get(lang, lang), lang=lang, page={
+                    "title": page.title, "description": page.meta.get("description", "")},
+                t=t, strings=strings, csp=csp, root="../", home_href="index.html",
+                alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != HTML_LANG.get(lang, lang)],
+                nav=nav, toc=prep.toc, body=render.Markup(prep.html),
+                pyodide_url=page_url(urls["pyodide"], "../"), wheel_url=page_url(urls["wheel"], "../"))
+            (out / lang / page.output_name).write_text(html, encoding="utf-8")
+            count += 1
+    langs = []
+    for lang in content.langs:
+        s = content.strings[lang]
+        home = content.page(lang, slugs[0])
+        langs.append({"code": lang, "hreflang": HTML_LANG.get(lang, lang), "href": f"{lang}/{home.output_name}",
+                      "title": s.get("site.title", home.title), "description": home.meta.get("description", ""),
+                      "choose": s.get("site.choose", s.get("site.lang_name", lang))})
+    alternates = [{"hreflang": l["hreflang"], "href": l["href"]} for l in langs]
+    alternates.append({"hreflang": "x-default", "href": "index.html"})
+    html = env.get_template("index.html").render(
+        html_lang=HTML_LANG.get(content.langs[0], content.langs[0]), langs=langs, alternates=alternates,
+        csp=csp, root="")
+    (out / "index.html").write_text(html, encoding="utf-8")
+    return count + 1
+
+
+def copy_static(static_dir: Path, out: Path) -> int:
+    """Copy templates/static/ to site/static/ (sorted; caches and dotfiles skipped)."""
+    n = 0
+    if not static_dir.is_dir():
+        return 0
+    for src in sorted(static_dir.rglob("*")):
+        rel = src.relative_to(static_dir)
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts) or not src.is_file():
+            continue
+        dest = out / "static" / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
+        n += 1
+    return n
+
+
+# ---------------------------------------------------------------- atomic swap
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically exchange two directories (Linux renameat2 RENAME_EXCHANGE)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    AT_FDCWD, RENAME_EXCHANGE = -100, 2
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    return fn(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
+
+
+def swap_into(tmp: Path, out: Path) -> None:
+    """Replace ``out`` by the finished ``tmp`` directory (same file system)."""
+    if out.is_symlink() or out.is_file():
+        raise BuildError("output path exists and is not a directory", out)
+    if not out.exists():
+        os.rename(tmp, out)
+        return
+    if _exchange(tmp, out):                      # tmp now holds the old site
+        shutil.rmtree(tmp)
+        return
+    old = out.with_name(out.name + ".old-" + tmp.name.rsplit("-", 1)[-1])
+    os.rename(out, old)
+    os.rename(tmp, out)
+    shutil.rmtree(old)
+
+
+# ---------------------------------------------------------------- entry point
+
+def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None,
+          templates_dir: str | Path | None = None, runtime: str = "local",
+          quiet: bool = True) -> dict:
+    """Build the whole site into ``out_dir``; return per-phase timings (seconds) and counts.
+
+    Everything is written into a temporary sibling directory first; only a complete
+    build replaces ``out_dir`` (a failed build leaves the previous site untouched).
+    """
+    if runtime not in RUNTIME_MODES:
+        raise BuildError(f"unknown runtime mode {runtime!r}; use {', '.join(RUNTIME_MODES)}")
+    timer = _Timer()
+    content_root = Path(content_dir) if content_dir else ROOT / "content"
+    templates = Path(templates_dir) if templates_dir else ROOT / "templates"
+    out = Path(out_dir).resolve()
+    with timer.phase("content"):
+        content = content_mod.load_content(content_root)
+    with timer.phase("math"):
+        prepared = prepare_pages(content)
+    env = render.make_env(templates)
+    with timer.phase("views"):
+        compute_blocks(content, prepared, env, ROOT / "src")
+    with timer.phase("markdown"):
+        convert_markdown(content, prepared)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        with timer.phase("runtime"):
+            base, wheel, csp_extra = install_runtime(tmp, runtime)
+        with timer.phase("render"):
+            n_static = copy_static(templates / "static", tmp)
+            n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel},
+                                 csp_header(csp_extra))
+            os.chmod(tmp, 0o755)
+            swap_into(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    stats = {"pages": n_html, "static_files": n_static,
+             "formulas": sum(len(p.formulas) for p in prepared.values()),
+             "demos": sum(len(p.shortcodes) for p in prepared.values()),
+             "runtime": runtime if base else "none"}
+    result = {"timings": {k: round(v, 4) for k, v in timer.times.items()}, **stats,
+              "out": str(out)}
+    if not quiet:
+        total = sum(timer.times.values())
+        print(f"built {n_html} pages, {stats['formulas']} formulas, {stats['demos']} demos into "
+              f"{display_path(out)} in {total:.2f} s (" +
+              ", ".join(f"{k} {v:.2f}" for k, v in timer.times.items()) + ")")
+    return result

@@ -1,0 +1,136 @@
+"""Markdown -> HTML with the site's extensions and shortcodes.
+
+Python-Markdown runs with toc (heading ids + permalinks), tables, fenced_code,
+attr_list, md_in_html and codehilite (pygments, CSS classes only: no inline styles, so
+the page's Content-Security-Policy can forbid them).
+
+Shortcodes stand alone on a line, separated from text by blank lines::
+
+    {{demo mlp}}             the interactive block of view section "mlp"
+    {{pydemo row_parallel}}  content/demos/row_parallel.py, highlighted, output, Run button
+
+They are replaced by tokens before Markdown runs and by the rendered blocks after.
+Tables get ``<th scope="col">``, a ``<caption>`` from a following paragraph that starts
+with ``: `` (Pandoc's syntax), and a scrolling wrapper for narrow screens.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as etree
+from dataclasses import dataclass
+
+import markdown
+from markdown.extensions import Extension
+from markdown.treeprocessors import Treeprocessor
+
+from .errors import BuildError
+from .mathml import _blocks
+
+SHORTCODE_RE = re.compile(r"^\{\{\s*(demo|pydemo)\s+([A-Za-z0-9_-]+)\s*\}\}\s*$")
+LOOSE_SHORTCODE_RE = re.compile(r"\{\{\s*(demo|pydemo)\b")
+TOKEN = "MXTPSHORT{:04d}Z"
+TOKEN_RE = re.compile(r"MXTPSHORT(\d{4})Z")
+
+
+@dataclass(frozen=True)
+class Shortcode:
+    kind: str       # "demo" | "pydemo"
+    name: str
+    line: int
+
+
+def extract_shortcodes(text: str, path, first_line: int = 1) -> tuple[str, list[Shortcode]]:
+    """Replace shortcode lines (outside fenced code) by one-line tokens."""
+    if TOKEN_RE.search(text):
+        raise BuildError("text contains the reserved placeholder 'MXTPSHORT…Z'", path)
+    found: list[Shortcode] = []
+    out: list[str] = []
+    for is_code, chunk, start in _blocks(text):
+        if is_code:
+            out.append(chunk)
+            continue
+        for offset, line in enumerate(chunk.splitlines(keepends=True)):
+            lineno = first_line + start - 1 + offset
+            m = SHORTCODE_RE.match(line)
+            if m:
+                found.append(Shortcode(m.group(1), m.group(2), lineno))
+                out.append(TOKEN.format(len(found) - 1) + ("\n" if line.endswith("\n") else ""))
+            elif LOOSE_SHORTCODE_RE.search(line):
+                raise BuildError("a shortcode must stand alone on its line: "
+                                 "{{demo NAME}} or {{pydemo NAME}}", path, lineno)
+            else:
+                out.append(line)
+    return "".join(out), found
+
+
+def restore_shortcodes(html: str, blocks: list[str], shortcodes: list[Shortcode], path) -> str:
+    """Swap ``<p>TOKEN</p>`` for the rendered blocks; a token inside text is an error."""
+    html = re.sub(r"<p>\s*MXTPSHORT(\d{4})Z\s*</p>", lambda m: blocks[int(m.group(1))], html)
+    m = TOKEN_RE.search(html)
+    if m:
+        sc = shortcodes[int(m.group(1))]
+        raise BuildError(f"{{{{{sc.kind} {sc.name}}}}} must be separated from text by blank lines",
+                         path, sc.line)
+    return html
+
+
+class _TableProcessor(Treeprocessor):
+    """Semantic tables: header scope, caption, horizontal-scroll wrapper."""
+
+    def run(self, root: etree.Element) -> None:
+        for parent in list(root.iter()):
+            children = list(parent)
+            for idx, child in enumerate(children):
+                if child.tag != "table" or child.get("data-table"):
+                    continue
+                for th in child.iter("th"):
+                    th.set("scope", "col")
+                nxt = children[idx + 1] if idx + 1 < len(children) else None
+                if nxt is not None and nxt.tag == "p" and (nxt.text or "").startswith(": "):
+                    caption = etree.Element("caption")
+                    caption.text = nxt.text[2:]
+                    for sub in list(nxt):
+                        caption.append(sub)
+                    child.insert(0, caption)
+                    parent.remove(nxt)
+                wrap = etree.Element("div", {"class": "table-wrap"})
+                pos = list(parent).index(child)
+                parent.remove(child)
+                wrap.append(child)
+                parent.insert(pos, wrap)
+
+
+class _SiteExtension(Extension):
+    def extendMarkdown(self, md: markdown.Markdown) -> None:
+        md.treeprocessors.register(_TableProcessor(md), "tp_tables", 4)
+
+
+def make_markdown(permalink_title: str) -> markdown.Markdown:
+    """A fresh Markdown converter (one per page: the toc state is per document)."""
+    return markdown.Markdown(
+        extensions=["toc", "tables", "fenced_code", "attr_list", "md_in_html", "codehilite",
+                    _SiteExtension()],
+        extension_configs={
+            "toc": {"permalink": "#", "permalink_title": permalink_title, "toc_depth": "2-3",
+                    "permalink_class": "headerlink"},
+            "codehilite": {"css_class": "highlight", "noclasses": False, "guess_lang": False},
+        },
+        output_format="html",
+    )
+
+
+def to_html(text: str, permalink_title: str) -> tuple[str, list[dict]]:
+    """Convert Markdown; return the HTML and the toc tokens (level, id, html, children)."""
+    md = make_markdown(permalink_title)
+    html = md.convert(text)
+    return html, md.toc_tokens
+
+
+def heading_ids(tokens: list[dict]) -> list[str]:
+    """All heading ids of a toc, in document order."""
+    out: list[str] = []
+    for tok in tokens:
+        out.append(tok["id"])
+        out.extend(heading_ids(tok["children"]))
+    return out

@@ -1,0 +1,297 @@
+"""LaTeX formulas in Markdown -> MathML at build time (no JavaScript for math).
+
+``$…$`` is inline math, ``$$…$$`` display math; ``\\$`` is a literal dollar sign.
+Formulas are cut out of the Markdown *before* Markdown runs (so ``_`` and ``*`` inside
+them are not emphasis), skipping fenced code blocks and inline code spans, and replaced
+by placeholder tokens that :func:`restore` swaps for the MathML afterwards.
+
+latex2mathml has gaps this module closes:
+
+* ``aligned`` is not supported (it emits a bare ``<mi>&</mi>``): it is rewritten to
+  ``align*``, which produces an ``<mtable>`` of right/left column pairs.  Chromium's
+  MathML Core ignores ``columnalign``, so such tables get ``class="tp-align"`` and the
+  stylesheet aligns the cells (``text-align`` on ``mtd``).
+* Unknown commands come out as ``<mi>\\foo</mi>`` and unknown environments vanish
+  silently: both are build errors, as is anything that is not well-formed XML, a stray
+  ``&`` and a ``\\\\`` line break outside an environment (Chromium would ignore it).
+* ``mathvariant`` other than ``normal`` is ignored by MathML Core, so ``\\mathbf`` & co.
+  are mapped to the Unicode mathematical alphanumeric characters.
+
+Every ``<math>`` carries ``alttext`` (its LaTeX source) for screen readers; display math
+gets ``display="block"``.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+from latex2mathml.converter import convert as _l2m_convert
+
+from .errors import BuildError
+
+NS = "http://www.w3.org/1998/Math/MathML"
+ET.register_namespace("", NS)
+
+TOKEN = "MXTPMATH{:05d}Z"
+TOKEN_RE = re.compile(r"MXTPMATH(\d{5})Z")
+
+# Environments latex2mathml converts (plus ``aligned``, which we rewrite).
+ENVIRONMENTS = {
+    "matrix", "matrix*", "pmatrix", "pmatrix*", "bmatrix", "bmatrix*", "Bmatrix", "Bmatrix*",
+    "vmatrix", "vmatrix*", "Vmatrix", "Vmatrix*", "array", "substack", "cases", "displaylines",
+    "eqalign", "eqalignno", "smallmatrix", "split", "align", "align*", "aligned",
+}
+ENV_RE = re.compile(r"\\(begin|end)\s*\{([^}]*)\}")
+
+# Unicode mathematical alphanumerics: (capital A, small a, digit 0) per mathvariant;
+# None = no such block.  Holes of the blocks (letters that live in the BMP) below.
+_ALPHA = {
+    "bold": (0x1D400, 0x1D41A, 0x1D7CE),
+    "italic": (0x1D434, 0x1D44E, None),
+    "bold-italic": (0x1D468, 0x1D482, 0x1D7CE),
+    "sans-serif": (0x1D5A0, 0x1D5BA, 0x1D7E2),
+    "bold-sans-serif": (0x1D5D4, 0x1D5EE, 0x1D7EC),
+    "monospace": (0x1D670, 0x1D68A, 0x1D7F6),
+    "script": (0x1D49C, 0x1D4B6, None),
+    "fraktur": (0x1D504, 0x1D51E, None),
+    "double-struck": (0x1D538, 0x1D552, 0x1D7D8),
+}
+_HOLES = {
+    ("italic", "h"): "\u210E",
+    ("script", "B"): "\u212C", ("script", "E"): "\u2130", ("script", "F"): "\u2131",
+    ("script", "H"): "\u210B", ("script", "I"): "\u2110", ("script", "L"): "\u2112",
+    ("script", "M"): "\u2133", ("script", "R"): "\u211B", ("script", "e"): "\u212F",
+    ("script", "g"): "\u210A", ("script", "o"): "\u2134",
+    ("fraktur", "C"): "\u212D", ("fraktur", "H"): "\u210C", ("fraktur", "I"): "\u2111",
+    ("fraktur", "R"): "\u211C", ("fraktur", "Z"): "\u2128",
+    ("double-struck", "C"): "\u2102", ("double-struck", "H"): "\u210D",
+    ("double-struck", "N"): "\u2115", ("double-struck", "P"): "\u2119",
+    ("double-struck", "Q"): "\u211A", ("double-struck", "R"): "\u211D",
+    ("double-struck", "Z"): "\u2124",
+}
+
+
+class MathError(ValueError):
+    """A formula that cannot be converted (the caller adds file and line)."""
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One formula found in a page."""
+
+    latex: str
+    display: bool
+    line: int
+
+
+def _styled(text: str, variant: str) -> str | None:
+    """``text`` in the Unicode alphabet of ``variant``; None if a character has none."""
+    upper, lower, digit = _ALPHA[variant]
+    out = []
+    for ch in text:
+        if (variant, ch) in _HOLES:
+            out.append(_HOLES[(variant, ch)])
+        elif "A" <= ch <= "Z":
+            out.append(chr(upper + ord(ch) - 65))
+        elif "a" <= ch <= "z":
+            out.append(chr(lower + ord(ch) - 97))
+        elif "0" <= ch <= "9" and digit is not None:
+            out.append(chr(digit + ord(ch) - 48))
+        else:
+            return None
+    return "".join(out)
+
+
+def _check_environments(latex: str) -> str:
+    """Reject unknown environments and rewrite ``aligned`` to ``align*``."""
+    for m in ENV_RE.finditer(latex):
+        if m.group(2).strip() not in ENVIRONMENTS:
+            raise MathError(f"unsupported environment {{{m.group(2)}}} (supported: aligned, "
+                            "align*, split, array, cases, *matrix)")
+    return ENV_RE.sub(lambda m: f"\\{m.group(1)}{{align*}}" if m.group(2).strip() == "aligned"
+                      else m.group(0), latex)
+
+
+def _tag(el: ET.Element) -> str:
+    return el.tag.rsplit("}", 1)[-1]
+
+
+def _fix_tree(root: ET.Element) -> None:
+    """Validate the converted tree and adapt it to MathML Core (Chromium)."""
+    for el in root.iter():
+        tag = _tag(el)
+        text = el.text or ""
+        if "\\" in text:
+            raise MathError(f"unknown LaTeX command {text.strip()!r}")
+        if tag in ("mi", "mo", "mn") and text.strip() == "&":
+            raise MathError("stray '&' outside an alignment environment (use aligned or align*)")
+        if tag == "mspace" and el.get("linebreak") == "newline":
+            raise MathError("'\\\\' line break outside an environment: wrap the lines in "
+                            "\\begin{aligned} … \\end{aligned}")
+        if tag == "mtable" and (el.get("columnspacing") or "").startswith("0em"):
+            el.set("class", "tp-align")        # align*/aligned/split: right/left column pairs
+        variant = el.get("mathvariant")
+        if variant in _ALPHA and tag in ("mi", "mn", "mtext") and text:
+            styled = _styled(text, variant)
+            if styled is not None:
+                el.text = styled
+                del el.attrib["mathvariant"]
+                if tag == "mi" and len(styled) > 1:
+                    el.set("mathvariant", "normal")   # multi-letter mi is upright anyway
+
+
+def latex_to_mathml(latex: str, display: bool) -> str:
+    """Convert one formula; raise :class:`MathError` when it cannot be done properly."""
+    source = latex.strip()
+    if not source:
+        raise MathError("empty formula")
+    prepared = _check_environments(source)
+    try:
+        raw = _l2m_convert(prepared, display="block" if display else "inline")
+    except Exception as err:  # latex2mathml raises many unrelated exception types
+        detail = str(err).strip()
+        raise MathError(f"cannot convert {source!r}: {type(err).__name__}"
+                        + (f" ({detail})" if detail else "")) from None
+    try:
+        root = ET.fromstring(raw)
+    except ET.ParseError as err:
+        raise MathError(f"{source!r} gives invalid MathML ({err})") from None
+    try:
+        _fix_tree(root)
+    except MathError as err:
+        raise MathError(f"{err} in {source!r}") from None
+    root.set("display", "block" if display else "inline")
+    root.set("alttext", " ".join(source.split()))
+    return ET.tostring(root, encoding="unicode", short_empty_elements=True)
+
+
+# ---------------------------------------------------------------- extraction
+
+def _is_fence(line: str) -> str | None:
+    """The fence marker if ``line`` opens/closes a fenced code block."""
+    m = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
+    return m.group(1) if m else None
+
+
+def _blocks(text: str):
+    """Yield (is_code, chunk, first_line) with fenced code blocks kept apart."""
+    lines = text.splitlines(keepends=True)
+    start, buf, fence, i = 1, [], None, 0
+    for i, line in enumerate(lines, 1):
+        marker = _is_fence(line)
+        if fence is None and marker:
+            if buf:
+                yield False, "".join(buf), start
+            buf, start, fence = [line], i, marker
+        elif fence is not None and marker and marker[0] == fence[0] and len(marker) >= len(fence) \
+                and not line.strip()[len(marker):].strip():
+            buf.append(line)
+            yield True, "".join(buf), start
+            buf, start, fence = [], i + 1, None
+        else:
+            buf.append(line)
+    if buf:
+        yield fence is not None, "".join(buf), start
+
+
+def extract(text: str, path, first_line: int = 1) -> tuple[str, list[Formula]]:
+    """Replace every formula in ``text`` by a token; return the new text and the formulas.
+
+    Raises :class:`BuildError` (file:line) for an unmatched or malformed ``$``.
+    """
+    if TOKEN_RE.search(text):
+        raise BuildError("text contains the reserved placeholder 'MXTPMATH…Z'", path)
+    formulas: list[Formula] = []
+    out: list[str] = []
+    for is_code, chunk, start in _blocks(text):
+        if is_code:
+            out.append(chunk)
+            continue
+        out.append(_extract_chunk(chunk, path, first_line + start - 1, formulas))
+    return "".join(out), formulas
+
+
+def _extract_chunk(chunk: str, path, line0: int, formulas: list[Formula]) -> str:
+    out: list[str] = []
+    i, n = 0, len(chunk)
+
+    def line_at(pos: int) -> int:
+        return line0 + chunk.count("\n", 0, pos)
+
+    while i < n:
+        ch = chunk[i]
+        if ch == "\\" and i + 1 < n and chunk[i + 1] == "$":
+            out.append("&#36;")
+            i += 2
+        elif ch == "\\" and i + 1 < n:
+            out.append(chunk[i:i + 2])
+            i += 2
+        elif ch == "`":
+            run = len(chunk[i:]) - len(chunk[i:].lstrip("`"))
+            close = chunk.find("`" * run, i + run)
+            while close != -1 and close + run < n and chunk[close + run] == "`":
+                close = chunk.find("`" * run, close + run + 1)
+            if close == -1:
+                out.append(chunk[i:i + run])
+                i += run
+            else:
+                out.append(chunk[i:close + run])
+                i = close + run
+        elif ch == "$":
+            display = chunk.startswith("$$", i)
+            delim = "$$" if display else "$"
+            body_start = i + len(delim)
+            close = _find_close(chunk, body_start, delim)
+            if close == -1:
+                raise BuildError(f"unmatched '{delim}' (write \\$ for a dollar sign)", path, line_at(i))
+            latex = chunk[body_start:close]
+            if not display and (latex[:1].isspace() or latex[-1:].isspace()):
+                raise BuildError(f"inline math '${latex}$' must not start or end with a space "
+                                 "(write \\$ for a dollar sign)", path, line_at(i))
+            if not display and "\n\n" in latex:
+                raise BuildError("inline math spans a paragraph break", path, line_at(i))
+            formulas.append(Formula(latex=latex, display=display, line=line_at(i)))
+            out.append(TOKEN.format(len(formulas) - 1))
+            i = close + len(delim)
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _find_close(chunk: str, start: int, delim: str) -> int:
+    """Index of the closing delimiter (not escaped); -1 if there is none."""
+    i = start
+    while True:
+        j = chunk.find(delim, i)
+        if j == -1:
+            return -1
+        if chunk[j - 1] == "\\" and (j - 2 < start or chunk[j - 2] != "\\"):
+            i = j + 1
+            continue
+        if delim == "$" and chunk.startswith("$$", j):
+            return -1 if j == start else j
+        return j
+
+
+def convert_all(formulas: list[Formula], path) -> list[str]:
+    """MathML of every formula; the first failure is a BuildError at its line."""
+    out = []
+    for f in formulas:
+        try:
+            out.append(latex_to_mathml(f.latex, f.display))
+        except MathError as err:
+            raise BuildError(str(err), path, f.line) from None
+    return out
+
+
+def restore(html: str, mathml: list[str]) -> str:
+    """Put the MathML back; a display formula alone in a paragraph becomes a block."""
+    def block(m: re.Match) -> str:
+        html = mathml[int(m.group(1))]
+        return f'<div class="math-display">{html}</div>' if ' display="block"' in html[:120] else m.group(0)
+
+    html = re.sub(r"<p>\s*MXTPMATH(\d{5})Z\s*</p>", block, html)
+    return TOKEN_RE.sub(lambda m: mathml[int(m.group(1))], html)

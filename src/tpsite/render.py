@@ -1,0 +1,188 @@
+"""Jinja rendering: pages, demo blocks ({{demo NAME}}) and Python demos ({{pydemo NAME}}).
+
+The Jinja environment uses ``StrictUndefined`` (a typo in a template is a build error)
+and autoescaping.  Interface strings come through :class:`Translator` (``t(key)``); a
+key missing from the string tables is a build error naming the page being rendered.
+
+A demo block is rendered from ``tpmath.views.render(NAME, None, lang)`` (the default
+control values) and ``tpmath.views.sections()[NAME].controls``, with exactly the DOM of
+ARCHITECTURE.md so that ``templates/static/app.js`` can later replace the same tables
+and values with live results.  Cells that are ``{"key", "args"}`` dicts are translated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
+
+from .errors import BuildError
+
+PYDEMO_TIMEOUT = 60  # seconds
+
+
+class Translator:
+    """``t(key, **args)``: the string of ``key`` in one language, placeholders filled."""
+
+    def __init__(self, strings: dict[str, str], lang: str, where):
+        self.strings = strings
+        self.lang = lang
+        self.where = where      # file named in errors (the page being rendered)
+
+    def __call__(self, key: str, **args: Any) -> str:
+        if key not in self.strings:
+            raise BuildError(f"missing string key {key!r} (add it to content/i18n/{self.lang}.toml "
+                             "and the other languages)", self.where)
+        text = self.strings[key]
+        if not args:
+            return text
+        try:
+            return text.format_map(args)
+        except (KeyError, IndexError, ValueError) as err:
+            raise BuildError(f"string {key!r} = {text!r} cannot take arguments {sorted(args)}: "
+                             f"{err!r}", self.where) from None
+
+    def has(self, key: str) -> bool:
+        return key in self.strings
+
+    def cell(self, cell: Any) -> str:
+        """A table cell / value / note: verbatim string, or ``{"key", "args"}`` translated."""
+        if isinstance(cell, dict):
+            if "key" not in cell:
+                raise BuildError(f"view cell {cell!r} has no 'key'", self.where)
+            args = {k: self.cell(v) for k, v in (cell.get("args") or {}).items()}
+            return self(cell["key"], **args)
+        if cell is None:
+            return ""
+        if isinstance(cell, float):
+            raise BuildError(f"view returned an unformatted number {cell!r} (use tpmath.views.fmt)",
+                             self.where)
+        return str(cell)
+
+
+def make_env(templates_dir: Path) -> jinja2.Environment:
+    """The Jinja environment of the site."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["json_script"] = json_script
+    return env
+
+
+def json_script(data: Any) -> Markup:
+    """JSON for a ``<script type="application/json">``: sorted, and ``<`` escaped so the
+    data can never close the script element."""
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text)
+
+
+# ---------------------------------------------------------------- demo blocks
+
+def _attr_value(value: Any) -> str:
+    """A control value as the page shows it (``2``, ``0.5``, ``forward``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _key_part(name: str) -> str:
+    return str(name).replace("-", "_")
+
+
+def demo_model(section, result: dict, t: Translator) -> dict:
+    """Plain data for the ``demo_block`` macro (everything already translated)."""
+    name = result["section"]
+    current = result.get("controls", {})
+    controls = []
+    for c in section.controls:
+        value = _attr_value(current.get(c.name, c.default))
+        options = []
+        for opt in c.options:
+            opt_value = _attr_value(opt)
+            key = f"opt.{_key_part(c.name)}.{_key_part(opt_value)}"
+            options.append({"value": opt_value, "label": t(key) if t.has(key) else opt_value,
+                            "selected": opt_value == value})
+        if c.kind == "select" and not any(o["selected"] for o in options):
+            raise BuildError(f"section {name!r}: default {value!r} of control {c.name!r} is not "
+                             f"one of its options", t.where)
+        controls.append({"name": c.name, "kind": c.kind, "label": t(c.label_key), "value": value,
+                         "options": options,
+                         "min": None if c.min is None else _attr_value(c.min),
+                         "max": None if c.max is None else _attr_value(c.max),
+                         "step": None if c.step is None else _attr_value(c.step)})
+    values = [{"name": k, "label": t(f"value.{_key_part(k)}"), "text": t.cell(v)}
+              for k, v in result.get("values", {}).items()]
+    order = list(section.tables) + [k for k in result.get("tables", {}) if k not in section.tables]
+    tables = []
+    for tname in order:
+        spec = result.get("tables", {}).get(tname)
+        if spec is None:
+            continue
+        columns = [t.cell(c) if isinstance(c, dict) else t(c) for c in spec.get("columns", [])]
+        caption = spec.get("caption")
+        tables.append({
+            "name": tname,
+            "caption": "" if caption is None else (t.cell(caption) if isinstance(caption, dict) else t(caption)),
+            "columns": columns,
+            "rows": [[t.cell(c) for c in row] for row in spec.get("rows", [])],
+            "foot": [[t.cell(c) for c in row] for row in spec.get("foot", [])],
+        })
+    notes = [{"name": k, "text": t.cell(v)} for k, v in result.get("notes", {}).items()]
+    return {"name": name, "controls": controls, "values": values, "tables": tables, "notes": notes,
+            "status": t("runtime.loading") if t.has("runtime.loading") else ""}
+
+
+def render_demo(env: jinja2.Environment, section, result: dict, t: Translator) -> str:
+    """The HTML of one ``{{demo NAME}}`` block."""
+    macro = env.get_template("demo.html").module.demo_block
+    return str(macro(demo_model(section, result, t), t))
+
+
+# ---------------------------------------------------------------- Python demos
+
+def run_pydemo(path: Path, src_dir: Path, shown_path) -> str:
+    """Run a demo program at build time; its stdout is shown on the page."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(src_dir) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONHASHSEED"] = "0"
+    env["PYTHONIOENCODING"] = "utf-8"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    try:
+        proc = subprocess.run([sys.executable, str(path)], cwd=str(path.parent), env=env,
+                              capture_output=True, timeout=PYDEMO_TIMEOUT, text=True,
+                              encoding="utf-8", errors="replace")
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"demo did not finish within {PYDEMO_TIMEOUT} s", shown_path) from None
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-8:])
+        raise BuildError(f"demo exited with status {proc.returncode}:\n{tail}", shown_path)
+    return proc.stdout
+
+
+def highlight_python(code: str) -> str:
+    """Pygments HTML with CSS classes (the stylesheet colours them; no inline styles)."""
+    return highlight(code, PythonLexer(), HtmlFormatter(cssclass="highlight", nowrap=False))
+
+
+def render_pydemo(env: jinja2.Environment, name: str, code: str, output: str, t: Translator) -> str:
+    """The HTML of one ``{{pydemo NAME}}`` block."""
+    macro = env.get_template("demo.html").module.pydemo_block
+    return str(macro({"name": name, "code_html": Markup(highlight_python(code)),
+                      "source_json": json_script(code), "output": output}, t))
