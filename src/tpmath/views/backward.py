@@ -1,3 +1,137 @@
-"""Views for this area (placeholder until written)."""
+"""Views of the backward pass (page 1): gradients per rank, DP×TP coefficients, precision.
 
-SECTIONS: dict = {}
+Sections
+--------
+``backward``   every gradient of the column→row MLP on every rank (table
+               ``backward-grads``) and the assembled gradients checked against the
+               unsharded reference and central finite differences (``grad-check``).
+``dp-tp``      dp replicas × tp ranks: the correct reduction (TP sum, DP mean) and
+               three wrong ones, with their error and scale (``dp-tp``).
+``precision``  sharded vs unsharded per dtype against the derived tolerance
+               (``precision``) and one SGD step, sharded vs unsharded (``sgd-step``).
+
+Letters as in :mod:`tpmath.mlp` and :mod:`tpmath.dp_tp` (B, D, F, tp, dp).
+"""
+
+from __future__ import annotations
+
+from .. import dp_tp, mlp, precision
+from ..validate import DTYPES, as_choice
+from . import Control, Section, fmt
+from .page1_util import label, rank, select_int, table
+
+TP_OPTIONS = (1, 2, 4)
+DP_OPTIONS = (1, 2, 4)
+
+# gradient -> (i18n label key, how the ranks' pieces become the whole gradient)
+_GRADS = (
+    ("G_X", "label.grad_x", "label.via_allreduce"),    # partial terms: AllReduce(sum), operator f
+    ("G_W1", "label.grad_w1", "label.via_local"),      # own columns: complete on the rank
+    ("G_W2", "label.grad_w2", "label.via_local"),      # own rows: complete on the rank
+)
+
+
+def render_backward(controls: dict, lang: str) -> dict:
+    """Per-rank gradients and the two independent checks of the assembled ones."""
+    tp = select_int("tp", controls["tp"], TP_OPTIONS)
+    res = mlp.run_mlp(tp=tp)
+    rows = [[rank(rk["rank"]), fmt.mat(rk["G_H"]), fmt.mat(rk["G_Z"]), fmt.mat(rk["G_W1"]),
+             fmt.mat(rk["G_W2"]), fmt.mat(rk["G_X_partial"])] for rk in res["ranks"]]
+    check = [[label(name_key), label(how_key), fmt.mat(res["sharded"][key]),
+              fmt.err(res["max_abs_err"][key]), fmt.err(res["finite_difference"][key])]
+             for key, name_key, how_key in _GRADS]
+    return {
+        "controls": {"tp": str(tp)},
+        "tables": {
+            "backward-grads": table("cap.backward_grads",
+                                    ["col.rank", "col.g_h", "col.g_z", "col.g_w1", "col.g_w2", "col.g_x_partial"],
+                                    rows),
+            "grad-check": table("cap.grad_check",
+                                ["col.gradient", "col.assembled_by", "col.value", "col.err_reference",
+                                 "col.err_finite_diff"], check),
+        },
+        "values": {"fd-step": fmt.num(mlp.FD_STEP, 6)},
+    }
+
+
+def render_dp_tp(controls: dict, lang: str) -> dict:
+    """The four reductions of dp × tp gradients against the full-batch unsharded gradient."""
+    tp = select_int("tp", controls["tp"], TP_OPTIONS)
+    dp = select_int("dp", controls["dp"], DP_OPTIONS)
+    res = dp_tp.run_dp_tp(tp=tp, dp=dp)
+    rows = [[label(f"label.variant_{v['name']}"), v["description_zh"] if lang == "zh" else v["description_en"],
+             fmt.err(v["max_abs_err"]), fmt.num(v["scale"])] for v in res["variants"]]
+    return {
+        "controls": {"tp": str(tp), "dp": str(dp)},
+        "tables": {"dp-tp": table("cap.dp_tp", ["col.variant", "col.what_it_does", "col.max_abs_err", "col.scale"],
+                                  rows)},
+        "values": {"world-size": fmt.integer(dp * tp), "global-batch": fmt.integer(dp * res["batch"])},
+        "notes": {"setup": label("note.dp_tp_setup", dp=fmt.integer(dp), tp=fmt.integer(tp),
+                                 batch=fmt.integer(res["batch"]), seed=fmt.integer(res["seed"]))},
+    }
+
+
+_PRECISION_ROWS = (("Y", "label.q_y"), ("loss", "label.q_loss"), ("G_X", "label.q_g_x"),
+                   ("G_W1", "label.q_g_w1"), ("G_W2", "label.q_g_w2"))
+
+
+def render_precision(controls: dict, lang: str) -> dict:
+    """Max |sharded − unsharded| per quantity for one dtype, and one SGD step (float64)."""
+    dtype = as_choice("dtype", controls["dtype"], DTYPES)
+    tp = select_int("tp", controls["tp"], TP_OPTIONS)
+    res = precision.run_precision(tp=tp)
+    row = next(r for r in res["dtypes"] if r["dtype"] == dtype)
+    rows = []
+    for key, name_key in _PRECISION_ROWS:
+        err, tol = row["max_abs_err"][key], row["tolerances"][key]
+        rows.append([label(name_key), fmt.err(err), fmt.err(tol), label("label.yes" if err <= tol else "label.no")])
+    ce_err, ce_tol = row["ce_abs_diff"], row["ce_tolerance"]
+    rows.append([label("label.q_ce"), fmt.err(ce_err), fmt.err(ce_tol),
+                 label("label.yes" if ce_err <= ce_tol else "label.no")])
+    sgd = res["sgd"]
+    sgd_rows = [[label(f"label.param_{p.lower()}"), fmt.mat(sgd[f"{p}_sharded"]), fmt.mat(sgd[f"{p}_reference"]),
+                 fmt.err(sgd["max_abs_err"][p])] for p in ("W1", "W2")]
+    return {
+        "controls": {"dtype": dtype, "tp": str(tp)},
+        "tables": {
+            "precision": table("cap.precision", ["col.quantity", "col.max_abs_err", "col.tolerance",
+                                                 "col.within"], rows),
+            "sgd-step": table("cap.sgd_step", ["col.parameter", "col.sgd_sharded", "col.sgd_reference",
+                                               "col.max_abs_err"], sgd_rows),
+        },
+        "values": {
+            "lr": fmt.num(sgd["lr"]),
+            "loss-before": fmt.num(sgd["loss_before"]),
+            "loss-after": fmt.num(sgd["loss_after"]),
+            "loss-after-reference": fmt.num(sgd["loss_after_reference"]),
+        },
+        "notes": {"verdict": label("note.precision_ok" if row["within_tolerance"] else "note.precision_bad",
+                                   dtype=dtype)},
+    }
+
+
+SECTIONS = {
+    "backward": Section(
+        name="backward",
+        controls=(Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS)),),
+        render=render_backward,
+        tables=("backward-grads", "grad-check"),
+        values=("fd-step",),
+    ),
+    "dp-tp": Section(
+        name="dp-tp",
+        controls=(Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS)),
+                  Control("dp", "select", "2", options=tuple(str(d) for d in DP_OPTIONS))),
+        render=render_dp_tp,
+        tables=("dp-tp",),
+        values=("world-size", "global-batch"),
+    ),
+    "precision": Section(
+        name="precision",
+        controls=(Control("dtype", "select", "float32", options=DTYPES),
+                  Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS))),
+        render=render_precision,
+        tables=("precision", "sgd-step"),
+        values=("lr", "loss-before", "loss-after", "loss-after-reference"),
+    ),
+}

@@ -1,3 +1,209 @@
-"""Views for this area (placeholder until written)."""
+"""Views of the collectives (page 1): data layouts, a hang checker, ring/tree traffic.
 
-SECTIONS: dict = {}
+Sections
+--------
+``collectives``  one NCCL collective on the seed's buffers (table ``collective``:
+                 Rank | input | output) and ReduceScatter → AllGather next to
+                 AllReduce, computed (table ``rs-ag``).
+``mismatch``     per-rank call lists of a named scenario and what each rank ends
+                 up doing (tables ``mismatch-calls``, ``mismatch-hangs``).
+``ring``         the steps of a ring or tree AllReduce (``ring-steps``) and the
+                 messages and bytes per rank (``ring-bytes``).
+
+Letters: n ranks, count elements per rank, root the sending/receiving rank.
+Inputs: rank r holds 10^r·[1, 2, …, L] (the seed's R0=[1,2,3,4], R1=[10,20,30,40]
+for n = 2), with L = 4 when n divides 4 and L = 6 for n = 3, so every block
+split (ReduceScatter, AlltoAll, Scatter) is even.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import collectives as core
+from .. import mismatch, schedules
+from ..errors import TPMathError
+from ..validate import as_choice, as_int
+from . import Control, Section, fmt
+from .page1_util import int_range, label, rank, select_int, table
+
+RANK_OPTIONS = (2, 3, 4)
+ROOT_OPTIONS = (0, 1, 2, 3)
+RING_RANKS = tuple(range(2, 9))
+MAX_COUNT = 2**30            # elements; bytes are counted, never allocated
+SHOW_BUFFERS = (4, 8)        # buffers are listed per step only up to 4 ranks × 8 elements
+ELEM_BYTES = 4               # float32
+
+
+def seed_inputs(n: int) -> list[np.ndarray]:
+    """Rank r holds 10^r·[1..L]: the seed's R0, R1 for n = 2, extended the same way."""
+    length = 4 if 4 % n == 0 else 6
+    base = np.arange(1, length + 1, dtype=np.float64)    # (L,)
+    return [base * 10.0 ** r for r in range(n)]          # n × (L,)
+
+
+def _out(buf) -> str | dict:
+    """An output buffer, or a note that the rank receives nothing (Reduce, Gather)."""
+    return label("label.nothing") if buf is None else fmt.vec(buf)
+
+
+def render_collectives(controls: dict, lang: str) -> dict:
+    """One collective on the seed's buffers, and ReduceScatter+AllGather vs AllReduce."""
+    name = as_choice("collective", controls["collective"], core.NAMES)
+    op = as_choice("op", controls["op"], core.OPS)
+    n = select_int("ranks", controls["ranks"], RANK_OPTIONS)
+    root = select_int("root", controls["root"], ROOT_OPTIONS)
+    if root >= n:
+        raise TPMathError(f"root={root} is not a rank of the group: ranks are 0..{n - 1}",
+                          f"root={root} 不在通信组内：rank 只能是 0..{n - 1}", field="root")
+    inputs = seed_inputs(n)
+    res = core.run_collective(name, inputs, op=op, root=root)
+    rows = [[rank(r), fmt.vec(inputs[r]), _out(res["outputs"][r])] for r in range(n)]
+
+    # ReduceScatter leaves block r of op(inputs) on rank r; AllGather puts rank r's block
+    # back at offset r: the concatenation every rank then holds is the AllReduce result.
+    rs = core.collective("reduce-scatter", inputs, op=op)            # n × (L/n,)
+    ag = core.collective("all-gather", rs)                           # n × (L,)
+    ar = core.collective("all-reduce", inputs, op=op)                # n × (L,)
+    rs_rows = [[rank(r), fmt.vec(rs[r]), fmt.vec(ag[r]), fmt.vec(ar[r]),
+                fmt.err(np.max(np.abs(ag[r] - ar[r])))] for r in range(n)]
+    notes = {"what": label(f"note.coll_{name.replace('-', '_')}", root=rank(root), op=op)}
+    if not res["uses_op"] and op != "sum":
+        notes["unused"] = label("note.op_unused", op=op)
+    return {
+        "controls": {"collective": name, "op": op, "ranks": str(n), "root": str(root)},
+        "tables": {
+            "collective": table("cap.collective", ["col.rank", "col.input", "col.output"], rows),
+            "rs-ag": table("cap.rs_ag", ["col.rank", "col.rs_out", "col.ag_out", "col.ar_out", "col.max_abs_diff"],
+                           rs_rows),
+        },
+        "values": {"nccl-name": res["nccl_name"],
+                   "bus-factor": fmt.num(schedules.bus_bandwidth_factor(name, n))},
+        "notes": notes,
+    }
+
+
+def _call_text(call: dict) -> str:
+    """AllReduce [4] float32 {0,1}: NCCL name, shape, dtype, group (language-neutral)."""
+    shape = "[" + ", ".join(fmt.integer(s) for s in call["shape"]) + "]"
+    group = "{" + ",".join(fmt.integer(g) for g in call["group"]) + "}"
+    return f"{core.NCCL_NAMES.get(call['name'], 'Barrier')} {shape} {call['dtype']} {group}"
+
+
+def render_mismatch(controls: dict, lang: str) -> dict:
+    """Each rank's calls in a scenario and, for every rank that never finishes, why."""
+    scenario = as_choice("scenario", controls["scenario"], tuple(mismatch.SCENARIOS))
+    calls = mismatch.SCENARIOS[scenario]
+    res = mismatch.check_calls(calls)
+    hangs = {h["rank"]: h for h in res["hangs"]}
+    rows = []
+    for r, seq in enumerate(calls):
+        listed = "; ".join(f"#{fmt.integer(i)} {_call_text(c)}" for i, c in enumerate(seq))
+        state = (label("label.rank_waits", call="#" + fmt.integer(hangs[r]["call_index"])) if r in hangs
+                 else label("label.rank_done", calls=fmt.integer(len(seq))))
+        rows.append([rank(r), listed, state])
+    hang_rows = [[rank(h["rank"]), "#" + fmt.integer(h["call_index"]), label(f"label.hang_{h['code']}"),
+                  h["message_zh"] if lang == "zh" else h["message_en"]] for h in res["hangs"]]
+    verdict = (label("note.mismatch_ok", matched=fmt.integer(res["matched"])) if res["ok"] else
+               label("note.mismatch_hang", matched=fmt.integer(res["matched"]),
+                     stuck=fmt.integer(len(res["hangs"]))))
+    return {
+        "controls": {"scenario": scenario},
+        "tables": {
+            "mismatch-calls": table("cap.mismatch_calls", ["col.rank", "col.calls", "col.outcome"], rows),
+            "mismatch-hangs": table("cap.mismatch_hangs", ["col.rank", "col.call", "col.problem", "col.explanation"],
+                                    hang_rows),
+        },
+        "values": {"matched": fmt.integer(res["matched"])},
+        "notes": {"verdict": verdict, "story": label(f"note.scenario_{scenario}")},
+    }
+
+
+def _bytes(n: int) -> str:
+    """An exact byte count (the per-rank table is about counting, not rounding)."""
+    return fmt.integer(n) + " B"
+
+
+def _transfers(step: dict) -> str:
+    """R0→R1 [#3, 8 B] · …: source, destination, chunk, bytes of every message of a step."""
+    parts = [f"{rank(t['src'])}→{rank(t['dst'])} [#{fmt.integer(t['chunk'])}, {fmt.nbytes(t['bytes'])}]"
+             for t in step["transfers"] if t["elements"] > 0]
+    return " · ".join(parts) if parts else "—"
+
+
+def render_ring(controls: dict, lang: str) -> dict:
+    """Steps and per-rank traffic of ring or tree AllReduce of ``count`` float32 elements."""
+    n = select_int("ranks", controls["ranks"], RING_RANKS)
+    algorithm = as_choice("algorithm", controls["algorithm"], schedules.ALGORITHMS)
+    count = as_int("count", controls["count"], 1, MAX_COUNT)
+    sched = schedules.all_reduce_schedule(n, count, ELEM_BYTES, algorithm)
+    show = n <= SHOW_BUFFERS[0] and count <= SHOW_BUFFERS[1]
+    buffers = None
+    if show:
+        # Run the schedule on real data (rank r holds 10^r·[1..count]) to show what moves.
+        data = [np.arange(1, count + 1, dtype=np.float64) * 10.0 ** r for r in range(n)]   # n × (count,)
+        sim = (schedules.simulate_ring_all_reduce if algorithm == "ring" else schedules.simulate_tree_all_reduce)(data)
+        buffers = sim["steps"]
+    step_rows = []
+    for i, step in enumerate(sched["steps"]):
+        cell = (" | ".join(f"{rank(r)} {fmt.vec(b)}" for r, b in enumerate(buffers[i])) if buffers
+                else label("label.buffers_hidden"))
+        step_rows.append([fmt.integer(step["step"] + 1), label(f"label.phase_{step['phase'].replace('-', '_')}"),
+                          _transfers(step), cell])
+    byte_rows = [[rank(p["rank"]), fmt.integer(p["messages_sent"]), _bytes(p["bytes_sent"]),
+                  fmt.integer(p["messages_received"]), _bytes(p["bytes_received"])] for p in sched["per_rank"]]
+    busiest = max(p["bytes_sent"] for p in sched["per_rank"])
+    values = {
+        "steps": fmt.integer(len(sched["steps"])),
+        "buffer-bytes": _bytes(sched["bytes"]),
+        "max-bytes-sent": _bytes(busiest),
+        "sent-over-buffer": fmt.num(busiest / sched["bytes"]),
+        "bus-factor": fmt.num(sched["bus_factor"]),
+    }
+    return {
+        "controls": {"ranks": str(n), "algorithm": algorithm, "count": count},
+        "tables": {
+            "ring-steps": table("cap.ring_steps", ["col.step", "col.phase", "col.transfers", "col.buffers"],
+                                step_rows),
+            "ring-bytes": table("cap.ring_bytes", ["col.rank", "col.messages_sent", "col.bytes_sent",
+                                                   "col.messages_received", "col.bytes_received"], byte_rows),
+        },
+        "values": values,
+        "notes": {"convention": label("note.ring_convention", count=fmt.integer(count),
+                                      elem_bytes=fmt.integer(ELEM_BYTES), bytes=fmt.nbytes(sched["bytes"])),
+                  "algorithm": label(f"note.algorithm_{algorithm}")},
+    }
+
+
+SECTIONS = {
+    "collectives": Section(
+        name="collectives",
+        controls=(
+            Control("collective", "select", "all-to-all", options=core.NAMES),
+            Control("op", "select", "sum", options=core.OPS),
+            Control("ranks", "select", "2", options=tuple(str(r) for r in RANK_OPTIONS)),
+            Control("root", "select", "0", options=tuple(str(r) for r in ROOT_OPTIONS)),
+        ),
+        render=render_collectives,
+        tables=("collective", "rs-ag"),
+        values=("nccl-name", "bus-factor"),
+    ),
+    "mismatch": Section(
+        name="mismatch",
+        controls=(Control("scenario", "select", "order_swapped", options=tuple(mismatch.SCENARIOS)),),
+        render=render_mismatch,
+        tables=("mismatch-calls", "mismatch-hangs"),
+        values=("matched",),
+    ),
+    "ring": Section(
+        name="ring",
+        controls=(
+            Control("ranks", "select", "4", options=int_range(2, 8)),
+            Control("algorithm", "select", "ring", options=schedules.ALGORITHMS),
+            Control("count", "number", 8, min=1, max=MAX_COUNT, step=1),
+        ),
+        render=render_ring,
+        tables=("ring-steps", "ring-bytes"),
+        values=("steps", "buffer-bytes", "max-bytes-sent", "sent-over-buffer", "bus-factor"),
+    ),
+}

@@ -1,3 +1,95 @@
-"""Views for this area (placeholder until written)."""
+"""View of the column→row MLP (page 1, section ``mlp``): one table per stage.
 
-SECTIONS: dict = {}
+Letters as in :mod:`tpmath.mlp`: B batch, D d_model, F d_ff, tp ranks; rank r
+holds W1[:, r·F/tp:(r+1)·F/tp] (column parallel) and the same rows of W2 (row
+parallel).  Each stage shows, per rank, the local matrices of one step and, in
+the footer, the unsharded reference, the local results merged (concatenated
+where ranks own different columns, summed where they hold partial sums) and
+the largest absolute difference.  The reference for the intermediate values
+(Z, H, G_H, G_Z) is the same core run with tp = 1, i.e. one device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import mlp as core
+from ..validate import as_choice
+from . import Control, Section, fmt
+from .page1_util import id_range, label, rank, select_int, table
+
+STAGES = ("shards", "forward", "partial", "backward", "grad-w", "grad-x")
+TP_OPTIONS = (1, 2, 4)
+
+# stage -> (columns after "Rank": (core key, column i18n key, merge)); merge is how the
+# ranks' local values combine into the unsharded quantity: "cols" concatenates along the
+# last axis, "rows" along the first, "sum" adds partial results (the AllReduce).
+_COLUMNS = {
+    "shards": (("W1", "col.local_w1", "cols"), ("W2", "col.local_w2", "rows")),
+    "forward": (("W1", "col.local_w1", "cols"), ("Z", "col.z", "cols"), ("H", "col.h", "cols")),
+    "partial": (("W1", "col.local_w1", "cols"), ("H", "col.h", "cols"), ("Y_partial", "col.y_partial", "sum")),
+    "backward": (("W2", "col.local_w2", "rows"), ("G_H", "col.g_h", "cols"), ("G_Z", "col.g_z", "cols")),
+    "grad-w": (("W1", "col.local_w1", "cols"), ("G_W1", "col.g_w1", "cols"), ("G_W2", "col.g_w2", "rows")),
+    "grad-x": (("W1", "col.local_w1", "cols"), ("G_Z", "col.g_z", "cols"), ("G_X_partial", "col.g_x_partial", "sum")),
+}
+
+
+def _merge(parts: list[np.ndarray], how: str) -> np.ndarray:
+    """Combine the ranks' local values: concatenate shards or sum partial results."""
+    if how == "sum":
+        total = parts[0]
+        for p in parts[1:]:
+            total = total + p          # the AllReduce(sum), in rank order
+        return total
+    return np.concatenate(parts, axis=1 if how == "cols" else 0)
+
+
+def render_mlp(controls: dict, lang: str) -> dict:
+    """Rows of ``mlp-ranks`` for one stage and tp, plus loss and max abs error."""
+    stage = as_choice("stage", controls["stage"], STAGES)
+    tp = select_int("tp", controls["tp"], TP_OPTIONS)
+    res = core.run_mlp(tp=tp)
+    one = core.run_mlp(tp=1)["ranks"][0]        # the unsharded computation, every intermediate
+    cols = _COLUMNS[stage]
+    width = one["W1"].shape[1] // tp            # F/tp hidden columns per rank
+    rows = []
+    for rk in res["ranks"]:
+        row = [rank(rk["rank"])]
+        if stage == "shards":
+            row.append(id_range(rk["rank"] * width, (rk["rank"] + 1) * width))
+        row += [fmt.mat(rk[key]) for key, _, _ in cols]
+        rows.append(row)
+    columns = ["col.rank"] + (["col.f_columns"] if stage == "shards" else []) + [c for _, c, _ in cols]
+    foot = []
+    if stage != "shards":
+        ref = [one[key] for key, _, _ in cols]   # with tp = 1 the "partial" Y, G_X are whole
+        merged = [_merge([rk[key] for rk in res["ranks"]], how) for key, _, how in cols]
+        foot = [
+            [label("label.reference")] + [fmt.mat(a) for a in ref],
+            [label("label.merged")] + [fmt.mat(a) for a in merged],
+            [label("label.max_abs_err")] + [fmt.err(np.max(np.abs(m - a))) for m, a in zip(merged, ref)],
+        ]
+    return {
+        "controls": {"stage": stage, "tp": str(tp)},
+        "tables": {"mlp-ranks": table("cap.mlp_ranks", columns, rows, foot)},
+        "values": {
+            "loss": fmt.num(res["sharded"]["loss"]),
+            "reference-loss": fmt.num(res["reference"]["loss"]),
+            "max-abs-err": fmt.err(max(res["max_abs_err"].values())),
+        },
+        "notes": {"stage": label(f"note.stage_{stage.replace('-', '_')}", tp=fmt.integer(tp))},
+    }
+
+
+SECTIONS = {
+    "mlp": Section(
+        name="mlp",
+        controls=(
+            Control("stage", "select", "partial", options=STAGES),
+            Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS)),
+        ),
+        render=render_mlp,
+        tables=("mlp-ranks",),
+        values=("loss", "reference-loss", "max-abs-err"),
+    ),
+}

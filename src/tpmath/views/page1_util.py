@@ -1,0 +1,51 @@
+"""Small helpers shared by the views of page 1 (mlp, backward, collectives, vocab).
+
+They build the JSON-ready pieces described in :mod:`tpmath.views`: translated
+cells (``{"key": …, "args": …}``), rank labels and tables.  Numbers are
+formatted only through :mod:`tpmath.views.fmt`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..errors import TPMathError
+from ..validate import as_int
+from . import fmt
+
+
+def label(key: str, **args: Any) -> dict:
+    """A cell whose text is the i18n string ``key`` with ``{name}`` placeholders filled."""
+    return {"key": key, "args": args} if args else {"key": key}
+
+
+def rank(r: int) -> str:
+    """Row header of rank ``r``: R0, R1, … (language-neutral)."""
+    return "R" + fmt.integer(r)
+
+
+def table(caption: str, columns: Sequence[str], rows: list, foot: list | None = None) -> dict:
+    """One table of a view result (caption and columns are i18n keys)."""
+    return {"caption": caption, "columns": list(columns), "rows": rows, "foot": foot or []}
+
+
+def select_int(name: str, value: Any, options: Sequence[int]) -> int:
+    """An integer control restricted to ``options`` (the values of its <select>)."""
+    v = as_int(name, value)
+    if v not in options:
+        allowed = ", ".join(str(o) for o in options)
+        raise TPMathError(f"{name}={v} is not one of {allowed}",
+                          f"{name}={v} 不在可选值 {allowed} 中", field=name)
+    return v
+
+
+def int_range(lo: int, hi: int) -> tuple[str, ...]:
+    """Select options lo..hi as strings (how the page sends them)."""
+    return tuple(str(i) for i in range(lo, hi + 1))
+
+
+def id_range(a: int, b: int) -> str:
+    """A half-open id range ``[a, b)`` written as ``a–b−1`` (inclusive), e.g. 0–2."""
+    if b - a == 1:
+        return fmt.integer(a)
+    return f"{fmt.integer(a)}–{fmt.integer(b - 1)}"
