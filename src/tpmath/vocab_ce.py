@@ -36,6 +36,12 @@ K the *local* shard size and the *local* mean of log p, so its smoothed loss dif
 rank to rank when tp > 1 (Megatron-LM issues #737, #7464); ``megatron_smoothing_loss_per_rank``
 computes that formula on each rank's real ids so the page can show the discrepancy.
 
+Shift: adding a constant to every logit changes nothing in exact arithmetic (m absorbs it), and
+nothing overflows at |shift| = 1e4 in any dtype because exp only ever sees z − m <= 0.  But the
+shifted logits are *stored* in ``dtype`` first: float16 spaces numbers near 1e4 by 8, so in
+float16 the shifted logits themselves are rounded away (default example: loss 0.824 becomes
+1.792 at shift ±1e4, sharded and unsharded alike).  float64 agrees to ~1e-13.
+
 ignore_index (default −100): those positions contribute no loss and no gradient; the loss is
 the mean over the other positions, as PyTorch's ``reduction="mean"``.  If *every* position is
 ignored PyTorch returns NaN (0/0).  This module never shows NaN: it returns loss 0 with
@@ -238,7 +244,18 @@ def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift:
 
     ``shift`` is added to every logit (it changes nothing mathematically).  Shard counts that
     do not divide V pad the vocabulary (masked ids).  ``None`` logits/target = the seed's
-    ``DEFAULT_LOGITS`` and target 2.
+    ``DEFAULT_LOGITS`` and target 2.  All steps run in ``dtype``.
+
+    Keys (1-D input gives scalars where 2-D input gives one value per position):
+    ``loss`` (mean over counted positions), ``reference_loss`` (unsharded log-softmax CE of the
+    same shifted ``dtype`` logits) and ``abs_diff``; ``reference_loss_float64`` (unshifted,
+    float64) and ``abs_diff_float64``; ``global_max``, ``global_sum_exp``, ``target_rank``
+    (None where ignored); ``ranks[{rank, vocab_range [start, end), padding_range, padding,
+    logits (padding = −inf), local_max, local_sum_exp, target_shifted, prob, grad}]``;
+    ``tokens[{token, rank, prob, grad}]`` (plus ``position`` for 2-D); ``grad`` (V,) or (N, V);
+    ``vocab``, ``padded_vocab``, ``counted``, ``all_ignored``, ``comm``; with label smoothing
+    also ``megatron_smoothing_loss_per_rank`` (None where a rank has <= 1 real id) and
+    ``megatron_smoothing_loss_tp1``.
     """
     if logits is None:
         logits = DEFAULT_LOGITS
@@ -272,8 +289,7 @@ def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift:
     rows = np.arange(N)
 
     # Step 1: local max, then AllReduce(MAX) so all ranks subtract the same m (stability).
-    with np.errstate(invalid="ignore"):
-        local_max = [zr.max(axis=1) for zr in z_r]             # each (N,); −inf on an all-padding rank
+    local_max = [zr.max(axis=1) for zr in z_r]                 # each (N,); −inf on an all-padding rank
     m = _all_reduce(local_max, "max")                          # (N,)
     shifted_r = [zr - m[:, None] for zr in z_r]                # each (N, K); padding stays −inf
     # Step 2: the target's shifted logit lives on exactly one rank; the others contribute 0,
