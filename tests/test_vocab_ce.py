@@ -176,6 +176,18 @@ def test_large_shift_no_overflow_in_low_precision(dtype):
         assert abs(float(np.sum(r["grad"]))) < 1e-2       # softmax − onehot sums to 0
 
 
+def test_float16_rounds_the_shifted_logits_themselves():
+    """No overflow at shift 1e4 in float16, sharded = unsharded, but z + 1e4 is stored with
+    spacing 8, so the logits (and the loss) are not the float64 ones."""
+    r = run_vocab_ce(DEFAULT_LOGITS, 2, shards=3, shift=1e4, dtype="float16")
+    assert r["abs_diff"] == 0.0
+    stored = (np.array(DEFAULT_LOGITS) + 1e4).astype(np.float16).astype(np.float64)
+    assert np.all(stored % 8 == 0)
+    loss, _ = ce_reference(stored, [2])
+    assert r["loss"] == pytest.approx(loss, abs=2e-3)
+    assert abs(r["loss"] - r["reference_loss_float64"]) > 0.5
+
+
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-6), ("float16", 5e-3)])
 def test_low_precision_close_to_float64(dtype, tol):
     rng = np.random.default_rng(3)
