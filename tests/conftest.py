@@ -1,0 +1,113 @@
+"""Shared fixtures: a built site (``--runtime local``), a 127.0.0.1 server, real Chromium.
+
+Everything is session-scoped so the site is built once and Chromium starts once;
+each page load still boots Pyodide in its own worker, so browser tests reuse
+pages where they can.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """``python build.py --runtime local`` into a temporary directory (the real site/ is untouched)."""
+    out = tmp_path_factory.mktemp("site") / "site"
+    proc = subprocess.run([sys.executable, str(ROOT / "build.py"), "--runtime", "local", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"build failed:\n{proc.stdout}\n{proc.stderr}"
+    return out
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".wasm": "application/wasm", ".mjs": "text/javascript", ".whl": "application/zip"}
+
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+
+def _make_server(directory: Path):
+    """tpsite.serve's server when the builder provides one, else a stdlib static server."""
+    try:
+        from tpsite import serve as tp_serve  # noqa: PLC0415
+        make = getattr(tp_serve, "make_server", None)
+    except ImportError:
+        make = None
+    if make is not None:
+        return make(directory, "127.0.0.1", 0)
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    return http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site) -> str:
+    """Base URL (ending in /) of the built site served on 127.0.0.1 from a thread."""
+    server = _make_server(built_site)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Debian Chromium for the whole session (never `playwright install`)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run bash scripts/setup.sh (apt-get install chromium)")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class RequestLog:
+    """Every request any page or worker of a context makes."""
+
+    def __init__(self):
+        self.urls: list[str] = []
+
+    def record(self, request) -> None:
+        self.urls.append(request.url)
+
+    def foreign(self) -> list[str]:
+        """Requests to anything but 127.0.0.1 (data:/blob: URLs never touch the network)."""
+        return [u for u in self.urls
+                if urlsplit(u).scheme not in ("data", "blob") and urlsplit(u).hostname != "127.0.0.1"]
+
+
+@pytest.fixture(scope="session")
+def request_log() -> RequestLog:
+    return RequestLog()
+
+
+@pytest.fixture(scope="session")
+def new_context(browser, request_log):
+    """Factory of browser contexts that log every request into the session's request log."""
+    contexts = []
+
+    def make(**kwargs):
+        ctx = browser.new_context(**kwargs)
+        ctx.on("request", request_log.record)
+        contexts.append(ctx)
+        return ctx
+
+    yield make
+    for ctx in contexts:
+        ctx.close()

@@ -1,0 +1,471 @@
+"""Real Chromium + real Pyodide 0.27.7 against ``build.py --runtime local`` served on 127.0.0.1.
+
+What is compared with what:
+- live tables vs ``python -m tpmath … --json`` for the same inputs, formatted with
+  ``tpmath.views.fmt`` (the independent check: another process, the CLI contract);
+- live tables vs ``tpmath.views.render`` run here in CPython and translated with the
+  builder's string tables (every cell of every table, both languages);
+- live tables in the default state vs the build-time HTML, exactly.
+Pages are opened once per language and slug and reused, so Pyodide boots a few times only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tpmath import TPMathError, views
+from tpmath.views import fmt
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOT_TIMEOUT_MS = 90_000
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+# Everything the page shows for one demo block, read with textContent only.
+SNAPSHOT_JS = """(demo) => {
+  const cells = (part) => part ? Array.from(part.rows).map(r => Array.from(r.cells).map(c => c.textContent)) : [];
+  const tables = {};
+  let scopes = true;
+  demo.querySelectorAll("table[data-table]").forEach(t => {
+    if (t.hidden) return;
+    tables[t.getAttribute("data-table")] = {
+      caption: t.caption ? t.caption.textContent : null,
+      head: t.tHead ? cells(t.tHead)[0] : [],
+      rows: t.tBodies.length ? cells(t.tBodies[0]) : [],
+      foot: cells(t.tFoot)};
+    if (t.tHead) t.tHead.querySelectorAll("th").forEach(th => { scopes = scopes && th.getAttribute("scope") === "col"; });
+    const bodyRows = Array.from(t.tBodies).concat(t.tFoot ? [t.tFoot] : []).flatMap(p => Array.from(p.rows));
+    bodyRows.forEach(r => { const c = r.cells[0]; scopes = scopes && c.tagName === "TH" && c.getAttribute("scope") === "row"; });
+  });
+  const texts = (attr) => Object.fromEntries(Array.from(demo.querySelectorAll("[" + attr + "]"))
+      .map(e => [e.getAttribute(attr), e.textContent]));
+  const form = demo.querySelector("form.controls");
+  return {tables, values: texts("data-value"), notes: texts("data-note"), scopes,
+          msg: form.querySelector(".control-msg").textContent,
+          invalid: Array.from(form.elements).filter(e => e.getAttribute("aria-invalid") === "true").map(e => e.name),
+          controls: Object.fromEntries(Array.from(form.elements).filter(e => e.name).map(e => [e.name, e.value])),
+          busy: demo.hasAttribute("aria-busy")};
+}"""
+
+# Set control values the way a reader does (value + change event) and wait for the result.
+SET_JS = """([demo, values]) => {
+  const form = demo.querySelector("form.controls");
+  let last = null;
+  for (const [name, value] of Object.entries(values)) { form.elements[name].value = value; last = form.elements[name]; }
+  (last || form.elements[0]).dispatchEvent(new Event("change", {bubbles: true}));
+}"""
+
+
+# ---- expectations computed in CPython ---------------------------------------------------------
+
+def load_strings(lang: str) -> dict[str, str]:
+    from tpsite.content import load_strings as load  # the builder's merge of content/i18n/<lang>*.toml
+    return load(ROOT / "content" / "i18n", lang)[0]
+
+
+_STRINGS: dict[str, dict[str, str]] = {}
+
+
+def strings(lang: str) -> dict[str, str]:
+    if lang not in _STRINGS:
+        _STRINGS[lang] = load_strings(lang)
+    return _STRINGS[lang]
+
+
+def cell_text(cell, lang: str) -> str:
+    if isinstance(cell, dict):
+        args = {k: cell_text(v, lang) for k, v in (cell.get("args") or {}).items()}
+        text = strings(lang)[cell["key"]]
+        return text.format_map(args) if args else text
+    return "" if cell is None else str(cell)
+
+
+def key_text(key, lang: str) -> str:
+    return cell_text(key if isinstance(key, dict) else {"key": key}, lang)
+
+
+def expected(section: str, controls: dict, lang: str) -> dict:
+    """What the page must show: views.render in CPython, translated like the builder does."""
+    result = views.render(section, controls, lang)
+    tables = {}
+    for name, spec in result["tables"].items():
+        tables[name] = {
+            "caption": None if spec.get("caption") is None else key_text(spec["caption"], lang),
+            "head": [key_text(c, lang) for c in spec.get("columns", [])],
+            "rows": [[cell_text(c, lang) for c in row] for row in spec.get("rows", [])],
+            "foot": [[cell_text(c, lang) for c in row] for row in spec.get("foot", [])],
+        }
+    return {"tables": tables, "values": {k: cell_text(v, lang) for k, v in result["values"].items()},
+            "notes": {k: cell_text(v, lang) for k, v in result["notes"].items()}}
+
+
+def expected_error(section: str, controls: dict, lang: str) -> TPMathError | None:
+    try:
+        views.render(section, controls, lang)
+    except TPMathError as err:
+        return err
+    return None
+
+
+def cli(*args: str) -> dict:
+    """``python -m tpmath ARGS --json`` in a separate process."""
+    proc = subprocess.run([sys.executable, "-m", "tpmath", *args, "--json"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def settings_for(section: str) -> list[dict]:
+    """Several control settings: each select option, number bounds, and one all-changed mix."""
+    sec = views.sections()[section]
+    out, mix = [], {}
+    for c in sec.controls:
+        if c.kind == "select":
+            opts = [str(o) for o in c.options if str(o) != str(c.default)]
+            for o in opts[:3]:
+                out.append({c.name: o})
+            if opts:
+                mix[c.name] = opts[-1]
+        elif c.kind == "number":
+            cands = [v for v in (c.min, c.max) if v is not None]
+            for v in cands:
+                text = fmt_control(v)
+                if text != str(c.default):
+                    out.append({c.name: text})
+            if cands:
+                mix[c.name] = fmt_control(cands[-1])
+    if len(mix) > 1:
+        out.append(mix)
+    return out[:7]
+
+
+def fmt_control(v) -> str:
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+
+# ---- browser helpers --------------------------------------------------------------------------
+
+class LivePage:
+    """One opened page whose runtime became ready; console errors and page errors recorded."""
+
+    def __init__(self, page, lang: str, slug_file: str):
+        self.page, self.lang, self.slug_file = page, lang, slug_file
+        self.errors: list[str] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.errors.append(f"pageerror: {exc}"))
+
+    def _console(self, msg):
+        if msg.type == "error" and not (msg.location or {}).get("url", "").endswith("favicon.ico"):
+            self.errors.append(f"console: {msg.text}")
+
+    def demo(self, section: str):
+        return self.page.locator(f'.demo[data-section="{section}"]').element_handle()
+
+    def snapshot(self, section: str) -> dict:
+        return self.page.evaluate(SNAPSHOT_JS, self.demo(section))
+
+    def set(self, section: str, values: dict) -> dict:
+        demo = self.demo(section)
+        self.page.evaluate(SET_JS, [demo, values])
+        self.page.wait_for_function("(d) => !d.hasAttribute('aria-busy')", arg=demo, timeout=30_000)
+        return self.snapshot(section)
+
+    def sections(self) -> list[str]:
+        return self.page.eval_on_selector_all(".demo[data-section]", "els => els.map(e => e.dataset.section)")
+
+
+def html_files(site: Path) -> list[tuple[str, str]]:
+    return sorted((p.parent.name, p.name) for p in site.glob("*/*.html"))
+
+
+@pytest.fixture(scope="module")
+def context(new_context):
+    return new_context()
+
+
+@pytest.fixture(scope="module")
+def live_pages(context, site_url, built_site):
+    """Every content page, opened once, runtime ready; {(lang, file): LivePage}."""
+    opened = {}
+    for lang, name in html_files(built_site):
+        page = context.new_page()
+        live = LivePage(page, lang, name)
+        live.static = {}
+        page.goto(f"{site_url}{lang}/{name}")
+        for section in live.sections():   # the build-time DOM, before the runtime touches it
+            live.static[section] = live.snapshot(section)
+        page.wait_for_function("document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
+        assert page.evaluate("document.documentElement.dataset.runtime") == "ready", \
+            f"{lang}/{name}: runtime failed: {page.text_content('.runtime-status')}"
+        opened[(lang, name)] = live
+    yield opened
+    for live in opened.values():
+        live.page.close()
+
+
+def all_demos(live_pages):
+    return [(live, s) for live in live_pages.values() for s in live.sections()]
+
+
+# ---- tests ------------------------------------------------------------------------------------
+
+def test_every_page_has_demos_and_becomes_ready(live_pages):
+    assert {lang for lang, _ in live_pages} == {"en", "zh"}
+    demos = all_demos(live_pages)
+    assert demos, "no demo blocks on any page"
+    for live, _ in demos:
+        status = live.page.text_content(".runtime-status")
+        assert status == strings(live.lang)["runtime.ready"]
+
+
+def test_default_state_live_tables_equal_build_time_tables(live_pages):
+    for live, section in all_demos(live_pages):
+        static = live.static[section]
+        sec = views.sections()[section]
+        first = sec.controls[0]
+        other = next((str(o) for o in first.options if str(o) != str(first.default)), None)
+        if other is not None:   # move away and back so the tables really are rebuilt live
+            changed = live.set(section, {first.name: other})
+            assert changed["tables"] != static["tables"] or changed["values"] != static["values"]
+        live_state = live.set(section, dict(static["controls"]))
+        assert live_state["msg"] == ""
+        assert live_state["tables"] == static["tables"], (live.lang, section)
+        assert live_state["values"] == static["values"], (live.lang, section)
+        assert live_state["notes"] == static["notes"], (live.lang, section)
+        assert live_state["scopes"] and static["scopes"]
+
+
+def test_live_tables_equal_cpython_render_for_several_settings(live_pages):
+    checked = 0
+    for live, section in all_demos(live_pages):
+        base = dict(live.static[section]["controls"])
+        for setting in settings_for(section):
+            controls = {**base, **setting}
+            state = live.set(section, controls)
+            err = expected_error(section, controls, live.lang)
+            assert err is None, f"{section} {controls}: the test picked an invalid setting: {err}"
+            want = expected(section, controls, live.lang)
+            assert state["msg"] == "" and state["invalid"] == []
+            assert state["tables"] == want["tables"], (live.lang, section, controls)
+            for name, text in want["values"].items():
+                assert state["values"].get(name, text) == text
+            for name, text in want["notes"].items():
+                assert state["notes"].get(name, text) == text
+            checked += 1
+        live.set(section, base)
+    assert checked >= 2 * len({s for _, s in all_demos(live_pages)})
+
+
+# Column header i18n key -> key of one rank in `python -m tpmath mlp --json`.
+MLP_COLUMNS = {"col.local_w1": "W1", "col.local_w2": "W2", "col.z": "Z", "col.h": "H",
+               "col.y_partial": "Y_partial", "col.g_h": "G_H", "col.g_z": "G_Z", "col.g_w1": "G_W1",
+               "col.g_w2": "G_W2", "col.g_x_partial": "G_X_partial"}
+
+
+def check_mlp_against_cli(live: LivePage, controls: dict, state: dict) -> int:
+    """Every rank cell of mlp-ranks and the loss against the CLI for the same tp."""
+    out = cli("mlp", "--tp", controls["tp"])
+    s = strings(live.lang)
+    by_header = {s[k]: v for k, v in MLP_COLUMNS.items()}
+    table = state["tables"]["mlp-ranks"]
+    n = 0
+    assert len(table["rows"]) == out["tp"] == int(controls["tp"])
+    for r, row in enumerate(table["rows"]):
+        assert row[0] == f"R{r}"
+        for header, text in zip(table["head"][1:], row[1:]):
+            if header in by_header:
+                assert text == fmt.mat(out["ranks"][r][by_header[header]]), (header, r)
+                n += 1
+    assert state["values"]["loss"] == fmt.num(out["reference"]["loss"])
+    assert state["values"]["max-abs-err"] == fmt.err(max(out["max_abs_err"].values()))
+    return n
+
+
+CLI_CHECKS = {"mlp": check_mlp_against_cli}
+
+
+def test_live_tables_equal_cli_output(live_pages):
+    """The independent comparison: another process runs `python -m tpmath … --json`."""
+    checked = 0
+    for live, section in all_demos(live_pages):
+        if section not in CLI_CHECKS:
+            continue
+        base = dict(live.static[section]["controls"])
+        for setting in [{}] + settings_for(section)[:4]:
+            controls = {**base, **setting}
+            state = live.set(section, controls)
+            checked += CLI_CHECKS[section](live, controls, state)
+        live.set(section, base)
+    assert checked > 0, "no section with a CLI comparison on the site"
+
+
+def number_controls():
+    return {(s, c.name): c for s, sec in views.sections().items() for c in sec.controls if c.kind == "number"}
+
+
+BAD_VALUES = ["", "NaN", "1e308", "-1e308", "0", "-1", "1e9", "0.5"]
+
+
+def test_bad_values_show_message_in_page_language_and_keep_tables(live_pages):
+    controls_by = number_controls()
+    tried = errors_seen = 0
+    for live, section in all_demos(live_pages):
+        base = dict(live.static[section]["controls"])
+        good = live.set(section, base)
+        names = [n for (s, n) in controls_by if s == section]
+        for name in names:
+            for bad in BAD_VALUES:
+                controls = {**base, name: bad}
+                sent = {**controls, name: "" if bad == "NaN" else bad}   # a number input sanitises NaN to ""
+                err = expected_error(section, sent, live.lang)
+                state = live.set(section, controls)
+                tried += 1
+                if err is None:       # a valid value: tables follow it
+                    assert state["msg"] == "" and state["invalid"] == []
+                    assert state["tables"] == expected(section, sent, live.lang)["tables"]
+                    good = state
+                    continue
+                errors_seen += 1
+                assert state["msg"] == err.message(live.lang), (section, name, bad)
+                if live.lang == "zh" and err.zh != err.en:
+                    assert CJK.search(state["msg"])
+                if err.field:
+                    assert state["invalid"] == [err.field]
+                assert state["tables"] == good["tables"], "the last good tables must stay"
+        restored = live.set(section, base)
+        assert restored["msg"] == "" and restored["invalid"] == []
+    if controls_by:
+        assert tried and errors_seen, "no bad value was rejected"
+    for live in live_pages.values():
+        assert live.errors == [], live.errors
+
+
+def test_named_bad_values_are_rejected(live_pages):
+    """The issue's list: empty, NaN, shard count 0, target outside the vocab, shift 1e308."""
+    cases = [("shards", "0"), ("shards", ""), ("target", "1000000"), ("target", "-1"), ("shift", "1e308"),
+             ("shift", "")]
+    seen = 0
+    for live, section in all_demos(live_pages):
+        base = dict(live.static[section]["controls"])
+        before = live.set(section, base)
+        for name, bad in cases:
+            if name not in base:
+                continue
+            state = live.set(section, {**base, name: bad})
+            assert state["msg"], (section, name, bad)
+            assert state["invalid"] == [name]
+            assert state["tables"] == before["tables"]
+            seen += 1
+        live.set(section, base)
+    if not seen:
+        pytest.skip("no demo with shards/target/shift controls on the site yet")
+
+
+def test_url_state_round_trips_across_languages(new_context, site_url, built_site):
+    ctx = new_context()
+    # A demo with a number or select control, and a non-default setting for it.
+    target = None
+    for lang, name in html_files(built_site):
+        if lang != "en":
+            continue
+        html = (built_site / lang / name).read_text(encoding="utf-8")
+        for section in re.findall(r'class="demo" id="[^"]+" data-section="([^"]+)"', html):
+            setting = next(iter(settings_for(section)), None)
+            if setting:
+                target = (name, section, setting)
+                break
+        if target:
+            break
+    assert target, "no demo with a non-default setting"
+    name, section, setting = target
+    demo_id = f"demo-{section}"
+    page = ctx.new_page()
+    live = LivePage(page, "en", name)
+    query = "&".join(f"{k}={v}" for k, v in setting.items())
+    page.goto(f"{site_url}en/{name}?{query}#{demo_id}")
+    page.wait_for_function("document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
+    page.wait_for_function("(d) => !d.hasAttribute('aria-busy')", arg=live.demo(section))
+    state = live.snapshot(section)
+    for k, v in setting.items():
+        assert state["controls"][k] == v
+    assert state["tables"] == expected(section, state["controls"], "en")["tables"]
+    # The language switch carries query and hash; the other language restores the same state.
+    href = page.get_attribute("a.lang-switch", "href")
+    assert href.endswith(f"?{query}#{demo_id}") or sorted(href.split("?")[1].split("#")[0].split("&")) == \
+        sorted(query.split("&"))
+    page.click("a.lang-switch")
+    page.wait_for_function("document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
+    page.wait_for_function("(d) => !d.hasAttribute('aria-busy')", arg=live.demo(section))
+    assert "/zh/" in page.url and page.url.endswith(f"#{demo_id}")
+    zh_state = live.snapshot(section)
+    assert zh_state["controls"] == state["controls"]
+    assert zh_state["tables"] == expected(section, state["controls"], "zh")["tables"]
+    # Changing a control back to its default removes it from the URL (replaceState, no reload).
+    default = {k: str(views.defaults(section)[k]) for k in setting}
+    entries = page.evaluate("history.length")
+    live.set(section, default)
+    assert page.evaluate("location.search") == ""
+    assert page.evaluate("history.length") == entries
+    assert live.errors == []
+    page.close()
+
+
+def test_runtime_blocked_keeps_static_tables_and_says_why(new_context, site_url, built_site):
+    ctx = new_context()
+    ctx.route("**/pyodide/**", lambda route: route.abort())
+    lang, name = next((l, n) for l, n in html_files(built_site) if l == "zh")
+    page = ctx.new_page()
+    live = LivePage(page, lang, name)
+    page.goto(f"{site_url}{lang}/{name}")
+    sections = live.sections()
+    static = {s: live.snapshot(s) for s in sections}
+    page.wait_for_function("document.documentElement.dataset.runtime === 'failed'", timeout=BOOT_TIMEOUT_MS)
+    s = strings(lang)
+    for section in sections:
+        status = page.locator(f'.demo[data-section="{section}"] .runtime-status').text_content()
+        assert status == s["runtime.failed"] and CJK.search(status)
+        after = live.snapshot(section)
+        assert after["tables"] == static[section]["tables"]
+    # A control change now explains that the tables cannot update, and changes nothing else.
+    section = sections[0]
+    sec = views.sections()[section]
+    c = sec.controls[0]
+    other = next((str(o) for o in c.options if str(o) != str(c.default)), "3")
+    page.evaluate(SET_JS, [live.demo(section), {c.name: other}])
+    after = live.snapshot(section)
+    assert after["msg"] == s["runtime.static"]
+    assert after["tables"] == static[section]["tables"]
+    assert page.evaluate("document.documentElement.dataset.runtime") == "failed"
+    page.close()
+
+
+def test_pydemo_runs_in_the_worker(live_pages):
+    ran = 0
+    for live in live_pages.values():
+        page = live.page
+        for demo in page.query_selector_all(".pydemo"):
+            output = demo.query_selector(".pydemo-output")
+            build_time = output.text_content()
+            page.evaluate("(o) => { o.textContent = ''; }", output)
+            demo.query_selector("button[data-run]").click()
+            page.wait_for_function("(d) => !d.hasAttribute('aria-busy') && d.querySelector('.pydemo-output').textContent",
+                                   arg=demo, timeout=60_000)
+            assert output.text_content() == build_time
+            ran += 1
+    if not ran:
+        pytest.skip("no {{pydemo}} block on the site yet")
+
+
+def test_no_request_left_127_0_0_1(live_pages, request_log):
+    urls = request_log.urls
+    assert any(u.endswith("/pyodide/pyodide.asm.wasm") for u in urls), "worker requests were not recorded"
+    assert any(u.endswith("-py3-none-any.whl") for u in urls)
+    assert request_log.foreign() == []
