@@ -1,3 +1,298 @@
-"""Views for this area (placeholder until written)."""
+"""Views of page 2 (row parallelism): forward, backward and pairing tables.
 
-SECTIONS: dict = {}
+Letters (Megatron's ``Y = X A``, A of shape (in, out)):
+    B    batch (rows of X)             D    d_in, input features (rows of A)
+    O    d_out, output features        tp   tensor-parallel size (number of ranks)
+    T    tokens (B · sequence) in the pairing table, h hidden size, F MLP width (d_ff)
+
+Sections
+--------
+``row-linear``    row- and column-parallel linear side by side, forward (tables ``row-inputs``,
+                  ``row-ranks``, ``col-ranks``).
+``row-backward``  the same layers backward (``row-bwd-ranks``, ``col-bwd-ranks``) and the
+                  collectives each needs (``row-comm``).
+``row-pairing``   an MLP (column→row, as Megatron) against the naive row→row and
+                  column→column pairings: collectives and elements per rank (``row-pairing``).
+
+Every number comes from :mod:`tpmath.row_linear` or from the shapes, formatted with
+:mod:`tpmath.views.fmt`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import row_linear
+from ..errors import TPMathError
+from ..schedules import bus_bandwidth_factor
+from ..validate import as_int
+from . import Control, Section
+from . import fmt
+
+TP_CHOICES = (1, 2, 4)
+PAIRING_TP_CHOICES = (1, 2, 4, 8)
+
+# NCCL spelling of each collective (the core uses lower-case hyphenated names).
+NCCL_NAME = {"all-reduce": "AllReduce", "all-gather": "AllGather", "reduce-scatter": "ReduceScatter",
+             "broadcast": "Broadcast", "none": "—"}
+
+
+def _key(key: str, **args: Any) -> dict:
+    """A cell translated by the page: ``{"key": ..., "args": ...}``."""
+    return {"key": key, "args": args} if args else {"key": key}
+
+
+def _tp(value: Any, choices: tuple[int, ...]) -> int:
+    """The TP size, one of ``choices``."""
+    tp = as_int("tp", value)
+    if tp not in choices:
+        allowed = ", ".join(str(c) for c in choices)
+        raise TPMathError(f"tp={tp} is not one of {allowed}", f"tp={tp} 不在可选值 {allowed} 中", field="tp")
+    return tp
+
+
+def _divides(tp: int, size: int, name: str, what_en: str, what_zh: str) -> None:
+    """Raise (field = the size control) unless tp divides ``size``: Megatron needs equal shards."""
+    if size % tp:
+        raise TPMathError(
+            f"{name}={size} is not divisible by tp={tp}: {what_en} needs {tp} equal shards",
+            f"{name}={size} 不能被 tp={tp} 整除：{what_zh}需要 {tp} 个等大的分片", field=name)
+
+
+def linear_controls(values: dict) -> dict:
+    """Validated controls of ``row-linear`` / ``row-backward``: tp, batch, d_in, d_out, seed."""
+    tp = _tp(values["tp"], TP_CHOICES)
+    batch = as_int("batch", values["batch"], 1, 4)
+    d_in = as_int("d_in", values["d_in"], 1, 8)
+    d_out = as_int("d_out", values["d_out"], 1, 8)
+    seed = as_int("seed", values["seed"], 0, 2**32 - 1)
+    _divides(tp, d_in, "d_in", "row parallel splits the input features (rows of A) and",
+             "行并行切分输入特征（A 的行），")
+    _divides(tp, d_out, "d_out", "column parallel splits the output features (columns of A) and",
+             "列并行切分输出特征（A 的列），")
+    return {"tp": tp, "batch": batch, "d_in": d_in, "d_out": d_out, "seed": seed}
+
+
+def run_both(c: dict) -> tuple[dict, dict]:
+    """Row- and column-parallel results on the same random X (B, D), A (D, O), dY (B, O)."""
+    inp = row_linear.random_inputs(c["seed"], c["batch"], c["d_in"], c["d_out"])
+    row = row_linear.run_row_linear(inp["X"], inp["A"], inp["dY"], tp=c["tp"])
+    col = row_linear.run_column_linear(inp["X"], inp["A"], inp["dY"], tp=c["tp"], gather_output=True)
+    return row, col
+
+
+def _linear_controls_spec() -> tuple[Control, ...]:
+    return (
+        Control("tp", "select", 2, options=TP_CHOICES, label="ctl.row_tp"),
+        Control("batch", "number", 2, min=1, max=4, step=1, label="ctl.row_batch"),
+        Control("d_in", "number", 4, min=1, max=8, step=1, label="ctl.row_d_in"),
+        Control("d_out", "number", 4, min=1, max=8, step=1, label="ctl.row_d_out"),
+        Control("seed", "number", 0, min=0, max=2**32 - 1, step=1, label="ctl.row_seed"),
+    )
+
+
+def _comm_note(row: dict, col: dict) -> dict:
+    """One sentence naming the collectives of both layers, with their element counts."""
+    (rf,) = [c for c in row["comm"] if c["phase"] == "forward"]
+    (cf,) = [c for c in col["comm"] if c["phase"] == "forward"]
+    (cb,) = [c for c in col["comm"] if c["phase"] == "backward"]
+    return _key("note.row_linear_comm", tp=str(row["tp"]), row_fwd=fmt.integer(rf["elements"]),
+                col_fwd=fmt.integer(cf["elements"]), col_bwd=fmt.integer(cb["elements"]))
+
+
+def render_linear(values: dict, lang: str) -> dict:
+    """Forward of both layers: inputs, per-rank shards, merged result vs reference."""
+    c = linear_controls(values)
+    row, col = run_both(c)
+    inp = row["inputs"]
+    inputs = {
+        "caption": "cap.row_inputs",
+        "columns": ["col.row_tensor", "col.row_shape", "col.row_value"],
+        "rows": [[name, f"({inp[k].shape[0]}, {inp[k].shape[1]})", fmt.mat(inp[k])]
+                 for name, k in (("X", "X"), ("A", "A"))],
+    }
+    row_ranks = {
+        "caption": "cap.row_ranks",
+        "columns": ["col.row_rank", "col.row_x_shard", "col.row_a_shard", "col.row_y_partial"],
+        "rows": [[f"R{r['rank']}", fmt.mat(r["X_shard"]), fmt.mat(r["A_shard"]), fmt.mat(r["Y_partial"])]
+                 for r in row["ranks"]],
+        "foot": [
+            [_key("label.row_allreduce_y"), "", "", fmt.mat(row["Y"])],
+            [_key("label.row_reference_y"), "", "", fmt.mat(row["reference"]["Y"])],
+            [_key("label.row_max_abs_err"), "", "", fmt.err(row["max_abs_err"]["Y"])],
+        ],
+    }
+    col_ranks = {
+        "caption": "cap.row_col_ranks",
+        "columns": ["col.row_rank", "col.row_a_shard", "col.row_y_shard"],
+        "rows": [[f"R{r['rank']}", fmt.mat(r["A_shard"]), fmt.mat(r["Y_shard"])] for r in col["ranks"]],
+        "foot": [
+            [_key("label.row_allgather_y"), "", fmt.mat(col["Y"])],
+            [_key("label.row_reference_y"), "", fmt.mat(col["reference"]["Y"])],
+            [_key("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["Y"])],
+        ],
+    }
+    return {
+        "controls": c,
+        "tables": {"row-inputs": inputs, "row-ranks": row_ranks, "col-ranks": col_ranks},
+        "values": {"row-max-abs-err": fmt.err(row["max_abs_err"]["Y"]),
+                   "col-max-abs-err": fmt.err(col["max_abs_err"]["Y"])},
+        "notes": {"row-linear-comm": _comm_note(row, col)},
+    }
+
+
+def comm_rows(row: dict, col: dict) -> list[list]:
+    """Rows of ``row-comm``: layer, phase, collective, elements of the full tensor, and the
+    elements one rank sends with the ring algorithm (0 when tp = 1: the collective is a no-op)."""
+    rows = []
+    for layer_key, result in (("label.row_layer_row", row), ("label.row_layer_col", col)):
+        n = result["tp"]
+        for c in result["comm"]:
+            none = c["collective"] == "none"
+            sent = 0.0 if none else bus_bandwidth_factor(c["collective"], n) * c["elements"]
+            rows.append([_key(layer_key), _key(f"label.row_phase_{c['phase']}"),
+                         _key("label.row_no_comm") if none else NCCL_NAME[c["collective"]],
+                         fmt.integer(c["elements"]), fmt.num(sent)])
+    return rows
+
+
+def render_backward(values: dict, lang: str) -> dict:
+    """Backward of both layers: per-rank gradients, assembled vs reference, collectives."""
+    c = linear_controls(values)
+    row, col = run_both(c)
+    dY = row["inputs"]["dY"]
+    row_bwd = {
+        "caption": "cap.row_bwd_ranks",
+        "columns": ["col.row_rank", "col.row_dy_full", "col.row_dx_shard", "col.row_da_shard"],
+        "rows": [[f"R{r['rank']}", fmt.mat(dY), fmt.mat(r["dX_shard"]), fmt.mat(r["dA_shard"])]
+                 for r in row["ranks"]],
+        "foot": [
+            [_key("label.row_concat_shards"), "", fmt.mat(row["sharded"]["dX"]), fmt.mat(row["sharded"]["dA"])],
+            [_key("label.row_reference"), "", fmt.mat(row["reference"]["dX"]), fmt.mat(row["reference"]["dA"])],
+            [_key("label.row_max_abs_err"), "", fmt.err(row["max_abs_err"]["dX"]), fmt.err(row["max_abs_err"]["dA"])],
+        ],
+    }
+    col_bwd = {
+        "caption": "cap.row_col_bwd_ranks",
+        "columns": ["col.row_rank", "col.row_dy_shard", "col.row_dx_partial", "col.row_da_shard"],
+        "rows": [[f"R{r['rank']}", fmt.mat(r["dY_shard"]), fmt.mat(r["dX_partial"]), fmt.mat(r["dA_shard"])]
+                 for r in col["ranks"]],
+        "foot": [
+            [_key("label.row_allreduce_dx"), "", fmt.mat(col["sharded"]["dX"]), fmt.mat(col["sharded"]["dA"])],
+            [_key("label.row_reference"), "", fmt.mat(col["reference"]["dX"]), fmt.mat(col["reference"]["dA"])],
+            [_key("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["dX"]), fmt.err(col["max_abs_err"]["dA"])],
+        ],
+    }
+    comm = {
+        "caption": "cap.row_comm",
+        "columns": ["col.row_layer", "col.row_phase", "col.row_collective", "col.row_elements",
+                    "col.row_sent_ring"],
+        "rows": comm_rows(row, col),
+    }
+    worst_row = max(row["max_abs_err"]["dX"], row["max_abs_err"]["dA"])
+    worst_col = max(col["max_abs_err"]["dX"], col["max_abs_err"]["dA"])
+    return {
+        "controls": c,
+        "tables": {"row-bwd-ranks": row_bwd, "col-bwd-ranks": col_bwd, "row-comm": comm},
+        "values": {"row-bwd-max-abs-err": fmt.err(worst_row), "col-bwd-max-abs-err": fmt.err(worst_col)},
+        "notes": {"row-backward": _key("note.row_backward", tp=str(c["tp"]))},
+    }
+
+
+# ---------------------------------------------------------------- pairing
+
+def pairing_controls(values: dict) -> dict:
+    """Validated controls of ``row-pairing``: tp, tokens, hidden, ffn."""
+    tp = _tp(values["tp"], PAIRING_TP_CHOICES)
+    tokens = as_int("tokens", values["tokens"], 1, 10**7)
+    hidden = as_int("hidden", values["hidden"], 1, 10**6)
+    ffn = as_int("ffn", values["ffn"], 1, 10**6)
+    _divides(tp, hidden, "hidden", "splitting the layer input or output", "切分层的输入或输出")
+    _divides(tp, ffn, "ffn", "splitting the MLP width", "切分 MLP 宽度")
+    return {"tp": tp, "tokens": tokens, "hidden": hidden, "ffn": ffn}
+
+
+def pairing_schemes(T: int, h: int, F: int) -> list[dict]:
+    """The collectives ``(name, elements, shape symbol)`` of one MLP block per pairing.
+
+    The block's input and output (T, h) are replicated, as between Megatron's blocks.
+
+    column→row (Megatron): g after the row layer (AllReduce T·h), f before the column layer
+        (backward AllReduce T·h); the activation between them stays split.
+    row→row: layer 1's output is a partial sum: AllReduce T·F before GeLU; layer 2 AllReduce
+        T·h.  Both layers split a replicated input locally, whose backward is an AllGather
+        of the input gradient: dH (T·F) and dX (T·h).
+    column→column: layer 2 needs the whole hidden activation: AllGather T·F; the output must
+        be whole again for the residual: AllGather T·h.  Backward: the partial dH of layer 2
+        is reduced and split (ReduceScatter T·F, the backward of AllGather), and f sums dX
+        (AllReduce T·h); the gradient of the gathered output is split locally.
+    """
+    th, tf = (T * h, "T×h"), (T * F, "T×F")
+    return [
+        {"name": "column-row", "forward": [("all-reduce", *th)], "backward": [("all-reduce", *th)]},
+        {"name": "row-row", "forward": [("all-reduce", *tf), ("all-reduce", *th)],
+         "backward": [("all-gather", *tf), ("all-gather", *th)]},
+        {"name": "column-column", "forward": [("all-gather", *tf), ("all-gather", *th)],
+         "backward": [("reduce-scatter", *tf), ("all-reduce", *th)]},
+    ]
+
+
+def sent_per_rank(ops: list[tuple[str, int, str]], n: int) -> float:
+    """Elements one rank sends for ``ops`` with the ring algorithm (bus-bandwidth factor × size)."""
+    return sum(bus_bandwidth_factor(name, n) * elements for name, elements, _ in ops)
+
+
+def _ops_cell(ops: list[tuple[str, int, str]]) -> str:
+    """``AllReduce T×F + AllReduce T×h`` (shape symbols are language-neutral)."""
+    return " + ".join(f"{NCCL_NAME[name]} {symbol}" for name, _, symbol in ops)
+
+
+def render_pairing(values: dict, lang: str) -> dict:
+    """Per MLP block: collectives, elements per rank (ring), vs Megatron's column→row."""
+    c = pairing_controls(values)
+    n, T, h, F = c["tp"], c["tokens"], c["hidden"], c["ffn"]
+    schemes = pairing_schemes(T, h, F)
+    base = sent_per_rank(schemes[0]["forward"], n) + sent_per_rank(schemes[0]["backward"], n)
+    rows = []
+    for s in schemes:
+        fwd = sent_per_rank(s["forward"], n)
+        bwd = sent_per_rank(s["backward"], n)
+        ratio = "—" if base == 0 else "×" + fmt.num((fwd + bwd) / base, 2)
+        rows.append([_key(f"label.row_scheme_{s['name'].replace('-', '_')}"),
+                     _ops_cell(s["forward"]), _ops_cell(s["backward"]),
+                     f"{len(s['forward'])} + {len(s['backward'])}",
+                     fmt.integer(round(fwd)), fmt.integer(round(bwd)), ratio])
+    layer_fwd = 2 * sent_per_rank(schemes[0]["forward"], n)
+    layer_bwd = 2 * sent_per_rank(schemes[0]["backward"], n)
+    foot = [[_key("label.row_scheme_layer"), "2 × AllReduce T×h", "2 × AllReduce T×h", "2 + 2",
+             fmt.integer(round(layer_fwd)), fmt.integer(round(layer_bwd)),
+             "—" if base == 0 else "×" + fmt.num((layer_fwd + layer_bwd) / base, 2)]]
+    table = {
+        "caption": "cap.row_pairing",
+        "columns": ["col.row_scheme", "col.row_forward", "col.row_backward", "col.row_count",
+                    "col.row_sent_fwd", "col.row_sent_bwd", "col.row_vs_megatron"],
+        "rows": rows, "foot": foot,
+    }
+    return {
+        "controls": c,
+        "tables": {"row-pairing": table},
+        "values": {"pairing-ring-factor": fmt.num(bus_bandwidth_factor("all-reduce", n))},
+        "notes": {"row-pairing": _key("note.row_pairing", T=fmt.integer(T), h=fmt.integer(h),
+                                      F=fmt.integer(F), tp=str(n))},
+    }
+
+
+SECTIONS = {
+    "row-linear": Section("row-linear", _linear_controls_spec(), render_linear,
+                          tables=("row-inputs", "row-ranks", "col-ranks"),
+                          values=("row-max-abs-err", "col-max-abs-err")),
+    "row-backward": Section("row-backward", _linear_controls_spec(), render_backward,
+                            tables=("row-bwd-ranks", "col-bwd-ranks", "row-comm"),
+                            values=("row-bwd-max-abs-err", "col-bwd-max-abs-err")),
+    "row-pairing": Section("row-pairing", (
+        Control("tp", "select", 4, options=PAIRING_TP_CHOICES, label="ctl.row_tp"),
+        Control("tokens", "number", 8192, min=1, max=10**7, step=1, label="ctl.row_tokens"),
+        Control("hidden", "number", 4096, min=1, max=10**6, step=1, label="ctl.row_hidden"),
+        Control("ffn", "number", 16384, min=1, max=10**6, step=1, label="ctl.row_ffn"),
+    ), render_pairing, tables=("row-pairing",), values=("pairing-ring-factor",)),
+}
