@@ -25,7 +25,9 @@ Time model (optional, bandwidth only, no latency term):
     FLOPs per layer, forward = 24·B·L·H² + 4·B·L²·H   (matrix multiplies only:
         QKV 6BLH², scores QKᵀ 2BL²H, attention·V 2BL²H, output 2BLH², MLP with 4H 16BLH²)
     backward = 2 × forward, so per step per rank:
-        FLOPs = N · 3 · (24·B·L·H² + 4·B·L²·H) / n   (Narayanan et al. 2021, eq. (3) without recomputation)
+        FLOPs = N · 3 · (24·B·L·H² + 4·B·L²·H) / n = N · 72·B·L·H²·(1 + L/(6H)) / n
+    (Narayanan et al. 2021, §5.1, count 96·B·L·H²·(1 + L/(6H)) per layer because
+    they include activation recomputation, a fourth pass; logits layer not counted here)
     t_calc = FLOPs / (tflops · 10¹²)
     overlap: t = max(t_calc, t_comm) (an optimistic bound: in Megatron TP the
     all-reduce result is needed by the very next operation); serial: t = t_calc + t_comm.

@@ -15,11 +15,13 @@ Ring (the schedule of NCCL's ring AllReduce, ``all_reduce.h`` ``runRing``, with
 ring order 0 → 1 → … → n−1 → 0; real NCCL picks the ring order from the
 topology, pipelines each chunk in slices and runs several channels in parallel,
 which changes neither the chunk a rank forwards nor the total bytes):
-    The buffer is cut into n chunks; chunk sizes differ by at most one element:
+    The buffer is cut into n chunks whose sizes differ by at most one element:
     the first ``count % n`` chunks have ⌈count/n⌉ elements, the rest ⌊count/n⌋
-    (``numpy.array_split``'s rule; NCCL's own split is by slices of a fixed byte
-    size, so with uneven counts its per-step sizes differ — totals stay
-    2·count − c_r − c_{r+1} elements per rank).
+    (``numpy.array_split``'s rule, our stated choice).  NCCL instead gives each
+    chunk ⌈count/n⌉ elements (rounded to its alignment, per loop of its chunk
+    size) and the last chunks the remainder, which can be much shorter or empty;
+    per-rank bytes then differ more, but with any split each chunk is forwarded
+    n−1 times per phase, so the bytes summed over ranks are 2(n−1)·count·elem_bytes.
     ReduceScatter phase, step s = 0 … n−2: rank r sends chunk (r − 1 − s) mod n to
     rank r+1, which adds it into its own copy.  After n−1 steps rank r holds the
     fully reduced chunk r (NCCL's ReduceScatter layout).
