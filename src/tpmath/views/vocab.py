@@ -1,3 +1,191 @@
-"""Views for this area (placeholder until written)."""
+"""Views of vocabulary-parallel cross-entropy (page 1).
 
-SECTIONS: dict = {}
+Sections
+--------
+``vocab-ce``      the seed's six logits split over ``shards`` ranks: the three merged
+                  numbers, the loss, per-rank pieces (``vocab-ranks``) and per-token
+                  probability and gradient (``vocab-tokens``).
+``vocab-extras``  Megatron's vocabulary padding (``vocab-padding``), label smoothing,
+                  ours (= PyTorch) vs Megatron's local-K formula per rank
+                  (``vocab-smoothing``), ignore_index (``vocab-ignore``) and the
+                  gradient of the shared hidden state summed across vocab shards
+                  (``vocab-hidden``).
+
+Letters as in :mod:`tpmath.vocab_ce`: V vocabulary, tp (= shards) ranks, Vp padded
+vocabulary, K ids per rank, N positions, ε label smoothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import vocab_ce as core
+from ..validate import as_float
+from . import Control, Section, fmt
+from .page1_util import id_range, int_range, label, rank, select_int, table
+
+V = len(core.DEFAULT_LOGITS)
+SHARD_OPTIONS = tuple(range(1, V + 1))
+TARGET_OPTIONS = tuple(range(V))
+GPT2_VOCAB = 50257                      # GPT-2's BPE vocabulary (an input, not a result)
+PAD_TP = (1, 2, 4, 8)                   # tensor-parallel sizes of the padding table
+IGNORE_INDEX = -100                     # PyTorch's default
+# Three positions for the ignore_index example: the seed's logits, reversed, rotated by two;
+# the middle position is ignored.
+IGNORE_LOGITS = [core.DEFAULT_LOGITS, core.DEFAULT_LOGITS[::-1], core.DEFAULT_LOGITS[2:] + core.DEFAULT_LOGITS[:2]]
+IGNORE_TARGETS = [2, IGNORE_INDEX, 4]
+
+
+def _range_cell(entry: dict) -> str | dict:
+    """Vocabulary ids of a rank; padding ids (masked) named separately."""
+    a, b = entry["vocab_range"]
+    if not entry.get("padding"):
+        return id_range(a, b)
+    pa, pb = entry["padding_range"]
+    real = id_range(a, pa) if pa > a else "—"
+    return label("label.range_padded", ids=real, pad=id_range(pa, pb))
+
+
+def render_vocab_ce(controls: dict, lang: str) -> dict:
+    """Vocab-parallel CE of the seed's logits for one shard count, target and shift."""
+    shards = select_int("shards", controls["shards"], SHARD_OPTIONS)
+    target = select_int("target", controls["target"], TARGET_OPTIONS)
+    shift = as_float("shift", controls["shift"], -core.SHIFT_LIMIT, core.SHIFT_LIMIT)
+    res = core.run_vocab_ce(core.DEFAULT_LOGITS, target, shards=shards, shift=shift)
+    unshifted = core.run_vocab_ce(core.DEFAULT_LOGITS, target, shards=shards)   # the same, shift 0
+    rank_rows = [[rank(e["rank"]), _range_cell(e), fmt.vec(e["logits"]), fmt.num(e["local_max"]),
+                  fmt.num(e["local_sum_exp"]), fmt.num(e["target_shifted"])] for e in res["ranks"]]
+    token_rows = [[fmt.integer(t["token"]), rank(t["rank"]), fmt.num(t["prob"]), fmt.num(t["grad"])]
+                  for t in res["tokens"]]
+    notes = {}
+    if res["padded_vocab"] != res["vocab"]:
+        notes["padding"] = label("note.vocab_padded", vocab=fmt.integer(res["vocab"]),
+                                 padded=fmt.integer(res["padded_vocab"]), shards=fmt.integer(shards))
+    return {
+        "controls": {"shards": str(shards), "target": str(target), "shift": shift},
+        "tables": {
+            "vocab-ranks": table("cap.vocab_ranks", ["col.rank", "col.vocab_range", "col.logits", "col.local_max",
+                                                     "col.local_sum_exp", "col.target_shifted"], rank_rows),
+            "vocab-tokens": table("cap.vocab_tokens", ["col.token", "col.rank", "col.probability", "col.gradient"],
+                                  token_rows),
+        },
+        "values": {
+            "global-max": fmt.num(res["global_max"]),
+            "global-sum-exp": fmt.num(res["global_sum_exp"]),
+            "loss": fmt.num(res["loss"]),
+            "reference-loss": fmt.num(res["reference_loss"]),
+            "target-rank": rank(res["target_rank"]),
+            "abs-diff": fmt.err(res["abs_diff"]),
+            "shift-diff": fmt.err(res["loss"] - unshifted["loss"]),
+            "padded-vocab": fmt.integer(res["padded_vocab"]),
+        },
+        "notes": notes,
+    }
+
+
+def _padding_rows(tp: int) -> list:
+    """Megatron's padded GPT-2 vocabulary for the usual tp sizes and the chosen one."""
+    rows = []
+    for t in sorted(set(PAD_TP) | {tp}):
+        pad = core.vocab_pad_table(GPT2_VOCAB, t)
+        rows.append([fmt.integer(t), fmt.integer(pad["divisor"]), fmt.integer(pad["padded_vocab"]),
+                     fmt.integer(pad["padding"]), fmt.integer(pad["per_rank"])])
+    return rows
+
+
+def _smoothing_rows(res: dict, eps: float) -> tuple[list, list]:
+    """Per rank: our loss (all ranks agree) and Megatron's local formula, vs PyTorch's."""
+    ref = res["reference_loss"]
+    per_rank = res.get("megatron_smoothing_loss_per_rank")
+    rows = []
+    for e in res["ranks"]:
+        real = (e["vocab_range"][1] - e["vocab_range"][0]) - e.get("padding", 0)
+        # With ε = 0 Megatron's formula is the plain loss (its smoothing factor is 0).
+        meg = res["loss"] if per_rank is None else per_rank[e["rank"]]
+        rows.append([rank(e["rank"]), _range_cell(e), fmt.integer(real), fmt.num(res["loss"]),
+                     label("label.undefined_k") if meg is None else fmt.num(meg),
+                     "—" if meg is None else fmt.err(meg - ref)])
+    tp1 = res["loss"] if per_rank is None else res.get("megatron_smoothing_loss_tp1")
+    foot = [[label("label.pytorch_reference"), "—", fmt.integer(res["vocab"]), fmt.num(ref), "—", "—"],
+            [label("label.megatron_tp1"), "—", fmt.integer(res["vocab"]), "—",
+             label("label.undefined_k") if tp1 is None else fmt.num(tp1),
+             "—" if tp1 is None else fmt.err(tp1 - ref)]]
+    return rows, foot
+
+
+def render_vocab_extras(controls: dict, lang: str) -> dict:
+    """Padding rule, label smoothing per rank, ignore_index and the hidden-state gradient."""
+    tp = select_int("tp", controls["tp"], SHARD_OPTIONS)
+    eps = as_float("smoothing", controls["smoothing"], 0.0, 1.0)
+    smooth = core.run_vocab_ce(core.DEFAULT_LOGITS, core.DEFAULT_TARGET, shards=tp, label_smoothing=eps)
+    s_rows, s_foot = _smoothing_rows(smooth, eps)
+
+    ign = core.run_vocab_ce(IGNORE_LOGITS, IGNORE_TARGETS, shards=tp, ignore_index=IGNORE_INDEX)
+    grad = np.asarray(ign["grad"])                                        # (N, V)
+    ign_rows = []
+    for i, y in enumerate(IGNORE_TARGETS):
+        tgt = label("label.ignored", index=fmt.integer(y)) if y == IGNORE_INDEX else fmt.integer(y)
+        ign_rows.append([fmt.integer(i), fmt.vec(IGNORE_LOGITS[i]), tgt, fmt.num(ign["position_loss"][i]),
+                         fmt.vec(grad[i])])
+    ign_foot = [[label("label.mean_counted", n=fmt.integer(ign["counted"])), "—", "—", fmt.num(ign["loss"]), "—"],
+                [label("label.reference"), "—", "—", fmt.num(ign["reference_loss"]), "—"],
+                [label("label.max_abs_err"), "—", "—", fmt.err(ign["abs_diff"]), fmt.err(ign["grad_max_abs_err"])]]
+
+    head = core.run_vocab_parallel_head(shards=tp)
+    h_rows = [[rank(e["rank"]), _range_cell({**e, **_pad_info(e, head["vocab"])}), fmt.mat(e["grad_logits"]),
+               fmt.mat(e["grad_hidden_partial"])] for e in head["ranks"]]
+    h_foot = [[label("label.sum_shards"), "—", "—", fmt.mat(head["grad_hidden"])],
+              [label("label.reference"), "—", "—", fmt.mat(head["reference"]["grad_hidden"])],
+              [label("label.max_abs_err"), "—", "—", fmt.err(head["max_abs_err"]["grad_hidden"])]]
+    return {
+        "controls": {"tp": str(tp), "smoothing": eps},
+        "tables": {
+            "vocab-padding": table("cap.vocab_padding", ["col.tp", "col.pad_divisor", "col.padded_vocab",
+                                                         "col.padding_ids", "col.per_rank"], _padding_rows(tp)),
+            "vocab-smoothing": table("cap.vocab_smoothing", ["col.rank", "col.vocab_range", "col.real_ids",
+                                                             "col.loss_ours", "col.loss_megatron",
+                                                             "col.diff_pytorch"], s_rows, s_foot),
+            "vocab-ignore": table("cap.vocab_ignore", ["col.position", "col.logits", "col.target",
+                                                       "col.position_loss", "col.gradient"], ign_rows, ign_foot),
+            "vocab-hidden": table("cap.vocab_hidden", ["col.rank", "col.vocab_range", "col.g_logits",
+                                                       "col.g_hidden_partial"], h_rows, h_foot),
+        },
+        "values": {
+            "gpt2-vocab": fmt.integer(GPT2_VOCAB),
+            "smoothing-loss": fmt.num(smooth["loss"]),
+            "smoothing-reference": fmt.num(smooth["reference_loss"]),
+            "ignore-loss": fmt.num(ign["loss"]),
+        },
+    }
+
+
+def _pad_info(entry: dict, vocab: int) -> dict:
+    """padding / padding_range of a head rank (the head result lists only the vocab range)."""
+    pad_range, _, pad = core.rank_padding(vocab, *entry["vocab_range"])
+    return {"padding": pad, "padding_range": pad_range}
+
+
+SECTIONS = {
+    "vocab-ce": Section(
+        name="vocab-ce",
+        controls=(
+            Control("shards", "select", "2", options=int_range(1, V)),
+            Control("target", "select", str(core.DEFAULT_TARGET), options=int_range(0, V - 1)),
+            Control("shift", "number", 0, min=-core.SHIFT_LIMIT, max=core.SHIFT_LIMIT, step="any"),
+        ),
+        render=render_vocab_ce,
+        tables=("vocab-ranks", "vocab-tokens"),
+        values=("global-max", "global-sum-exp", "loss", "reference-loss", "target-rank", "abs-diff",
+                "shift-diff", "padded-vocab"),
+    ),
+    "vocab-extras": Section(
+        name="vocab-extras",
+        controls=(
+            Control("tp", "select", "2", options=int_range(1, V)),
+            Control("smoothing", "number", 0.1, min=0, max=1, step=0.05),
+        ),
+        render=render_vocab_extras,
+        tables=("vocab-padding", "vocab-smoothing", "vocab-ignore", "vocab-hidden"),
+        values=("gpt2-vocab", "smoothing-loss", "smoothing-reference", "ignore-loss"),
+    ),
+}
