@@ -27,7 +27,8 @@ Letters / model:
     and at a meeting with different arguments:
         order           names differ and the other rank's collective comes later in this rank's list
         name_mismatch   names differ otherwise
-        shape_mismatch  same name, different shapes (counts)
+        shape_mismatch  same name, different element counts (NCCL sees counts, so shapes
+                        (2, 2) and (4,) agree)
         dtype_mismatch  same name and shape, different dtypes
         not_in_group    the rank calls a collective on a group that does not contain it
 """
@@ -97,6 +98,14 @@ def _hang(r: int, i: int, call: dict | None, code: str, en: str, zh: str, peer: 
             "code": code, "peer": peer, "message_en": en, "message_zh": zh}
 
 
+def _count(call: dict) -> int:
+    """Elements in the buffer: NCCL sees a pointer and a count, not a shape."""
+    total = 1
+    for s in call["shape"]:
+        total *= s
+    return total
+
+
 def _meeting_problem(r: int, members: tuple, seqs: list[list[dict]], pc: list[int]) -> dict | None:
     """Compare rank r's current call with the other members'; None if they all agree."""
     mine = seqs[r][pc[r]]
@@ -119,11 +128,13 @@ def _meeting_problem(r: int, members: tuple, seqs: list[list[dict]], pc: list[in
                   + (f"而 rank {r} 稍后才调用 {NCCL_NAMES[other['name']]}：各 rank 调用顺序不同" if later else
                      "而两者名称不同"))
             return _stuck(_hang(r, i, mine, code, en, zh, g))
-        if other["shape"] != mine["shape"]:
+        if _count(other) != _count(mine):
             en = (f"rank {r} waits forever at call {i} {_describe(mine)}: rank {g} passes shape "
-                  f"{list(other['shape'])} to the same {NCCL_NAMES[mine['name']]}; the counts must be equal")
+                  f"{list(other['shape'])} ({_count(other)} elements, here {_count(mine)}) to the same "
+                  f"{NCCL_NAMES[mine['name']]}; the counts must be equal")
             zh = (f"rank {r} 在第 {i} 个调用 {_describe(mine)} 处永远等待：rank {g} 对同一个 "
-                  f"{NCCL_NAMES[mine['name']]} 传入形状 {list(other['shape'])}；各 rank 的元素数必须相同")
+                  f"{NCCL_NAMES[mine['name']]} 传入形状 {list(other['shape'])}（{_count(other)} 个元素，本 rank "
+                  f"{_count(mine)} 个）；各 rank 的元素数必须相同")
             return _stuck(_hang(r, i, mine, "shape_mismatch", en, zh, g))
         if other["dtype"] != mine["dtype"]:
             en = (f"rank {r} waits forever at call {i} {_describe(mine)}: rank {g} passes dtype "
