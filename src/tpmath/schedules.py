@@ -85,7 +85,7 @@ def chunk_bounds(count: int, n: int) -> list[tuple[int, int]]:
 
 
 def _validate(n: Any, count: Any, elem_bytes: Any) -> tuple[int, int, int]:
-    return as_int("ranks", n, 1, 4096), as_int("count", count, 1), as_int("elem_bytes", elem_bytes, 1, 64)
+    return as_int("ranks", n, 1, 256), as_int("count", count, 1), as_int("elem_bytes", elem_bytes, 1, 64)
 
 
 def ring_steps(n: int, count: int) -> list[dict]:
