@@ -1,0 +1,435 @@
+"""Page 2 (row parallelism): views against independent numpy references, the pairing
+counts against an executed simulation, bad controls, the Python demo, and the built pages.
+
+Independent references: every per-rank shard, partial and gradient is recomputed here
+with plain numpy slicing and matrix products (not through tpmath.row_linear), and the
+collective counts of the pairing table are measured by running each pairing with
+explicit collectives and checking it against the unsharded MLP.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tpmath import TPMathError, views
+from tpmath.row_linear import random_inputs
+from tpmath.views import fmt
+from tpmath.views import row as row_views
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "content" / "demos" / "row_parallel.py"
+SECTION_IDS = ("concept", "math", "forward", "backward", "communication", "pairing", "cost",
+               "practice", "applications", "python-demo", "misconceptions", "interview")
+PAGE2_TABLES = ("row-inputs", "row-ranks", "col-ranks", "row-bwd-ranks", "col-bwd-ranks", "row-comm",
+                "row-pairing", "comm-layer", "comm-time", "collective")
+
+
+def ring_factor(name: str, n: int) -> float:
+    """nccl-tests bus-bandwidth factors, written out here independently of tpmath.schedules."""
+    return {"all-reduce": 2 * (n - 1) / n, "all-gather": (n - 1) / n, "reduce-scatter": (n - 1) / n}[name]
+
+
+def cells(table: dict) -> list[list]:
+    return table["rows"]
+
+
+# ---------------------------------------------------------------- row-linear / row-backward
+
+LINEAR_CASES = [
+    {"tp": 1, "batch": 1, "d_in": 3, "d_out": 5, "seed": 1},
+    {"tp": 2, "batch": 2, "d_in": 4, "d_out": 4, "seed": 0},
+    {"tp": 2, "batch": 3, "d_in": 6, "d_out": 2, "seed": 7},
+    {"tp": 4, "batch": 4, "d_in": 8, "d_out": 4, "seed": 123},
+    {"tp": 4, "batch": 2, "d_in": 4, "d_out": 8, "seed": 2**32 - 1},
+]
+
+
+def _inputs(c):
+    inp = random_inputs(c["seed"], c["batch"], c["d_in"], c["d_out"])
+    return inp["X"], inp["A"], inp["dY"]
+
+
+@pytest.mark.parametrize("c", LINEAR_CASES)
+def test_row_linear_tables_equal_numpy(c):
+    out = views.render("row-linear", dict(c), "en")
+    X, A, _ = _inputs(c)
+    tp, D, O = c["tp"], c["d_in"], c["d_out"]
+    kd, ko = D // tp, O // tp
+    Y = X @ A
+    # Row parallel: X's column block r times A's row block r; partials ADD to Y.
+    rows = cells(out["tables"]["row-ranks"])
+    assert len(rows) == tp
+    partial_sum = np.zeros_like(Y)
+    for r in range(tp):
+        Xr, Ar = X[:, r * kd:(r + 1) * kd], A[r * kd:(r + 1) * kd, :]
+        assert rows[r] == [f"R{r}", fmt.mat(Xr), fmt.mat(Ar), fmt.mat(Xr @ Ar)]
+        assert (Xr @ Ar).shape == Y.shape            # a partial has the full output shape
+        partial_sum += Xr @ Ar
+    assert np.max(np.abs(partial_sum - Y)) < 1e-12
+    foot = out["tables"]["row-ranks"]["foot"]
+    assert foot[1][-1] == fmt.mat(Y)
+    assert foot[0][-1] in (fmt.mat(partial_sum), fmt.mat(Y))   # equal up to summation order
+    assert foot[2][-1] == fmt.err(np.max(np.abs(partial_sum - Y)))
+    # Column parallel: full X times A's column block r; slices CONCATENATE to Y.
+    crow = cells(out["tables"]["col-ranks"])
+    for r in range(tp):
+        Ar = A[:, r * ko:(r + 1) * ko]
+        assert crow[r] == [f"R{r}", fmt.mat(Ar), fmt.mat(X @ Ar)]
+    assert out["tables"]["col-ranks"]["foot"][1][-1] == fmt.mat(Y)
+    inputs = cells(out["tables"]["row-inputs"])
+    assert inputs == [["X", f"({c['batch']}, {D})", fmt.mat(X)], ["A", f"({D}, {O})", fmt.mat(A)]]
+    assert out["values"]["row-max-abs-err"] in ("< 1e-15", fmt.err(np.max(np.abs(partial_sum - Y))))
+    note = out["notes"]["row-linear-comm"]["args"]
+    assert note == {"tp": str(tp), "row_fwd": fmt.integer(c["batch"] * O),
+                    "col_fwd": fmt.integer(c["batch"] * O), "col_bwd": fmt.integer(c["batch"] * D)}
+
+
+@pytest.mark.parametrize("c", LINEAR_CASES)
+def test_row_backward_tables_equal_numpy(c):
+    out = views.render("row-backward", dict(c), "zh")
+    X, A, dY = _inputs(c)
+    tp, B, D, O = c["tp"], c["batch"], c["d_in"], c["d_out"]
+    kd, ko = D // tp, O // tp
+    dX, dA = dY @ A.T, X.T @ dY
+    rows = cells(out["tables"]["row-bwd-ranks"])
+    for r in range(tp):
+        Xr, Ar = X[:, r * kd:(r + 1) * kd], A[r * kd:(r + 1) * kd, :]
+        # Row parallel: the full, replicated dY; dX_r and dA_r are blocks of dX and dA.
+        assert rows[r] == [f"R{r}", fmt.mat(dY), fmt.mat(dY @ Ar.T), fmt.mat(Xr.T @ dY)]
+        assert np.allclose(dY @ Ar.T, dX[:, r * kd:(r + 1) * kd], atol=1e-12)
+        assert np.allclose(Xr.T @ dY, dA[r * kd:(r + 1) * kd, :], atol=1e-12)
+    foot = out["tables"]["row-bwd-ranks"]["foot"]
+    assert foot[1][2:] == [fmt.mat(dX), fmt.mat(dA)]
+    crows = cells(out["tables"]["col-bwd-ranks"])
+    dX_sum = np.zeros_like(dX)
+    for r in range(tp):
+        Ar, gr = A[:, r * ko:(r + 1) * ko], dY[:, r * ko:(r + 1) * ko]
+        assert crows[r] == [f"R{r}", fmt.mat(gr), fmt.mat(gr @ Ar.T), fmt.mat(X.T @ gr)]
+        dX_sum += gr @ Ar.T
+    assert np.max(np.abs(dX_sum - dX)) < 1e-12          # column parallel: partial dX ADD up
+    assert out["tables"]["col-bwd-ranks"]["foot"][1][2:] == [fmt.mat(dX), fmt.mat(dA)]
+    comm = cells(out["tables"]["row-comm"])
+    n = tp
+    expect = [
+        ("label.row_layer_row", "label.row_phase_forward", "AllReduce", B * O, ring_factor("all-reduce", n) * B * O),
+        ("label.row_layer_row", "label.row_phase_backward", None, 0, 0.0),
+        ("label.row_layer_col", "label.row_phase_forward", "AllGather", B * O, ring_factor("all-gather", n) * B * O),
+        ("label.row_layer_col", "label.row_phase_backward", "AllReduce", B * D, ring_factor("all-reduce", n) * B * D),
+    ]
+    assert len(comm) == len(expect)
+    for got, (layer, phase, coll, elements, sent) in zip(comm, expect):
+        assert got[0]["key"] == layer and got[1]["key"] == phase
+        assert got[2] == (coll if coll else {"key": "label.row_no_comm"})
+        assert got[3] == fmt.integer(elements) and got[4] == fmt.num(sent)
+
+
+def test_tp1_needs_no_traffic():
+    out = views.render("row-backward", {"tp": 1}, "en")
+    assert all(row[4] == "0" for row in out["tables"]["row-comm"]["rows"])
+
+
+# ---------------------------------------------------------------- row-pairing, executed
+
+class Comm:
+    """Explicit collectives over per-rank lists; logs (name, elements of the full tensor)."""
+
+    def __init__(self):
+        self.log: list[tuple[str, int]] = []
+
+    def all_reduce(self, parts):
+        self.log.append(("all-reduce", parts[0].size))
+        return sum(parts[1:], parts[0].copy())
+
+    def all_gather(self, parts, axis):
+        full = np.concatenate(parts, axis=axis)
+        self.log.append(("all-gather", full.size))
+        return full
+
+    def reduce_scatter(self, parts, axis):
+        self.log.append(("reduce-scatter", parts[0].size))
+        return np.split(sum(parts[1:], parts[0].copy()), len(parts), axis=axis)
+
+
+def _mlp_reference(X, A1, A2, G):
+    H = np.tanh(X @ A1)
+    dZ = (G @ A2.T) * (1 - H ** 2)
+    return {"Y": H @ A2, "dX": dZ @ A1.T, "dA1": X.T @ dZ, "dA2": H.T @ G}
+
+
+def _column_row(X, A1, A2, G, n, fwd, bwd):
+    Fs = np.split(np.arange(A1.shape[1]), n)
+    H = [np.tanh(X @ A1[:, s]) for s in Fs]                       # (T, F/n) local activation
+    Y = fwd.all_reduce([H[r] @ A2[Fs[r], :] for r in range(n)])    # g
+    dZ = [(G @ A2[Fs[r], :].T) * (1 - H[r] ** 2) for r in range(n)]
+    dX = bwd.all_reduce([dZ[r] @ A1[:, Fs[r]].T for r in range(n)])  # f
+    return {"Y": Y, "dX": dX, "dA1": np.concatenate([X.T @ d for d in dZ], axis=1),
+            "dA2": np.concatenate([H[r].T @ G for r in range(n)], axis=0)}
+
+
+def _row_row(X, A1, A2, G, n, fwd, bwd):
+    hs = np.split(np.arange(X.shape[1]), n)
+    Fs = np.split(np.arange(A1.shape[1]), n)
+    Z = fwd.all_reduce([X[:, hs[r]] @ A1[hs[r], :] for r in range(n)])   # partial sums before tanh
+    H = np.tanh(Z)                                                       # replicated
+    Y = fwd.all_reduce([H[:, Fs[r]] @ A2[Fs[r], :] for r in range(n)])
+    dH = bwd.all_gather([G @ A2[Fs[r], :].T for r in range(n)], axis=1)  # backward of the local split
+    dZ = dH * (1 - H ** 2)
+    dX = bwd.all_gather([dZ @ A1[hs[r], :].T for r in range(n)], axis=1)
+    return {"Y": Y, "dX": dX, "dA1": np.concatenate([X[:, hs[r]].T @ dZ for r in range(n)], axis=0),
+            "dA2": np.concatenate([H[:, Fs[r]].T @ G for r in range(n)], axis=0)}
+
+
+def _column_column(X, A1, A2, G, n, fwd, bwd):
+    Fs = np.split(np.arange(A1.shape[1]), n)
+    hs = np.split(np.arange(A2.shape[1]), n)
+    Hr = [np.tanh(X @ A1[:, s]) for s in Fs]
+    H = fwd.all_gather(Hr, axis=1)                                      # layer 2 needs all of H
+    Y = fwd.all_gather([H @ A2[:, hs[r]] for r in range(n)], axis=1)    # residual needs all of Y
+    Gr = [G[:, hs[r]] for r in range(n)]                                # backward of AllGather(Y): split
+    dHr = bwd.reduce_scatter([Gr[r] @ A2[:, hs[r]].T for r in range(n)], axis=1)
+    dZ = [dHr[r] * (1 - Hr[r] ** 2) for r in range(n)]
+    dX = bwd.all_reduce([dZ[r] @ A1[:, Fs[r]].T for r in range(n)])
+    return {"Y": Y, "dX": dX, "dA1": np.concatenate([X.T @ d for d in dZ], axis=1),
+            "dA2": np.concatenate([H.T @ Gr[r] for r in range(n)], axis=1)}
+
+
+SCHEMES = {"column-row": _column_row, "row-row": _row_row, "column-column": _column_column}
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 8])
+def test_pairing_table_matches_executed_schemes(n):
+    T, h, F = 3, 8, 16
+    rng = np.random.default_rng(n)
+    X, A1, A2, G = (rng.standard_normal(s) for s in ((T, h), (h, F), (F, h), (T, h)))
+    ref = _mlp_reference(X, A1, A2, G)
+    out = views.render("row-pairing", {"tp": n, "tokens": T, "hidden": h, "ffn": F}, "en")
+    rows = out["tables"]["row-pairing"]["rows"]
+    spec = {s["name"]: s for s in row_views.pairing_schemes(T, h, F)}
+    sent = {}
+    for i, (name, run) in enumerate(SCHEMES.items()):
+        fwd, bwd = Comm(), Comm()
+        got = run(X, A1, A2, G, n, fwd, bwd)
+        for k in ref:                                     # the listed collectives suffice
+            assert np.max(np.abs(got[k] - ref[k])) < 1e-12, (name, k)
+        assert [(a, b) for a, b, _ in spec[name]["forward"]] == fwd.log
+        assert [(a, b) for a, b, _ in spec[name]["backward"]] == bwd.log
+        f = sum(ring_factor(a, n) * b for a, b in fwd.log)
+        b_ = sum(ring_factor(a, n) * b for a, b in bwd.log)
+        sent[name] = f + b_
+        assert rows[i][0] == {"key": f"label.row_scheme_{name.replace('-', '_')}"}
+        assert rows[i][3] == f"{len(fwd.log)} + {len(bwd.log)}"
+        assert rows[i][4] == fmt.integer(round(f)) and rows[i][5] == fmt.integer(round(b_))
+    if n > 1:
+        for i, name in enumerate(SCHEMES):
+            assert rows[i][6] == "×" + fmt.num(sent[name] / sent["column-row"], 2)
+    # Megatron: 1 + 1 AllReduce of T·h per MLP; a transformer layer has 2 + 2.
+    assert rows[0][3] == "1 + 1"
+    foot = out["tables"]["row-pairing"]["foot"][0]
+    assert foot[3] == "2 + 2" and foot[4] == fmt.integer(round(2 * ring_factor("all-reduce", n) * T * h))
+
+
+def test_pairing_default_ratios():
+    """With F = 4h the naive pairings send 15/4 and 11/4 times Megatron's bytes (any n > 1)."""
+    out = views.render("row-pairing", None, "en")
+    rows = out["tables"]["row-pairing"]["rows"]
+    assert [r[6] for r in rows] == ["×1", "×3.75", "×2.75"]
+    assert out["values"]["pairing-ring-factor"] == fmt.num(2 * 3 / 4)
+
+
+# ---------------------------------------------------------------- comm-cost
+
+def _by_hand(B, L, H, n, K, N, gbps, tflops):
+    elements = B * L * H
+    one = 2 * (n - 1) / n * elements * K                  # ring AllReduce, bytes sent per rank
+    layer = 4 * one
+    flops = N * 3 * (24 * B * L * H ** 2 + 4 * B * L ** 2 * H) / n
+    t_comm = N * layer / (gbps * 1e9 / 8)
+    t_calc = flops / (tflops * 1e12)
+    return elements, one, layer, N * layer, t_calc, t_comm
+
+
+@pytest.mark.parametrize("c", [
+    {"preset": "custom", "batch": 8, "seq": 2048, "hidden": 4096, "tp": 8, "dtype_bytes": 2, "layers": 1,
+     "link_gbps": 3600, "tflops": 400},
+    {"preset": "custom", "batch": 2, "seq": 1024, "hidden": 1536, "tp": 4, "dtype_bytes": 4, "layers": 24,
+     "link_gbps": 400, "tflops": 100},
+    {"preset": "gpt-3-175b", "batch": 1, "seq": 1, "hidden": 1, "tp": 8, "dtype_bytes": 2, "layers": 1,
+     "link_gbps": 3600, "tflops": 400},
+])
+def test_comm_cost_equals_hand_count(c):
+    out = views.render("comm-cost", dict(c), "en")
+    B, L, H, N = c["batch"], c["seq"], c["hidden"], c["layers"]
+    if c["preset"] == "gpt-3-175b":                   # Brown et al. 2020, Table 2.1
+        L, H, N = 2048, 12288, 96
+    elements, one, layer, step, t_calc, t_comm = _by_hand(B, L, H, c["tp"], c["dtype_bytes"], N,
+                                                          c["link_gbps"], c["tflops"])
+    rows = out["tables"]["comm-layer"]["rows"]
+    assert [r[0]["key"] for r in rows] == ["label.row_phase_forward"] * 2 + ["label.row_phase_backward"] * 2
+    assert [r[2] for r in rows] == ["AllReduce"] * 4 and [r[3] for r in rows] == ["g", "g", "f", "f"]
+    for r in rows:
+        assert r[4] == fmt.integer(elements)
+        assert r[5] == fmt.num(2 * (c["tp"] - 1) / c["tp"])
+        assert r[6] == fmt.nbytes(one)
+    foot = out["tables"]["comm-layer"]["foot"]
+    assert foot[0][-1] == fmt.nbytes(layer) and foot[1][-1] == fmt.nbytes(step)
+    assert foot[1][0]["args"] == {"layers": fmt.integer(N)}
+    times = [r[1] for r in out["tables"]["comm-time"]["rows"]]
+    ms = lambda s: fmt.num(s * 1e3, 3) + " ms"  # noqa: E731
+    assert times == [ms(t_calc), ms(t_comm), ms(max(t_calc, t_comm)), ms(t_calc + t_comm)]
+    assert out["values"]["cost-step-bytes"] == fmt.nbytes(step)
+    assert out["values"]["cost-comm-fraction"] == fmt.num(100 * t_comm / (t_calc + t_comm), 1) + " %"
+
+
+def test_interview_question_4_numbers():
+    """The page's question 4: B=8, L=2048, h=4096, bf16, TP=8: 224 MiB per AllReduce, 448 MiB forward."""
+    out = views.render("comm-cost", {"preset": "custom", "batch": 8, "seq": 2048, "hidden": 4096,
+                                     "tp": 8, "dtype_bytes": 2, "layers": 1}, "en")
+    assert 8 * 2048 * 4096 == 67_108_864
+    assert [r[6] for r in out["tables"]["comm-layer"]["rows"]] == ["224 MiB"] * 4
+    assert out["tables"]["comm-layer"]["foot"][0][-1] == "896 MiB"
+    assert 2 * 7 / 8 * 128 == 224
+
+
+def test_ring_factors_quoted_in_text():
+    """The misconception about 'communication does not shrink': 1, 1.5, 1.75 for n = 2, 4, 8."""
+    for lang in ("en", "zh"):
+        text = (ROOT / "content" / lang / "row-parallel.md").read_text(encoding="utf-8")
+        assert [2 * (n - 1) / n for n in (2, 4, 8)] == [1, 1.5, 1.75]
+        assert "1.75" in text and "1.5" in text
+
+
+def test_comm_cost_preset_overrides_fields_and_says_so():
+    out = views.render("comm-cost", {"preset": "llama-2-70b", "hidden": 5, "seq": 7, "layers": 3}, "zh")
+    assert out["controls"]["hidden"] == 8192 and out["controls"]["layers"] == 80
+    assert out["notes"]["comm-preset"]["args"]["hidden"] == fmt.integer(8192)
+    assert out["notes"]["comm-convention"].startswith("bytes_per_rank = 使用 Ring")
+
+
+# ---------------------------------------------------------------- bad controls
+
+@pytest.mark.parametrize("section, controls, field", [
+    ("row-linear", {"tp": 3}, "tp"),
+    ("row-linear", {"tp": "abc"}, "tp"),
+    ("row-linear", {"tp": 2, "d_in": 3}, "d_in"),
+    ("row-linear", {"tp": 4, "d_out": 6}, "d_out"),
+    ("row-linear", {"batch": 0}, "batch"),
+    ("row-linear", {"d_in": 9}, "d_in"),
+    ("row-linear", {"seed": -1}, "seed"),
+    ("row-linear", {"seed": "1.5"}, "seed"),
+    ("row-backward", {"tp": 4, "d_in": 6}, "d_in"),
+    ("row-backward", {"batch": "x"}, "batch"),
+    ("row-pairing", {"tp": 3}, "tp"),
+    ("row-pairing", {"tp": 4, "hidden": 4095}, "hidden"),
+    ("row-pairing", {"tp": 8, "ffn": 100}, "ffn"),
+    ("row-pairing", {"tokens": 0}, "tokens"),
+    ("comm-cost", {"preset": "gpt-5"}, "preset"),
+    ("comm-cost", {"preset": "custom", "hidden": 4096, "tp": 3}, "tp"),
+    ("comm-cost", {"dtype_bytes": 3}, "dtype_bytes"),
+    ("comm-cost", {"link_gbps": 0}, "link_gbps"),
+    ("comm-cost", {"tflops": "fast"}, "tflops"),
+    ("comm-cost", {"batch": ""}, "batch"),
+])
+def test_bad_controls_raise_with_field(section, controls, field):
+    with pytest.raises(TPMathError) as exc:
+        views.render(section, controls, "en")
+    assert exc.value.field == field
+    bad = str(controls[field])
+    assert bad in exc.value.en and bad in exc.value.zh          # the offending value is quoted
+    payload = json.loads(views.render_json(section, json.dumps(controls), "zh"))
+    assert payload == {"ok": False, "error": exc.value.zh, "field": field}
+
+
+# ---------------------------------------------------------------- the Python demo
+
+def run_demo() -> str:
+    proc = subprocess.run([sys.executable, str(DEMO)], capture_output=True, text=True, timeout=60,
+                          check=True, env={"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"})
+    return proc.stdout
+
+
+def test_demo_is_numpy_only_and_correct():
+    tree = ast.parse(DEMO.read_text(encoding="utf-8"))
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert imported == {"numpy"}
+    out = run_demo()
+    assert run_demo() == out                                    # deterministic
+    assert "max |Y  - ref|  = 0.0" in out and "max |dX - ref|  = 0.0" in out and "max |dA - ref|  = 0.0" in out
+    assert "concatenated partials have shape (2, 6) but Y has shape (2, 3)" in out
+
+
+# ---------------------------------------------------------------- the built site
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    from tpsite.build import build
+    out = tmp_path_factory.mktemp("site") / "site"
+    build(out, runtime="none")
+    return out
+
+
+def _sections(page: str) -> dict[str, str]:
+    """h2 id -> the HTML from that heading to the next h2."""
+    parts = re.split(r"(<h2[^>]*\bid=\"([^\"]+)\"[^>]*>)", page)
+    out = {}
+    for i in range(1, len(parts) - 2, 3):
+        out[parts[i + 1]] = parts[i + 2].split("<h2", 1)[0]
+    return out
+
+
+def _text(fragment: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", " ", fragment))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_built_page_sections_tables_links(site, lang):
+    page = (site / lang / "row-parallel.html").read_text(encoding="utf-8")
+    sections = _sections(page)
+    for sid in SECTION_IDS:
+        assert sid in sections, sid
+        assert len(_text(sections[sid]).split()) > 20 or len(_text(sections[sid])) > 200, sid
+    for name in PAGE2_TABLES:
+        assert f'data-table="{name}"' in page, name
+    assert len(re.findall(r"<details", sections["interview"])) >= 8
+    assert len(re.findall(r"<li", sections["misconceptions"])) >= 6
+    assert 'href="index.html' in page                           # back to page 1
+    index = (site / lang / "index.html").read_text(encoding="utf-8")
+    assert 'href="row-parallel.html' in index                    # page 1 links here
+    assert "{{" not in page and "$$" not in page
+    for ref in range(1, 9):
+        assert f'id="ref-{ref}"' in page and f'href="#ref-{ref}"' in page
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_built_tables_are_the_view_results(site, lang):
+    page = (site / lang / "row-parallel.html").read_text(encoding="utf-8")
+    for section, table in (("row-linear", "row-ranks"), ("row-linear", "col-ranks"),
+                           ("row-backward", "row-bwd-ranks"), ("row-pairing", "row-pairing"),
+                           ("comm-cost", "comm-layer")):
+        m = re.search(rf'<table data-table="{table}">(.*?)</table>', page, re.S)
+        assert m, table
+        body = re.search(r"<tbody>(.*?)</tbody>", m.group(1), re.S).group(1)
+        got = [[html.unescape(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr, re.S)]
+               for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+        want = views.render(section, None, lang)["tables"][table]["rows"]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert [x for x, y in zip(g, w) if not isinstance(y, dict)] == [y for y in w if not isinstance(y, dict)]
+
+
+def test_built_pydemo_output_is_the_program_output(site):
+    expected = run_demo()
+    for lang in ("en", "zh"):
+        page = (site / lang / "row-parallel.html").read_text(encoding="utf-8")
+        m = re.search(r'<pre class="pydemo-output" data-demo="row_parallel"[^>]*>(.*?)</pre>', page, re.S)
+        assert m, lang
+        assert html.unescape(m.group(1)) == expected
