@@ -118,8 +118,58 @@ def _tag(el: ET.Element) -> str:
     return el.tag.rsplit("}", 1)[-1]
 
 
+OPEN_FENCES = set("([{|\u2016\u27e8\u230a\u2308")
+CLOSE_FENCES = set(")]}|\u2016\u27e9\u230b\u2309")
+# \max_{…} & co. take limits below in display style (TeX's \limits for these operators).
+LIMIT_OPERATORS = {"max", "min", "sup", "inf", "lim", "limsup", "liminf", "argmax", "argmin", "det", "Pr"}
+FUNCTION_NAMES = {"log", "ln", "exp", "sin", "cos", "tan", "tanh", "sinh", "cosh", "lg", "arg", "dim", "ker"}
+LARGE_OPERATORS = set("\u2211\u220f\u2210\u222b\u222c\u222e\u22c3\u22c2")
+THIN = "0.1667em"
+
+
+def _mk(tag: str, attrib: dict | None = None) -> ET.Element:
+    return ET.Element(f"{{{NS}}}{tag}", attrib or {})
+
+
+def _restructure(parent: ET.Element) -> None:
+    """MathML Core fixes that need the parent: fences, limits, operator-name spacing."""
+    kids = list(parent)
+    # [ mtable ] as siblings inside a longer row: a fence only stretches when it is the first
+    # (prefix) or last (postfix) child of its row, so group the three in their own <mrow>.
+    for i in range(1, len(kids) - 1):
+        a, m, b = kids[i - 1], kids[i], kids[i + 1]
+        if (_tag(m) == "mtable" and _tag(a) == "mo" and _tag(b) == "mo"
+                and (a.text or "") in OPEN_FENCES and (b.text or "") in CLOSE_FENCES
+                and not (i - 1 == 0 and i + 1 == len(kids) - 1)):
+            pos = list(parent).index(a)
+            row = _mk("mrow")
+            for el in (a, m, b):
+                parent.remove(el)
+                row.append(el)
+            parent.insert(pos, row)
+    kids = list(parent)
+    for i, el in enumerate(kids):
+        tag = _tag(el)
+        if tag == "msub" and len(el) == 2 and _tag(el[0]) == "mo" and (el[0].text or "") in LIMIT_OPERATORS:
+            el.tag = f"{{{NS}}}munder"
+            el[0].set("movablelimits", "true")
+        if tag in ("munder", "munderover", "msub", "msubsup") and len(el) and _tag(el[0]) == "mo" \
+                and ((el[0].text or "") in LIMIT_OPERATORS or (el[0].text or "") in LARGE_OPERATORS):
+            el[0].set("lspace", "0")   # after '=' TeX adds one thick space, not two
+        nxt = kids[i + 1] if i + 1 < len(kids) else None
+        if tag == "mi" and (el.text or "") in FUNCTION_NAMES and nxt is not None and not (
+                _tag(nxt) == "mo" and (nxt.text or "") in OPEN_FENCES | {"\u2061"}):
+            # TeX puts a thin space between \log and its argument (log s, not logs).
+            parent.insert(list(parent).index(el) + 1, _mk("mspace", {"width": THIN}))
+        if tag == "mo" and (el.text or "") == "/":
+            el.set("lspace", "0")      # TeX's / is an ordinary symbol: no space around it
+            el.set("rspace", "0")
+
+
 def _fix_tree(root: ET.Element) -> None:
     """Validate the converted tree and adapt it to MathML Core (Chromium)."""
+    for parent in list(root.iter()):
+        _restructure(parent)
     for el in root.iter():
         tag = _tag(el)
         text = el.text or ""
