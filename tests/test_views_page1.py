@@ -1,0 +1,501 @@
+"""Page 1 views (mlp, backward, dp-tp, precision, collectives, mismatch, ring, vocab-ce,
+vocab-extras): every checked cell equals ``fmt`` applied to a number computed here,
+independently, with plain numpy (or PyTorch), never to the view's own output; bad
+control values raise TPMathError naming the control; the i18n keys the views emit
+exist in both string tables, which have the same keys.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tpmath import TPMathError
+from tpmath.mlp import default_inputs
+from tpmath.views import fmt, render, render_json, sections
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE1 = ("mlp", "backward", "dp-tp", "precision", "collectives", "mismatch", "ring", "vocab-ce", "vocab-extras")
+LOGITS = np.array([1.2, -0.5, 2, 0.1, 1.4, -1])     # the seed's logits (an input)
+
+
+def rows(res, name):
+    return res["tables"][name]["rows"]
+
+
+def foot(res, name):
+    return res["tables"][name]["foot"]
+
+
+def parse_err(text: str) -> float:
+    """The number behind an fmt.err string ("< 1e-15" counts as 1e-15)."""
+    return 1e-15 if text.startswith("<") else float(text.replace("\u2212", "-"))
+
+
+# ------------------------------------------------------------------------------ MLP
+
+def mlp_reference(tp):
+    """Per-rank forward/backward of the column→row MLP, written out from the formulas."""
+    d = default_inputs()
+    X, W1, W2, G = d["X"], d["W1"], d["W2"], d["G"]
+    F = W1.shape[1]
+    k = F // tp
+    ranks = []
+    for r in range(tp):
+        cols = slice(r * k, (r + 1) * k)
+        w1, w2 = W1[:, cols], W2[cols, :]
+        z = X @ w1
+        h = np.tanh(z)
+        gh = G @ w2.T
+        gz = gh * (1 - h ** 2)
+        ranks.append({"W1": w1, "W2": w2, "Z": z, "H": h, "Y_partial": h @ w2, "G_H": gh, "G_Z": gz,
+                      "G_W1": X.T @ gz, "G_W2": h.T @ G, "G_X_partial": gz @ w1.T})
+    H = np.tanh(X @ W1)
+    GZ = (G @ W2.T) * (1 - H ** 2)
+    full = {"X": X, "W1": W1, "W2": W2, "G": G, "Z": X @ W1, "H": H, "Y": H @ W2, "G_H": G @ W2.T,
+            "G_Z": GZ, "G_X": GZ @ W1.T, "G_W1": X.T @ GZ, "G_W2": H.T @ G}
+    return ranks, full
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_mlp_stages_match_numpy(tp):
+    ranks, full = mlp_reference(tp)
+    expect = {
+        "forward": (("W1", "W1"), ("Z", "Z"), ("H", "H")),
+        "partial": (("W1", "W1"), ("H", "H"), ("Y_partial", "Y")),
+        "backward": (("W2", "W2"), ("G_H", "G_H"), ("G_Z", "G_Z")),
+        "grad-w": (("W1", "W1"), ("G_W1", "G_W1"), ("G_W2", "G_W2")),
+        "grad-x": (("W1", "W1"), ("G_Z", "G_Z"), ("G_X_partial", "G_X")),
+    }
+    for stage, cols in expect.items():
+        res = render("mlp", {"stage": stage, "tp": str(tp)})
+        for r, row in enumerate(rows(res, "mlp-ranks")):
+            assert row[0] == f"R{r}"
+            assert row[1:] == [fmt.mat(ranks[r][key]) for key, _ in cols], (stage, r)
+        ref_row, merged_row, err_row = foot(res, "mlp-ranks")
+        assert ref_row[0] == {"key": "label.reference"}
+        assert ref_row[1:] == [fmt.mat(full[name]) for _, name in cols]
+        assert merged_row[1:] == [fmt.mat(full[name]) for _, name in cols]
+        assert all(parse_err(c) < 1e-12 for c in err_row[1:])
+    loss = float(np.sum(full["Y"] * full["G"]))
+    assert res["values"]["loss"] == fmt.num(loss)
+    assert res["values"]["reference-loss"] == fmt.num(loss)
+
+
+def test_mlp_shards_stage_lists_columns():
+    ranks, _ = mlp_reference(4)
+    res = render("mlp", {"stage": "shards", "tp": 4})
+    assert [row[1] for row in rows(res, "mlp-ranks")] == ["0", "1", "2", "3"]
+    assert [row[2] for row in rows(res, "mlp-ranks")] == [fmt.mat(r["W1"]) for r in ranks]
+    assert [row[3] for row in rows(res, "mlp-ranks")] == [fmt.mat(r["W2"]) for r in ranks]
+    res2 = render("mlp", {"stage": "shards", "tp": "2"})
+    assert [row[1] for row in rows(res2, "mlp-ranks")] == ["0–1", "2–3"]
+
+
+# ------------------------------------------------------------------------- backward
+
+def finite_diff(name, full, h=1e-6):
+    """Central differences of L = Σ tanh(X W1) W2 ⊙ G with respect to ``name``."""
+    args = {k: full[k].copy() for k in ("X", "W1", "W2")}
+    loss = lambda a: float(np.sum((np.tanh(a["X"] @ a["W1"]) @ a["W2"]) * full["G"]))
+    out = np.zeros_like(args[name])
+    for idx in np.ndindex(out.shape):
+        plus, minus = dict(args), dict(args)
+        plus[name] = args[name].copy(); plus[name][idx] += h
+        minus[name] = args[name].copy(); minus[name][idx] -= h
+        out[idx] = (loss(plus) - loss(minus)) / (2 * h)
+    return out
+
+
+@pytest.mark.parametrize("tp", [2, 4])
+def test_backward_gradients_per_rank_and_checks(tp):
+    ranks, full = mlp_reference(tp)
+    res = render("backward", {"tp": str(tp)})
+    for r, row in enumerate(rows(res, "backward-grads")):
+        assert row == [f"R{r}"] + [fmt.mat(ranks[r][k]) for k in ("G_H", "G_Z", "G_W1", "G_W2", "G_X_partial")]
+    check = rows(res, "grad-check")
+    for row, key in zip(check, ("G_X", "G_W1", "G_W2")):
+        assert row[2] == fmt.mat(full[key])
+        assert parse_err(row[3]) < 1e-12
+        # analytic vs our own finite differences: agreement to FD accuracy
+        fd = finite_diff(key[2:] if key != "G_X" else "X", full)
+        assert np.max(np.abs(fd - full[key])) < 1e-8
+        assert parse_err(row[4]) < 1e-8
+    assert check[0][1] == {"key": "label.via_allreduce"}
+    assert check[1][1] == check[2][1] == {"key": "label.via_local"}
+
+
+@pytest.mark.parametrize("tp,dp", [(2, 2), (4, 1), (1, 4), (4, 2)])
+def test_dp_tp_variants_scale(tp, dp):
+    from tpmath.dp_tp import make_inputs
+    inp = make_inputs(tp, dp, 0, 2, 2, 2 * tp)        # the demo's inputs (seed 0, batch 2, D 2, F 2·tp)
+    X, G = np.concatenate(inp["X"]), np.concatenate(inp["G"])
+    W1, W2 = inp["W1"], inp["W2"]
+    Gm = G / X.shape[0]                                # mean loss over the global batch
+    H = np.tanh(X @ W1)
+    ref = np.concatenate([(X.T @ ((Gm @ W2.T) * (1 - H ** 2))).ravel(), (H.T @ Gm).ravel()])
+    res = render("dp-tp", {"tp": tp, "dp": dp})
+    expected_scale = {"correct": 1.0, "divide_by_tp_too": 1 / tp, "double_count_gy": float(tp),
+                      "dp_sum_no_mean": float(dp)}
+    table = rows(res, "dp-tp")
+    assert [row[0]["key"] for row in table] == [f"label.variant_{n}" for n in expected_scale]
+    for row, (name, s) in zip(table, expected_scale.items()):
+        assert row[3] == fmt.num(s), name
+        err = abs(s - 1) * np.max(np.abs(ref))
+        if err == 0:
+            assert parse_err(row[2]) < 1e-12
+        else:
+            assert math.isclose(parse_err(row[2]), err, rel_tol=0.06), name
+    assert res["values"]["world-size"] == fmt.integer(dp * tp)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_precision_within_stated_tolerance(dtype):
+    res = render("precision", {"dtype": dtype, "tp": "2"})
+    for row in rows(res, "precision"):
+        err, tol = parse_err(row[1]), parse_err(row[2])
+        assert row[3] == {"key": "label.yes" if err <= tol else "label.no"}
+    if dtype == "float64":
+        assert all(parse_err(row[1]) < 1e-13 for row in rows(res, "precision"))
+    # one SGD step (float64), computed here: W ← W − 0.1·G_W
+    _, full = mlp_reference(1)
+    W1n, W2n = full["W1"] - 0.1 * full["G_W1"], full["W2"] - 0.1 * full["G_W2"]
+    sgd = rows(res, "sgd-step")
+    assert sgd[0][1] == sgd[0][2] == fmt.mat(W1n)
+    assert sgd[1][1] == sgd[1][2] == fmt.mat(W2n)
+    after = float(np.sum((np.tanh(full["X"] @ W1n) @ W2n) * full["G"]))
+    assert res["values"]["loss-after"] == res["values"]["loss-after-reference"] == fmt.num(after)
+    assert res["values"]["loss-before"] == fmt.num(np.sum(full["Y"] * full["G"]))
+
+
+# ---------------------------------------------------------------------- collectives
+
+def expected_collective(name, xs, op, root):
+    """NCCL semantics written out directly."""
+    n = len(xs)
+    red = {"sum": sum(xs), "avg": sum(xs) / n, "max": np.max(xs, axis=0), "min": np.min(xs, axis=0),
+           "prod": np.prod(xs, axis=0)}[op]
+    blocks = lambda v: np.split(v, n)
+    if name == "all-reduce":
+        return [red] * n
+    if name == "reduce":
+        return [red if r == root else None for r in range(n)]
+    if name == "broadcast":
+        return [xs[root]] * n
+    if name == "all-gather":
+        return [np.concatenate(xs)] * n
+    if name == "reduce-scatter":
+        return blocks(red)
+    if name == "all-to-all":
+        return [np.concatenate([blocks(xs[i])[j] for i in range(n)]) for j in range(n)]
+    if name == "gather":
+        return [np.concatenate(xs) if r == root else None for r in range(n)]
+    if name == "scatter":
+        return blocks(xs[root])
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize("name", ["all-reduce", "reduce", "broadcast", "all-gather", "reduce-scatter",
+                                  "all-to-all", "gather", "scatter"])
+@pytest.mark.parametrize("n,op,root", [(2, "sum", 0), (3, "max", 2), (4, "avg", 1)])
+def test_collective_tables(name, n, op, root):
+    length = 4 if n in (2, 4) else 6
+    xs = [np.arange(1, length + 1) * 10.0 ** r for r in range(n)]
+    res = render("collectives", {"collective": name, "op": op, "ranks": str(n), "root": str(root)})
+    exp = expected_collective(name, xs, op, root)
+    for r, row in enumerate(rows(res, "collective")):
+        assert row[1] == fmt.vec(xs[r])
+        assert row[2] == ({"key": "label.nothing"} if exp[r] is None else fmt.vec(exp[r]))
+    red = expected_collective("all-reduce", xs, op, root)[0]
+    for r, row in enumerate(rows(res, "rs-ag")):
+        assert row[1:4] == [fmt.vec(np.split(red, n)[r]), fmt.vec(red), fmt.vec(red)]
+        assert row[4] == "< 1e-15"
+
+
+def test_collective_seed_alltoall():
+    res = render("collectives", None)
+    assert [row[1:] for row in rows(res, "collective")] == [["[1, 2, 3, 4]", "[1, 2, 10, 20]"],
+                                                          ["[10, 20, 30, 40]", "[3, 4, 30, 40]"]]
+    assert res["values"]["nccl-name"] == "AlltoAll"
+
+
+def test_mismatch_scenarios():
+    ok = render("mismatch", {"scenario": "ok"})
+    assert ok["notes"]["verdict"] == {"key": "note.mismatch_ok", "args": {"matched": "2"}}
+    assert rows(ok, "mismatch-hangs") == []
+    early = render("mismatch", {"scenario": "early_exit"}, "zh")
+    hang = rows(early, "mismatch-hangs")
+    assert [h[:3] for h in hang] == [["R0", "#1", {"key": "label.hang_early_exit"}]]
+    assert re.search(r"[\u4e00-\u9fff]", hang[0][3])            # the Chinese explanation on the zh page
+    assert early["values"]["matched"] == "1"
+    swapped = render("mismatch", {"scenario": "order_swapped"})
+    assert [h[0] for h in rows(swapped, "mismatch-hangs")] == ["R0", "R1"]
+
+
+@pytest.mark.parametrize("n,count", [(4, 8), (2, 4), (8, 1024), (3, 10)])
+def test_ring_bytes(n, count):
+    res = render("ring", {"ranks": str(n), "algorithm": "ring", "count": count})
+    steps = rows(res, "ring-steps")
+    assert len(steps) == 2 * (n - 1) and res["values"]["steps"] == fmt.integer(2 * (n - 1))
+    chunk = [count // n + (1 if k < count % n else 0) for k in range(n)]
+    for r, row in enumerate(rows(res, "ring-bytes")):
+        sent = (2 * count - chunk[r] - chunk[(r + 1) % n]) * 4     # all chunks twice except two
+        assert row[1] == fmt.integer(2 * (n - 1))
+        assert row[2] == fmt.integer(sent) + " B"
+        if count % n == 0:
+            assert sent == 2 * (n - 1) * count // n * 4
+    if n <= 4 and count <= 8:
+        total = sum(np.arange(1, count + 1) * 10.0 ** r for r in range(n))
+        assert steps[-1][3] == " | ".join(f"R{r} {fmt.vec(total)}" for r in range(n))
+    assert res["values"]["bus-factor"] == fmt.num(2 * (n - 1) / n)
+
+
+def test_tree_bytes():
+    n, count = 5, 1000
+    res = render("ring", {"ranks": str(n), "algorithm": "tree", "count": count})
+    for r, row in enumerate(rows(res, "ring-bytes")):
+        children = len([c for c in (2 * r + 1, 2 * r + 2) if c < n])
+        msgs = children + (1 if r else 0)
+        assert row[1] == fmt.integer(msgs) and row[2] == fmt.integer(msgs * count * 4) + " B"
+
+
+# ----------------------------------------------------------------------- vocab CE
+
+def ce_reference(z, y, shards):
+    """Vocab-parallel CE by the formulas: padded to a multiple of shards, masked."""
+    V = len(z)
+    Vp = -(-V // shards) * shards
+    K = Vp // shards
+    zp = np.concatenate([z, np.full(Vp - V, -np.inf)])
+    m = np.max(z)
+    p = np.exp(z - m) / np.sum(np.exp(z - m))
+    per_rank = []
+    for r in range(shards):
+        part = zp[r * K:(r + 1) * K]
+        per_rank.append({"logits": part, "max": np.max(part), "sumexp": np.sum(np.exp(part - m)),
+                         "t": (z[y] - m) if r * K <= y < (r + 1) * K else 0.0})
+    return {"m": m, "s": np.sum(np.exp(z - m)), "loss": np.log(np.sum(np.exp(z - m))) - (z[y] - m),
+            "p": p, "grad": p - np.eye(V)[y], "ranks": per_rank, "K": K, "Vp": Vp}
+
+
+@pytest.mark.parametrize("shards,target,shift", [(2, 2, 0), (1, 0, 0), (3, 5, 7.5), (4, 3, -1000), (5, 1, 0.25),
+                                                  (6, 4, 1e4)])
+def test_vocab_ce_tables(shards, target, shift):
+    z = LOGITS + shift
+    ref = ce_reference(z, target, shards)
+    res = render("vocab-ce", {"shards": str(shards), "target": str(target), "shift": str(shift)})
+    v = res["values"]
+    assert v["global-max"] == fmt.num(ref["m"])
+    assert v["global-sum-exp"] == fmt.num(ref["s"])
+    assert v["loss"] == fmt.num(ref["loss"])
+    assert v["target-rank"] == f"R{target // ref['K']}"
+    assert parse_err(v["abs-diff"]) < 1e-12
+    assert parse_err(v["shift-diff"]) < 1e-10           # shifting changes nothing (to rounding)
+    assert v["padded-vocab"] == fmt.integer(ref["Vp"])
+    for r, row in enumerate(rows(res, "vocab-ranks")):
+        e = ref["ranks"][r]
+        assert row[2:] == [fmt.vec(e["logits"]), fmt.num(e["max"]), fmt.num(e["sumexp"]), fmt.num(e["t"])]
+    for j, row in enumerate(rows(res, "vocab-tokens")):
+        assert row == [str(j), f"R{j // ref['K']}", fmt.num(ref["p"][j]), fmt.num(ref["grad"][j])]
+    assert ("padding" in res["notes"]) == (ref["Vp"] != 6)
+
+
+def test_vocab_padding_megatron_rule():
+    res = render("vocab-extras", {"tp": "2"})
+    padded = {row[0]: row[2] for row in rows(res, "vocab-padding")}
+    assert padded["1"] == fmt.integer(50304) and padded["8"] == fmt.integer(51200)
+    for row in rows(res, "vocab-padding"):
+        tp = int(row[0])
+        assert row[2] == fmt.integer(math.ceil(50257 / (128 * tp)) * 128 * tp)
+
+
+def megatron_smoothed(z, y, eps, lo, hi):
+    """Megatron's per-rank formula: s = ε K/(K−1), (1−s)·nll − s·mean_{k in rank} log p_k."""
+    logp = z - np.max(z) - np.log(np.sum(np.exp(z - np.max(z))))
+    K = hi - lo
+    s = eps * K / (K - 1)
+    return (1 - s) * (-logp[y]) - s * np.mean(logp[lo:hi])
+
+
+@pytest.mark.parametrize("tp,eps", [(1, 0.1), (2, 0.1), (3, 0.3), (2, 0.0)])
+def test_vocab_smoothing_pytorch_and_megatron(tp, eps):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    want = float(F.cross_entropy(torch.tensor(LOGITS)[None], torch.tensor([2]), label_smoothing=eps))
+    res = render("vocab-extras", {"tp": str(tp), "smoothing": eps})
+    assert res["values"]["smoothing-loss"] == fmt.num(want)
+    assert res["values"]["smoothing-reference"] == fmt.num(want)
+    K = 6 // tp
+    for r, row in enumerate(rows(res, "vocab-smoothing")):
+        assert row[3] == fmt.num(want)
+        meg = megatron_smoothed(LOGITS, 2, eps, r * K, (r + 1) * K)
+        assert row[4] == fmt.num(meg)
+    if tp > 1 and eps > 0:   # the per-rank losses disagree: Megatron's discrepancy
+        assert len({row[4] for row in rows(res, "vocab-smoothing")}) > 1
+
+
+def test_vocab_ignore_and_hidden_gradient():
+    res = render("vocab-extras", {"tp": "3", "smoothing": 0})
+    Z = np.array([LOGITS, LOGITS[::-1], np.roll(LOGITS, -2)])
+    ys = [2, -100, 4]
+    losses, grads = [], []
+    for z, y in zip(Z, ys):
+        if y == -100:
+            losses.append(0.0); grads.append(np.zeros(6)); continue
+        r = ce_reference(z, y, 1)
+        losses.append(r["loss"]); grads.append(r["grad"] / 2)     # mean over 2 counted positions
+    table = rows(res, "vocab-ignore")
+    assert [row[3] for row in table] == [fmt.num(x) for x in losses]
+    assert [row[4] for row in table] == [fmt.vec(g) for g in grads]
+    assert table[1][2] == {"key": "label.ignored", "args": {"index": "−100"}}
+    assert foot(res, "vocab-ignore")[0][3] == fmt.num((losses[0] + losses[2]) / 2)
+    # output head: logits = h W_out, dL/dh = (softmax − onehot)/N · W_outᵀ, summed over shards
+    from tpmath.vocab_ce import default_head_inputs
+    d = default_head_inputs()
+    h, W, t = d["hidden"], d["W_out"], d["target"]
+    logits = h @ W
+    P = np.exp(logits - logits.max(1, keepdims=True)); P /= P.sum(1, keepdims=True)
+    Gz = (P - np.eye(W.shape[1])[t]) / len(t)
+    hid = foot(res, "vocab-hidden")
+    assert hid[0][3] == hid[1][3] == fmt.mat(Gz @ W.T)
+    K = 2
+    for r, row in enumerate(rows(res, "vocab-hidden")):
+        assert row[3] == fmt.mat(Gz[:, r * K:(r + 1) * K] @ W[:, r * K:(r + 1) * K].T)
+
+
+# ------------------------------------------------------------------ bad control values
+
+@pytest.mark.parametrize("section,controls,field", [
+    ("mlp", {"stage": "bogus"}, "stage"),
+    ("mlp", {"tp": "3"}, "tp"),
+    ("mlp", {"tp": "two"}, "tp"),
+    ("backward", {"tp": 8}, "tp"),
+    ("dp-tp", {"dp": "3"}, "dp"),
+    ("precision", {"dtype": "float8"}, "dtype"),
+    ("collectives", {"collective": "allreduce"}, "collective"),
+    ("collectives", {"op": "mean"}, "op"),
+    ("collectives", {"ranks": "5"}, "ranks"),
+    ("collectives", {"ranks": "2", "root": "3"}, "root"),
+    ("mismatch", {"scenario": "nope"}, "scenario"),
+    ("ring", {"ranks": "9"}, "ranks"),
+    ("ring", {"count": "0"}, "count"),
+    ("ring", {"count": "1.5"}, "count"),
+    ("ring", {"algorithm": "butterfly"}, "algorithm"),
+    ("vocab-ce", {"shards": "7"}, "shards"),
+    ("vocab-ce", {"target": "6"}, "target"),
+    ("vocab-ce", {"shift": "1e5"}, "shift"),
+    ("vocab-ce", {"shift": "abc"}, "shift"),
+    ("vocab-ce", {"shift": ""}, "shift"),
+    ("vocab-extras", {"smoothing": "1.5"}, "smoothing"),
+    ("vocab-extras", {"tp": "0"}, "tp"),
+])
+def test_bad_controls(section, controls, field):
+    with pytest.raises(TPMathError) as info:
+        render(section, controls)
+    assert info.value.field == field
+    bad = str(list(controls.values())[-1])
+    quoted = [bad] if bad else ["empty", "为空"]                  # the offending value is quoted
+    try:
+        quoted.append(repr(float(bad)))                           # as the number it was parsed to
+    except ValueError:
+        pass
+    assert any(q in info.value.en for q in quoted) and any(q in info.value.zh for q in quoted)
+    out = json.loads(render_json(section, json.dumps(controls), "zh"))
+    assert out["ok"] is False and out["field"] == field and re.search(r"[\u4e00-\u9fff]", out["error"])
+
+
+# ------------------------------------------------------------------------------ i18n
+
+def flat(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flat(v, prefix + k + "."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+STRINGS = {lang: flat(tomllib.loads((ROOT / "content" / "i18n" / f"{lang}.toml").read_text("utf-8")))
+           for lang in ("en", "zh")}
+
+SETTINGS = {
+    "mlp": [{"stage": s, "tp": t} for s in ("shards", "forward", "partial", "backward", "grad-w", "grad-x")
+            for t in ("1", "2")],
+    "backward": [{}],
+    "dp-tp": [{}],
+    "precision": [{"dtype": d} for d in ("float64", "float32", "float16")],
+    "collectives": [{"collective": c, "op": "max"} for c in ("all-reduce", "reduce", "broadcast", "all-gather",
+                                                            "reduce-scatter", "all-to-all", "gather", "scatter")],
+    "mismatch": [{"scenario": s} for s in ("ok", "order_swapped", "early_exit", "shape_mismatch", "dtype_mismatch",
+                                          "group_mismatch", "cross_group_deadlock")],
+    "ring": [{"algorithm": "ring"}, {"algorithm": "tree", "ranks": "7"}, {"count": 100}],
+    "vocab-ce": [{"shards": "4"}, {}],
+    "vocab-extras": [{"tp": "6", "smoothing": 0.2}, {}],
+}
+
+
+def keys_of(obj, out):
+    """Every i18n key (with its args) inside a view result."""
+    if isinstance(obj, dict):
+        if "key" in obj:
+            out.append((obj["key"], tuple(sorted(obj.get("args", {})))))
+        for k, v in obj.items():
+            if k in ("caption",) and isinstance(v, str):
+                out.append((v, ()))
+            elif k == "columns":
+                out.extend((c, ()) for c in v if isinstance(c, str))
+            else:
+                keys_of(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            keys_of(v, out)
+    return out
+
+
+def test_string_tables_have_the_same_keys_and_placeholders():
+    en, zh = STRINGS["en"], STRINGS["zh"]
+    assert set(en) == set(zh)
+    for key in en:
+        assert set(re.findall(r"\{(\w+)\}", en[key])) == set(re.findall(r"\{(\w+)\}", zh[key])), key
+        assert en[key].strip() and zh[key].strip(), key
+
+
+def test_every_emitted_key_exists_in_both_languages():
+    assert set(SETTINGS) == set(PAGE1)
+    secs = sections()
+    for name, settings in SETTINGS.items():
+        sec = secs[name]
+        used = [(c.label_key, ()) for c in sec.controls]
+        for controls in settings:
+            for lang in ("en", "zh"):
+                res = render(name, controls, lang)
+                used += keys_of(res, [])
+                used += [(f"value.{v.replace('-', '_')}", ()) for v in res["values"]]
+                assert set(res["tables"]) <= set(sec.tables) and set(res["values"]) <= set(sec.values)
+        for key, args in used:
+            for lang in ("en", "zh"):
+                assert key in STRINGS[lang], (name, key, lang)
+                # every placeholder of the string is filled by the view
+                assert set(re.findall(r"\{(\w+)\}", STRINGS[lang][key])) <= set(args), (key, lang)
+        for c in sec.controls:     # non-numeric select options have labels in both languages
+            for opt in c.options:
+                if not str(opt).isdigit():
+                    key = f"opt.{c.name.replace('-', '_')}.{str(opt).replace('-', '_')}"
+                    assert key in STRINGS["en"] and key in STRINGS["zh"], key
+
+
+def test_every_value_is_a_formatted_string():
+    for name, settings in SETTINGS.items():
+        res = render(name, settings[0])
+        for key, v in res["values"].items():
+            assert isinstance(v, str), (name, key)
+        for t in res["tables"].values():
+            for row in t["rows"] + t["foot"]:
+                assert all(isinstance(c, (str, dict)) for c in row)
