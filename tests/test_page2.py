@@ -232,22 +232,25 @@ def test_pairing_table_matches_executed_schemes(n):
         b_ = sum(ring_factor(a, n) * b for a, b in bwd.log)
         sent[name] = f + b_
         assert rows[i][0] == {"key": f"label.row_scheme_{name.replace('-', '_')}"}
-        assert rows[i][3] == f"{len(fwd.log)} + {len(bwd.log)}"
-        assert rows[i][4] == fmt.integer(round(f)) and rows[i][5] == fmt.integer(round(b_))
-    if n > 1:
-        for i, name in enumerate(SCHEMES):
-            assert rows[i][6] == "×" + fmt.num(sent[name] / sent["column-row"], 2)
+        nccl = {"all-reduce": "AllReduce", "all-gather": "AllGather", "reduce-scatter": "ReduceScatter"}
+        assert re.findall(r"[A-Za-z]+(?= T×)", rows[i][1]) == [nccl[a] for a, _ in fwd.log]
+        assert re.findall(r"[A-Za-z]+(?= T×)", rows[i][2]) == [nccl[a] for a, _ in bwd.log]
+        assert rows[i][3] == f"{fmt.integer(round(f))} + {fmt.integer(round(b_))}"
+    for i, name in enumerate(SCHEMES):
+        assert rows[i][4] == ("—" if n == 1 else "×" + fmt.num(sent[name] / sent["column-row"], 2))
     # Megatron: 1 + 1 AllReduce of T·h per MLP; a transformer layer has 2 + 2.
-    assert rows[0][3] == "1 + 1"
+    assert rows[0][1] == rows[0][2] == "AllReduce T×h"
+    one = ring_factor("all-reduce", n) * T * h
     foot = out["tables"]["row-pairing"]["foot"][0]
-    assert foot[3] == "2 + 2" and foot[4] == fmt.integer(round(2 * ring_factor("all-reduce", n) * T * h))
+    assert foot[1] == foot[2] == "2 × AllReduce T×h"
+    assert foot[3] == f"{fmt.integer(round(2 * one))} + {fmt.integer(round(2 * one))}"
 
 
 def test_pairing_default_ratios():
     """With F = 4h the naive pairings send 15/4 and 11/4 times Megatron's bytes (any n > 1)."""
     out = views.render("row-pairing", None, "en")
     rows = out["tables"]["row-pairing"]["rows"]
-    assert [r[6] for r in rows] == ["×1", "×3.75", "×2.75"]
+    assert [r[4] for r in rows] == ["×1", "×3.75", "×2.75"]
     assert out["values"]["pairing-ring-factor"] == fmt.num(2 * 3 / 4)
 
 

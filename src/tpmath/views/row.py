@@ -190,7 +190,7 @@ def render_backward(values: dict, lang: str) -> dict:
     }
     col_bwd = {
         "caption": "cap.row_col_bwd_ranks",
-        "columns": ["col.row_rank", "col.row_dy_shard", "col.row_dx_partial", "col.row_da_shard"],
+        "columns": ["col.row_rank", "col.row_dy_shard", "col.row_dx_partial", "col.row_col_da_shard"],
         "rows": [[f"R{r['rank']}", fmt.mat(r["dY_shard"]), fmt.mat(r["dX_partial"]), fmt.mat(r["dA_shard"])]
                  for r in col["ranks"]],
         "foot": [
@@ -263,6 +263,11 @@ def _ops_cell(ops: list[tuple[str, int, str]]) -> str:
     return " + ".join(f"{NCCL_NAME[name]} {symbol}" for name, _, symbol in ops)
 
 
+def _ratio(sent: float, base: float) -> str:
+    """``×2.75``: elements sent relative to Megatron's column→row ("—" when tp = 1: nothing is sent)."""
+    return "—" if base == 0 else "×" + fmt.num(sent / base, 2)
+
+
 def render_pairing(values: dict, lang: str) -> dict:
     """Per MLP block: collectives, elements per rank (ring), vs Megatron's column→row."""
     c = pairing_controls(values)
@@ -273,20 +278,18 @@ def render_pairing(values: dict, lang: str) -> dict:
     for s in schemes:
         fwd = sent_per_rank(s["forward"], n)
         bwd = sent_per_rank(s["backward"], n)
-        ratio = "—" if base == 0 else "×" + fmt.num((fwd + bwd) / base, 2)
         rows.append([_key(f"label.row_scheme_{s['name'].replace('-', '_')}"),
                      _ops_cell(s["forward"]), _ops_cell(s["backward"]),
-                     f"{len(s['forward'])} + {len(s['backward'])}",
-                     fmt.integer(round(fwd)), fmt.integer(round(bwd)), ratio])
+                     f"{fmt.integer(round(fwd))} + {fmt.integer(round(bwd))}", _ratio(fwd + bwd, base)])
     layer_fwd = 2 * sent_per_rank(schemes[0]["forward"], n)
     layer_bwd = 2 * sent_per_rank(schemes[0]["backward"], n)
-    foot = [[_key("label.row_scheme_layer"), "2 × AllReduce T×h", "2 × AllReduce T×h", "2 + 2",
-             fmt.integer(round(layer_fwd)), fmt.integer(round(layer_bwd)),
-             "—" if base == 0 else "×" + fmt.num((layer_fwd + layer_bwd) / base, 2)]]
+    foot = [[_key("label.row_scheme_layer"), "2 × AllReduce T×h", "2 × AllReduce T×h",
+             f"{fmt.integer(round(layer_fwd))} + {fmt.integer(round(layer_bwd))}",
+             _ratio(layer_fwd + layer_bwd, base)]]
     table = {
         "caption": "cap.row_pairing",
-        "columns": ["col.row_scheme", "col.row_forward", "col.row_backward", "col.row_count",
-                    "col.row_sent_fwd", "col.row_sent_bwd", "col.row_vs_megatron"],
+        "columns": ["col.row_scheme", "col.row_forward", "col.row_backward", "col.row_sent_fwd_bwd",
+                    "col.row_vs_megatron"],
         "rows": rows, "foot": foot,
     }
     return {
