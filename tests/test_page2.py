@@ -283,11 +283,11 @@ def test_comm_cost_equals_hand_count(c):
                                                           c["link_gbps"], c["tflops"])
     rows = out["tables"]["comm-layer"]["rows"]
     assert [r[0]["key"] for r in rows] == ["label.row_phase_forward"] * 2 + ["label.row_phase_backward"] * 2
-    assert [r[2] for r in rows] == ["AllReduce"] * 4 and [r[3] for r in rows] == ["g", "g", "f", "f"]
+    assert [r[2] for r in rows] == ["AllReduce (g)", "AllReduce (g)", "AllReduce (f)", "AllReduce (f)"]
     for r in rows:
-        assert r[4] == fmt.integer(elements)
-        assert r[5] == fmt.num(2 * (c["tp"] - 1) / c["tp"])
-        assert r[6] == fmt.nbytes(one)
+        assert r[3] == fmt.integer(elements)
+        assert r[4] == fmt.num(2 * (c["tp"] - 1) / c["tp"])
+        assert r[5] == fmt.nbytes(one)
     foot = out["tables"]["comm-layer"]["foot"]
     assert foot[0][-1] == fmt.nbytes(layer) and foot[1][-1] == fmt.nbytes(step)
     assert foot[1][0]["args"] == {"layers": fmt.integer(N)}
@@ -303,7 +303,7 @@ def test_interview_question_4_numbers():
     out = views.render("comm-cost", {"preset": "custom", "batch": 8, "seq": 2048, "hidden": 4096,
                                      "tp": 8, "dtype_bytes": 2, "layers": 1}, "en")
     assert 8 * 2048 * 4096 == 67_108_864
-    assert [r[6] for r in out["tables"]["comm-layer"]["rows"]] == ["224 MiB"] * 4
+    assert [r[5] for r in out["tables"]["comm-layer"]["rows"]] == ["224 MiB"] * 4
     assert out["tables"]["comm-layer"]["foot"][0][-1] == "896 MiB"
     assert 2 * 7 / 8 * 128 == 224
 

@@ -4,8 +4,8 @@ Letters (as in :mod:`tpmath.comm_cost`):
     B batch (sequences per micro-batch)   L sequence length    H hidden size
     n tp (ranks)                          K bytes per element  N layers
 
-Tables: ``comm-layer`` (each TP collective of one layer: phase, where, collective,
-operator, elements, ring factor, bytes one rank sends; foot: per layer, per step) and
+Tables: ``comm-layer`` (each TP collective of one layer: phase, where, collective with
+its Megatron operator, elements, ring factor, bytes one rank sends; foot: per layer, per step) and
 ``comm-time`` (compute vs communication, overlapped ``max`` vs serial sum).  The counting
 convention is the core's own sentence, in the page's language.
 """
@@ -71,18 +71,18 @@ def render_cost(values: dict, lang: str) -> dict:
     rows = []
     for row in r["per_layer"]:
         where = row["where_zh"] if lang == "zh" and row.get("where_zh") else row["where"]
-        rows.append([{"key": f"label.row_phase_{row['phase']}"}, where, NCCL_NAME[row["collective"]],
-                     row["operator"], fmt.integer(row["elements"]), fmt.num(row["bus_factor"]),
-                     fmt.nbytes(row["bytes_per_rank"])])
+        rows.append([{"key": f"label.row_phase_{row['phase']}"}, where,
+                     f"{NCCL_NAME[row['collective']]} ({row['operator']})", fmt.integer(row["elements"]),
+                     fmt.num(row["bus_factor"]), fmt.nbytes(row["bytes_per_rank"])])
     layer = {
         "caption": "cap.row_comm_layer",
-        "columns": ["col.row_phase", "col.row_where", "col.row_collective", "col.row_operator",
-                    "col.row_elements", "col.row_ring_factor", "col.row_bytes_per_rank"],
+        "columns": ["col.row_phase", "col.row_where", "col.row_collective_op", "col.row_elements",
+                    "col.row_ring_factor", "col.row_bytes_per_rank"],
         "rows": rows,
         "foot": [
-            [{"key": "label.row_per_layer"}, "", "", "", "", "", fmt.nbytes(r["per_layer_bytes"])],
+            [{"key": "label.row_per_layer"}, "", "", "", "", fmt.nbytes(r["per_layer_bytes"])],
             [{"key": "label.row_per_step", "args": {"layers": fmt.integer(c["layers"])}},
-             "", "", "", "", "", fmt.nbytes(r["per_step_bytes"])],
+             "", "", "", "", fmt.nbytes(r["per_step_bytes"])],
         ],
     }
     time = {
