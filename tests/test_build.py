@@ -1,0 +1,386 @@
+"""The builder: fixture content and the real content, built into temporary directories.
+
+Checks the page chrome (lang, hreflang both ways, language switch, toc, CSP, no inline
+script or style), formulas (MathML, aligned tables, no stray & or $), determinism, the
+demo DOM contract against the view sections' declarations, and that bad content fails
+with file:line while the previous site stays intact.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from html_tree import parse
+from site_fixture import DEMO, ROOT, make_content, tree_hashes
+from tpsite import BuildError
+from tpsite.build import build
+
+HTML_LANG = {"en": "en", "zh": "zh-CN"}
+
+
+@pytest.fixture(scope="module")
+def fixture_site(tmp_path_factory) -> tuple[Path, Path, dict]:
+    base = tmp_path_factory.mktemp("fixture")
+    content = make_content(base / "content")
+    out = base / "site"
+    result = build(out, content_dir=content, runtime="none")
+    return content, out, result
+
+
+@pytest.fixture(scope="module")
+def real_site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("real") / "site"
+    build(out, runtime="none")
+    return out
+
+
+def pages_of(site: Path) -> list[Path]:
+    return sorted(site.glob("*/*.html")) + [site / "index.html"]
+
+
+def raw_prose(html: str) -> str:
+    """The HTML source without code, pre, script and math elements: a '$' left there
+    would be an unconverted formula delimiter (an escaped \\$ is written as &#36;)."""
+    for tag in ("pre", "code", "script", "math"):
+        html = re.sub(rf"<{tag}[\s>].*?</{tag}>", "", html, flags=re.S)
+    return html
+
+
+# ---------------------------------------------------------------- structure and chrome
+
+def test_fixture_site_layout(fixture_site):
+    _, out, result = fixture_site
+    names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html"))
+    assert names == ["en/index.html", "en/row-parallel.html", "index.html",
+                     "zh/index.html", "zh/row-parallel.html"]
+    assert (out / "static" / "style.css").is_file()
+    assert (out / "static" / "lang.js").is_file()
+    assert result["pages"] == 5
+    assert set(result["timings"]) >= {"content", "math", "views", "markdown", "render"}
+    assert all(v >= 0 for v in result["timings"].values())
+    assert not list(out.parent.glob(".site.tmp-*")), "temporary build directory left behind"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_page_chrome(fixture_site, lang):
+    _, out, _ = fixture_site
+    doc = parse((out / lang / "index.html").read_text(encoding="utf-8"))
+    html = doc.find("html")
+    assert html.attrs["lang"] == HTML_LANG[lang]
+    assert html.attrs["data-runtime"] == "loading"
+    alternates = {l.attrs["hreflang"]: l.attrs["href"] for l in doc.find_all("link", rel="alternate")}
+    assert alternates == {"en": "../en/index.html", "zh-CN": "../zh/index.html",
+                          "x-default": "../index.html"}
+    switches = [a for a in doc.find_all("a") if "lang-switch" in a.classes()]
+    other = "zh" if lang == "en" else "en"
+    assert [a.attrs["href"] for a in switches] == [f"../{other}/index.html"]
+    assert switches[0].attrs["hreflang"] == HTML_LANG[other]
+    # nav between page 1 and page 2, current page marked
+    nav = doc.find("nav", class_="site-nav")
+    links = {a.attrs["href"]: a.attrs.get("aria-current") for a in nav.find_all("a")}
+    assert links == {"index.html": "page", "row-parallel.html": None}
+    # toc lists the headings by id; every heading has a permalink
+    toc = doc.find("nav", class_="toc")
+    assert [a.attrs["href"] for a in toc.find_all("a")] == ["#mlp", "#table", "#vocab"]
+    for hid in ("mlp", "table", "vocab"):
+        heading = doc.find(id=hid)
+        assert heading.tag in ("h2", "h3")
+        assert heading.find("a", href=f"#{hid}") is not None
+    # i18n data, runtime meta, scripts, footer
+    strings = json.loads(doc.find("script", id="tp-i18n").text())
+    assert strings["site.run"] and strings["label.fixture"]
+    assert doc.find("meta", name="tp-pyodide").attrs["content"] == ""
+    assert doc.find("meta", name="tp-wheel").attrs["content"] == ""
+    srcs = [s.attrs.get("src") for s in doc.find_all("script")]
+    assert "../static/app.js" in srcs
+    assert doc.find("script", src="../static/app.js").attrs.get("defer") is not None
+    assert doc.find("footer") is not None
+
+
+def test_hreflang_pairs_are_mutual(fixture_site):
+    _, out, _ = fixture_site
+    for page in sorted(out.glob("*/*.html")):
+        doc = parse(page.read_text(encoding="utf-8"))
+        for link in doc.find_all("link", rel="alternate"):
+            if link.attrs["hreflang"] == "x-default":
+                continue
+            target = (page.parent / link.attrs["href"]).resolve()
+            assert target.is_file(), (page, link.attrs)
+            back = parse(target.read_text(encoding="utf-8"))
+            hrefs = {(target.parent / l.attrs["href"]).resolve() for l in back.find_all("link", rel="alternate")}
+            assert page.resolve() in hrefs, f"{target} does not link back to {page}"
+
+
+def test_language_choice_page(fixture_site):
+    _, out, _ = fixture_site
+    doc = parse((out / "index.html").read_text(encoding="utf-8"))
+    choices = {a.attrs["data-lang"]: a.attrs["href"] for a in doc.find_all("a") if "lang-choose" in a.classes()}
+    assert choices == {"en": "en/index.html", "zh": "zh/index.html"}
+    assert doc.find("script", src="static/lang.js") is not None
+    alternates = {l.attrs["hreflang"]: l.attrs["href"] for l in doc.find_all("link", rel="alternate")}
+    assert alternates == {"en": "en/index.html", "zh-CN": "zh/index.html", "x-default": "index.html"}
+
+
+@pytest.mark.parametrize("mode", ["none", "cdn"])
+def test_no_inline_script_or_style_and_csp(tmp_path, mode):
+    content = make_content(tmp_path / "content")
+    out = tmp_path / "site"
+    build(out, content_dir=content, runtime=mode)
+    for page in pages_of(out):
+        text = page.read_text(encoding="utf-8")
+        doc = parse(text)
+        for script in doc.find_all("script"):
+            assert "src" in script.attrs or script.attrs.get("type") == "application/json", page
+        assert doc.find("style") is None
+        assert not re.search(r"\sstyle=", text), page
+        assert not re.search(r"\son[a-z]+=", text), page
+        csp = doc.find("meta", http_equiv="Content-Security-Policy").attrs["content"]
+        directives = dict(d.strip().split(" ", 1) for d in csp.split(";"))
+        assert directives["default-src"] == "'self'"
+        assert "'unsafe-inline'" not in csp and "'unsafe-eval'" not in csp
+        if mode == "cdn" and page.parent.name in ("en", "zh"):
+            assert "https://cdn.jsdelivr.net" in directives["script-src"]
+            assert "'wasm-unsafe-eval'" in directives["script-src"]
+        if mode == "none":
+            assert "cdn.jsdelivr.net" not in csp
+    if mode == "cdn":
+        doc = parse((out / "en" / "index.html").read_text(encoding="utf-8"))
+        assert doc.find("meta", name="tp-pyodide").attrs["content"].startswith("https://cdn.jsdelivr.net/pyodide/")
+        wheel = doc.find("meta", name="tp-wheel").attrs["content"]
+        assert wheel.startswith("../static/") and wheel.endswith(".whl")
+        assert (out / "en" / wheel).resolve().is_file()
+
+
+# ---------------------------------------------------------------- formulas
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_formulas_become_mathml(fixture_site, lang):
+    _, out, _ = fixture_site
+    text = (out / lang / "index.html").read_text(encoding="utf-8")
+    doc = parse(text)
+    maths = doc.find_all("math")
+    # 3 inline in the intro/table + 2 display formulas
+    assert len([m for m in maths if m.attrs["display"] == "inline"]) == 3
+    display = [m for m in maths if m.attrs["display"] == "block"]
+    assert len(display) == 2
+    for m in maths:
+        assert m.attrs["alttext"].strip()
+    assert display[0].attrs["alttext"].startswith(r"\begin{aligned}")
+    for m in display:
+        assert m.parent.tag == "div" and "math-display" in m.parent.classes()
+        table = m.find("mtable", class_="tp-align")
+        assert table is not None
+        for row in table.element_children():
+            cells = row.element_children()
+            assert [c.attrs["columnalign"] for c in cells] == ["right", "left"]
+            # the '=' starts the left-aligned cell: that is where the rows align
+            first_mo = cells[1].find("mo")
+            assert first_mo.text() == "="
+    assert len(display[0].find("mtable", class_="tp-align").element_children()) == 3
+    assert "<mi>&amp;</mi>" not in text and "<mi>&</mi>" not in text
+    assert "$" not in raw_prose(text)
+    assert "MXTPMATH" not in text and "MXTPSHORT" not in text
+    # the escaped dollar is a literal dollar sign; dollars in code are untouched
+    assert "$5" in doc.find("main").text()
+    assert 'cost = ' in doc.find("div", class_="highlight").text()
+    assert "a $b$ c" in [c.text() for c in doc.find_all("code")]
+
+
+def test_markdown_tables_are_semantic(fixture_site):
+    _, out, _ = fixture_site
+    doc = parse((out / "en" / "index.html").read_text(encoding="utf-8"))
+    table = doc.find("main").find("table")
+    assert table.parent.tag == "div" and "table-wrap" in table.parent.classes()
+    assert table.find("caption").text() == "Values per rank"
+    assert all(th.attrs.get("scope") == "col" for th in table.find("thead").find_all("th"))
+
+
+def test_pydemo_block(fixture_site):
+    _, out, _ = fixture_site
+    for lang, label in (("en", "Run"), ("zh", "运行")):
+        doc = parse((out / lang / "index.html").read_text(encoding="utf-8"))
+        demo = doc.find("div", class_="pydemo")
+        button = demo.find("button")
+        assert button.attrs["type"] == "button" and "pydemo-run" in button.classes()
+        assert button.attrs["data-demo"] == "hello" and button.text() == label
+        source = json.loads(demo.find("script", type="application/json").text())
+        assert source == DEMO
+        # the output shown is what running the program prints
+        expected = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True).stdout
+        assert demo.find("pre", class_="pydemo-output").text() == expected == "sum = 6\n"
+        assert demo.find("div", class_="highlight").text().strip() == source.strip()
+
+
+# ---------------------------------------------------------------- determinism
+
+def test_two_builds_are_byte_identical(tmp_path):
+    content = make_content(tmp_path / "content")
+    build(tmp_path / "a", content_dir=content, runtime="cdn")
+    build(tmp_path / "b", content_dir=content, runtime="cdn")
+    a, b = tree_hashes(tmp_path / "a"), tree_hashes(tmp_path / "b")
+    assert a == b
+    assert len(a) > 5
+
+
+def test_rebuild_replaces_site(tmp_path):
+    content = make_content(tmp_path / "content")
+    out = tmp_path / "site"
+    build(out, content_dir=content, runtime="none")
+    (out / "stale.html").write_text("old")
+    build(out, content_dir=content, runtime="none")
+    assert not (out / "stale.html").exists(), "the site must be written from scratch"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["content", "site"]
+
+
+# ---------------------------------------------------------------- bad content
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def _line_of(path: Path, needle: str) -> int:
+    return next(i for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if needle in line)
+
+
+BAD_CASES = {
+    "broken front matter": lambda c: (_edit(c / "zh/index.md", 'order = 1', 'order = = 1'),
+                                      ("zh/index.md", _line_of(c / "zh/index.md", "order = ="))),
+    "unclosed front matter": lambda c: ((c / "en/index.md").write_text("+++\ntitle = \"x\"\n\nbody\n"),
+                                        ("en/index.md", 1)),
+    "unknown LaTeX command": lambda c: (_edit(c / "en/index.md", r"$L=\sum", r"$L=\foo"),
+                                        ("en/index.md", _line_of(c / "en/index.md", r"\foo"))),
+    "unbalanced LaTeX": lambda c: (_edit(c / "zh/index.md", r"s&=\sum_r s_r.", r"s&=\frac{s_r}{"),
+                                   ("zh/index.md", _line_of(c / "zh/index.md", r"\frac{s_r}{"))),
+    "unknown environment": lambda c: (_edit(c / "en/index.md", r"$Y=\phi(XW_1)W_2$", r"$\begin{foo}x\end{foo}$"),
+                                      ("en/index.md", _line_of(c / "en/index.md", "begin{foo}"))),
+    "stray ampersand": lambda c: (_edit(c / "en/index.md", r"$Y=\phi(XW_1)W_2$", r"$a&=b$"),
+                                  ("en/index.md", _line_of(c / "en/index.md", "$a&=b$"))),
+    "unmatched dollar": lambda c: (_edit(c / "en/index.md", "## Vocab", "Costs $5\n\n## Vocab"),
+                                   ("en/index.md", _line_of(c / "en/index.md", "Costs $5"))),
+    "missing string key": lambda c: (_edit(c / "i18n/zh.toml", "fixture =", "# fixture ="),
+                                     ("i18n/zh.toml", None)),
+    "duplicate string key": lambda c: ((c / "i18n/en.extra.toml").write_text('[label]\nfixture = "again"\n'),
+                                       ("i18n/en.extra.toml", None)),
+    "missing translation": lambda c: ((c / "en/extra.md").write_text('+++\ntitle = "Extra"\n+++\n\nText.\n'),
+                                      ("zh/extra.md", None)),
+    "shortcode inside a paragraph": lambda c: (_edit(c / "en/index.md", "{{pydemo hello}}", "Text\n{{pydemo hello}}"),
+                                               ("en/index.md", _line_of(c / "en/index.md", "{{pydemo hello}}"))),
+    "failing Python demo": lambda c: ((c / "demos/hello.py").write_text("raise SystemExit(3)\n"),
+                                      ("demos/hello.py", None)),
+    "missing Python demo": lambda c: (_edit(c / "en/index.md", "{{pydemo hello}}", "{{pydemo nope}}"),
+                                      ("en/index.md", _line_of(c / "en/index.md", "{{pydemo nope}}"))),
+    "unknown demo section": lambda c: (_edit(c / "zh/index.md", "{{pydemo hello}}", "{{demo no-such-section}}"),
+                                       ("zh/index.md", _line_of(c / "zh/index.md", "{{demo no-such"))),
+    "heading ids differ": lambda c: (_edit(c / "zh/index.md", "{#vocab}", "{#vocabulary}"),
+                                     ("zh/index.md", None)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_content_fails_with_location_and_keeps_site(tmp_path, case):
+    content = make_content(tmp_path / "content")
+    out = tmp_path / "site"
+    build(out, content_dir=content, runtime="none")
+    before = tree_hashes(out)
+    _, (rel, line) = BAD_CASES[case](content)
+    with pytest.raises(BuildError) as info:
+        build(out, content_dir=content, runtime="none")
+    err = info.value
+    assert err.path is not None and Path(err.path).as_posix().endswith(rel), (case, str(err))
+    if line is not None:
+        assert err.line == line, (case, str(err))
+        assert str(err).startswith(f"{err.path}:{line}: ")
+    assert tree_hashes(out) == before, "a failed build must leave the previous site intact"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["content", "site"], "temporary directory left"
+
+
+def test_cli_reports_build_error(tmp_path):
+    content = make_content(tmp_path / "content")
+    _edit(content / "en/index.md", r"$L=\sum", r"$L=\foo{")
+    proc = subprocess.run([sys.executable, str(ROOT / "build.py"), "--content", str(content), "--out",
+                           str(tmp_path / "site"), "--runtime", "none"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    line = _line_of(content / "en/index.md", r"\foo{")
+    assert re.search(rf"en/index\.md:{line}: ", proc.stderr), proc.stderr
+    assert not (tmp_path / "site").exists()
+
+
+# ---------------------------------------------------------------- the real content
+
+def test_real_site_languages_and_contract(real_site):
+    """Every {{demo}} of the real pages renders the tables and values its section declares."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from tpmath import views
+
+    sections = views.sections()
+    content_pages = sorted((ROOT / "content" / "en").glob("*.md"))
+    assert content_pages
+    for md in content_pages:
+        names = re.findall(r"^\{\{demo ([\w-]+)\}\}\s*$", md.read_text(encoding="utf-8"), re.M)
+        for lang in ("en", "zh"):
+            page = real_site / lang / f"{md.stem}.html"
+            text = page.read_text(encoding="utf-8")
+            doc = parse(text)
+            assert doc.find("html").attrs["lang"] == HTML_LANG[lang]
+            assert "<mi>&amp;</mi>" not in text and "MXTPMATH" not in text
+            assert "$" not in raw_prose(text), page
+            for name in names:
+                demo = doc.find("div", id=f"demo-{name}")
+                assert demo is not None and demo.attrs["data-section"] == name
+                form = demo.find("form", class_="controls")
+                assert form.attrs["data-section"] == name
+                controls = {el.attrs["name"] for el in form.iter() if el.tag in ("select", "input")}
+                assert controls == {c.name for c in sections[name].controls}
+                assert form.find("output", class_="control-msg").attrs["aria-live"] == "polite"
+                assert demo.find("p", class_="runtime-status") is not None
+                tables = {t.attrs["data-table"]: t for t in demo.find_all("table")}
+                assert set(sections[name].tables) <= set(tables), (page, name)
+                values = {d.attrs["data-value"] for d in demo.find_all("dd")}
+                assert set(sections[name].values) <= values, (page, name)
+                for table in tables.values():
+                    assert all(th.attrs.get("scope") == "col" for th in table.find("thead").find_all("th"))
+                    for body in ("tbody", "tfoot"):
+                        part = table.find(body)
+                        for tr in part.find_all("tr") if part else []:
+                            first = tr.element_children()[0]
+                            assert first.tag == "th" and first.attrs.get("scope") == "row"
+
+
+def test_real_site_defaults_match_views(real_site):
+    """The static tables show exactly the view functions' cells for the default controls."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from tpmath import views
+
+    md = (ROOT / "content" / "en" / "index.md").read_text(encoding="utf-8")
+    names = re.findall(r"^\{\{demo ([\w-]+)\}\}\s*$", md, re.M)
+    if not names:
+        pytest.skip("page 1 has no demos yet")
+    doc = parse((real_site / "en" / "index.html").read_text(encoding="utf-8"))
+    checked = 0
+    for name in names:
+        result = views.render(name, None, "en")
+        demo = doc.find("div", id=f"demo-{name}")
+        for tname, spec in result["tables"].items():
+            table = demo.find("table", data_table=tname)
+            body = table.find("tbody").find_all("tr")
+            assert len(body) == len(spec["rows"])
+            for tr, row in zip(body, spec["rows"]):
+                for cell_el, cell in zip(tr.element_children(), row):
+                    if isinstance(cell, str):
+                        assert cell_el.text() == cell
+                        checked += 1
+        for vname, value in result["values"].items():
+            if isinstance(value, str):
+                assert demo.find("dd", data_value=vname).text() == value
+                checked += 1
+    assert checked > 20
