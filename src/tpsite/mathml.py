@@ -174,7 +174,7 @@ def _fix_tree(root: ET.Element) -> None:
         tag = _tag(el)
         text = el.text or ""
         if "\\" in text:
-            raise MathError(f"unknown LaTeX command {text.strip()!r}")
+            raise MathError(f"unknown LaTeX command '{text.strip()}'")
         if tag in ("mi", "mo", "mn") and text.strip() == "&":
             raise MathError("stray '&' outside an alignment environment (use aligned or align*)")
         if tag == "mspace" and el.get("linebreak") == "newline":
@@ -202,16 +202,18 @@ def latex_to_mathml(latex: str, display: bool) -> str:
         raw = _l2m_convert(prepared, display="block" if display else "inline")
     except Exception as err:  # latex2mathml raises many unrelated exception types
         detail = str(err).strip()
-        raise MathError(f"cannot convert {source!r}: {type(err).__name__}"
+        raise MathError(f"cannot convert '{source}': {type(err).__name__}"
                         + (f" ({detail})" if detail else "")) from None
+    if re.search(r"<m[ion]>&</m[ion]>", raw):
+        raise MathError(f"stray '&' outside an alignment environment (use aligned or align*) in '{source}'")
     try:
         root = ET.fromstring(raw)
     except ET.ParseError as err:
-        raise MathError(f"{source!r} gives invalid MathML ({err})") from None
+        raise MathError(f"'{source}' gives invalid MathML ({err})") from None
     try:
         _fix_tree(root)
     except MathError as err:
-        raise MathError(f"{err} in {source!r}") from None
+        raise MathError(f"{err} in '{source}'") from None
     root.set("display", "block" if display else "inline")
     root.set("alttext", " ".join(source.split()))
     return ET.tostring(root, encoding="unicode", short_empty_elements=True)
