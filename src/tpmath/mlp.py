@@ -122,16 +122,6 @@ def validate_tp(tp: Any, d_ff: int) -> int:
 
 # ------------------------------------------------------------------ sharding
 
-def shard_columns(A: np.ndarray, tp: int) -> list[np.ndarray]:
-    """Split A along its last dim into tp equal blocks (rank r gets block r)."""
-    return [a.copy() for a in np.split(A, tp, axis=1)]  # each (·, F/tp)
-
-
-def shard_rows(A: np.ndarray, tp: int) -> list[np.ndarray]:
-    """Split A along its first dim into tp equal blocks (rank r gets block r)."""
-    return [a.copy() for a in np.split(A, tp, axis=0)]  # each (F/tp, ·)
-
-
 def all_reduce_sum(parts: list[np.ndarray]) -> np.ndarray:
     """The value every rank holds after AllReduce(sum): ranks added in order 0..tp-1."""
     total = parts[0].copy()
@@ -142,8 +132,29 @@ def all_reduce_sum(parts: list[np.ndarray]) -> np.ndarray:
 
 # ------------------------------------------------------------------- compute
 
+def stack_columns(A: np.ndarray, tp: int) -> np.ndarray:
+    """A (D, F) as (tp, D, F/tp): entry r is rank r's column block, a view (no copy)."""
+    d, f = A.shape
+    return A.reshape(d, tp, f // tp).transpose(1, 0, 2)   # (tp, D, F/tp)
+
+
+def stack_rows(A: np.ndarray, tp: int) -> np.ndarray:
+    """A (F, D) as (tp, F/tp, D): entry r is rank r's row block, a view (no copy)."""
+    f, d = A.shape
+    return A.reshape(tp, f // tp, d)                       # (tp, F/tp, D)
+
+
+def _mT(A: np.ndarray) -> np.ndarray:
+    """Transpose of the last two axes (one rank's matrix, or every rank's at once)."""
+    return A.swapaxes(-1, -2)
+
+
 def forward_rank(X: np.ndarray, W1_r: np.ndarray, W2_r: np.ndarray) -> dict[str, np.ndarray]:
-    """One rank's forward: everything up to its partial Y, no communication."""
+    """One rank's forward: everything up to its partial Y, no communication.
+
+    Given stacked shards (a leading rank axis, see :func:`stack_columns`) it computes every
+    rank at once, each rank still seeing only its own shard.
+    """
     Z = X @ W1_r                  # (B, F/tp)  column parallel: full X, own columns of W1
     H = np.tanh(Z)                # (B, F/tp)  elementwise: needs no other rank's columns
     Y_partial = H @ W2_r          # (B, D)     row parallel: a partial sum over this rank's F/tp
@@ -151,36 +162,45 @@ def forward_rank(X: np.ndarray, W1_r: np.ndarray, W2_r: np.ndarray) -> dict[str,
 
 
 def backward_rank(X: np.ndarray, W1_r: np.ndarray, W2_r: np.ndarray, H: np.ndarray,
-                  G_Y: np.ndarray) -> dict[str, np.ndarray]:
-    """One rank's backward from the replicated upstream gradient G_Y (used once)."""
+                  G_Y: np.ndarray, out_G_W1: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """One rank's backward from the replicated upstream gradient G_Y (used once).
+
+    Like :func:`forward_rank`, also takes every rank's arrays stacked on a leading rank axis.
+    ``out_G_W1``, if given, receives G_W1 (e.g. rank views of one (D, F) array, so that
+    assembling the shards for comparison needs no copy).
+    """
     one = np.ones((), dtype=H.dtype)
-    G_H = G_Y @ W2_r.T            # (B, F/tp)  g's backward is identity: G_Y is already on every rank
-    G_W2 = H.T @ G_Y              # (F/tp, D)  this rank's rows of G_W2, complete locally
+    G_H = G_Y @ _mT(W2_r)         # (B, F/tp)  g's backward is identity: G_Y is already on every rank
+    G_W2 = _mT(H) @ G_Y           # (F/tp, D)  this rank's rows of G_W2, complete locally
     G_Z = G_H * (one - H * H)     # (B, F/tp)  tanh'(Z) = 1 - H²
-    G_W1 = X.T @ G_Z              # (D, F/tp)  this rank's columns of G_W1, complete locally
-    G_X_partial = G_Z @ W1_r.T    # (B, D)     partial: f's backward AllReduce sums it over ranks
+    G_W1 = np.matmul(X.T, G_Z, out=out_G_W1)  # (D, F/tp)  own columns of G_W1, complete locally
+    G_X_partial = G_Z @ _mT(W1_r)  # (B, D)    partial: f's backward AllReduce sums it over ranks
     return {"G_H": G_H, "G_Z": G_Z, "G_W1": G_W1, "G_W2": G_W2, "G_X_partial": G_X_partial}
 
 
 def sharded_mlp(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, tp: int) -> tuple[list[dict], dict]:
-    """The tensor-parallel computation: per-rank dicts and the assembled results."""
-    W1s = shard_columns(W1, tp)   # tp × (D, F/tp)
-    W2s = shard_rows(W2, tp)      # tp × (F/tp, D)
-    ranks = []
-    for r in range(tp):
-        fwd = forward_rank(X, W1s[r], W2s[r])
-        ranks.append({"rank": r, "W1": W1s[r], "W2": W2s[r], **fwd})
+    """The tensor-parallel computation: per-rank dicts and the assembled results.
+
+    All ranks run in one numpy call per step: the shards are views stacked on a leading rank
+    axis (no copies of the weights), and rank r's arrays in the returned dicts are views [r].
+    """
+    d, f = W1.shape
+    W1s = stack_columns(W1, tp)   # (tp, D, F/tp)
+    W2s = stack_rows(W2, tp)      # (tp, F/tp, D)
+    fwd = forward_rank(X, W1s, W2s)                            # each (tp, B, ·)
     # g: AllReduce(sum) of the partial Y, so every rank holds the full Y and the same loss.
-    Y = all_reduce_sum([rk["Y_partial"] for rk in ranks])      # (B, D)
+    Y = all_reduce_sum(list(fwd["Y_partial"]))                 # (B, D)
     loss = np.sum(Y * G)
     G_Y = G                       # (B, D) one logical upstream gradient, replicated, not re-summed
-    for rk in ranks:
-        rk.update(backward_rank(X, rk["W1"], rk["W2"], rk["H"], G_Y))
+    G_W1 = np.empty((d, f), dtype=np.result_type(X, W1, W2, G_Y))  # (D, F) rank r writes its columns
+    bwd = backward_rank(X, W1s, W2s, fwd["H"], G_Y, out_G_W1=stack_columns(G_W1, tp))  # each (tp, ·, ·)
     # f's backward: AllReduce(sum) of the partial G_X (X was used by every rank).
-    G_X = all_reduce_sum([rk["G_X_partial"] for rk in ranks])  # (B, D)
-    # Weight gradients are not reduced: each rank owns its shard. Concatenate only to compare.
-    G_W1 = np.concatenate([rk["G_W1"] for rk in ranks], axis=1)  # (D, F)
-    G_W2 = np.concatenate([rk["G_W2"] for rk in ranks], axis=0)  # (F, D)
+    G_X = all_reduce_sum(list(bwd["G_X_partial"]))             # (B, D)
+    # Weight gradients are not reduced: each rank owns its shard. Assembled only to compare
+    # (G_W1 was written in place, G_W2 is a view: neither needs a copy).
+    G_W2 = bwd["G_W2"].reshape(f, d)                           # (F, D) a view: rank blocks are rows
+    ranks = [{"rank": r, "W1": W1s[r], "W2": W2s[r], **{k: v[r] for k, v in fwd.items()},
+              **{k: v[r] for k, v in bwd.items()}} for r in range(tp)]
     return ranks, {"Y": Y, "loss": loss, "G_X": G_X, "G_W1": G_W1, "G_W2": G_W2}
 
 

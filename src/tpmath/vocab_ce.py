@@ -233,6 +233,87 @@ def _megatron_smoothing(nll: np.ndarray, logp_r: list[np.ndarray], real_r: list[
     return per_rank, mean_loss(all_logp.shape[1], all_logp.mean(axis=1))
 
 
+def sharded_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
+               ranges: list[tuple[int, int]], V: int) -> dict:
+    """The vocab-parallel forward and backward of (N, V) logits ``Z`` over ``ranges``.
+
+    Every per-rank quantity is a list with one entry per rank; the AllReduce results and
+    the assembled ``prob`` / ``grad`` (N, V) are what every rank holds (or, for the
+    gradient, what the ranks hold together).  Runs in Z's dtype.
+
+    All ranks are computed with one numpy call per step: the padded logits are one (N, Vp)
+    array whose rank blocks are (N, tp, K) slices, so per-rank arrays are views (no copies)
+    and per-rank reductions (max, Σ exp) reduce the K axis.
+    """
+    dt = Z.dtype
+    N = Z.shape[0]
+    tp, K = len(ranges), ranges[0][1] - ranges[0][0]
+    Vp = tp * K
+    n = int(counted.sum())
+    rows = np.arange(N)
+    padded = np.full((N, Vp), -np.inf, dtype=dt)              # (N, Vp) padding ids masked with −inf
+    padded[:, :V] = Z
+    z_r = [padded[:, a:b] for a, b in ranges]                  # each (N, K)
+    real = np.arange(Vp) < V                                   # (Vp,)
+    real_r = [real[a:b] for a, b in ranges]                    # each (K,)
+
+    # Step 1: local max, then AllReduce(MAX) so all ranks subtract the same m (stability).
+    local_max = list(padded.reshape(N, tp, K).max(axis=2).T)   # each (N,); −inf on an all-padding rank
+    m = _all_reduce(local_max, "max")                          # (N,)
+    shifted = padded - m[:, None]                              # (N, Vp); padding stays −inf
+    shifted_r = [shifted[:, a:b] for a, b in ranges]           # each (N, K)
+    # Step 2: the target's shifted logit lives on exactly one rank; the others contribute 0,
+    # so AllReduce(SUM) hands every rank z_y − m.
+    owner = y // K                                             # (N,) rank owning each target
+    t_stack = np.zeros((tp, N), dtype=dt)                      # (tp, N)
+    t_stack[owner[counted], rows[counted]] = shifted[rows[counted], y[counted]]
+    t_local = list(t_stack)                                    # each (N,)
+    t = _all_reduce(t_local, "sum")                            # (N,)
+    # Step 3: local Σ exp, AllReduce(SUM) gives the softmax denominator on every rank.
+    prob = np.exp(shifted)                                     # (N, Vp); exp(−inf) = 0
+    local_sum_exp = list(prob.reshape(N, tp, K).sum(axis=2).T)  # each (N,)
+    s = _all_reduce(local_sum_exp, "sum")                      # (N,)
+    log_s = np.log(s)                                          # (N,)
+    nll = log_s - t                                            # (N,)
+    comm = [{"phase": "forward", "collective": "all-reduce (max)", "elements": N},
+            {"phase": "forward", "collective": "all-reduce (sum)", "elements": N},
+            {"phase": "forward", "collective": "all-reduce (sum)", "elements": N}]
+
+    if eps:
+        # PyTorch's smoothing term needs Σ over the whole true vocabulary of (z_k − m):
+        # one more AllReduce(SUM) of the local sums over real ids.
+        real_shifted = np.where(real[None, :], shifted, dt.type(0))            # (N, Vp)
+        local_sum_shifted = list(real_shifted.reshape(N, tp, K).sum(axis=2).T)  # each (N,)
+        sum_shifted = _all_reduce(local_sum_shifted, "sum")                  # (N,)
+        smooth = (dt.type(V) * log_s - sum_shifted) / dt.type(V)             # (N,) (1/V) Σ −log p_k
+        per = dt.type(1 - eps) * nll + dt.type(eps) * smooth
+        comm.append({"phase": "forward", "collective": "all-reduce (sum)", "elements": N})
+    else:
+        local_sum_shifted = None
+        per = nll
+    per = np.where(counted, per, dt.type(0))                   # (N,)
+    loss = per.sum() / dt.type(n) if n else dt.type(0)
+    comm.append({"phase": "backward", "collective": "none", "elements": 0})
+
+    # Backward, local on every rank: softmax − (smoothed) one-hot, scaled by 1/n for the mean.
+    w = np.where(counted, dt.type(1.0 / n) if n else dt.type(0), dt.type(0))[:, None]   # (N, 1)
+    np.divide(prob, s[:, None], out=prob)                      # (N, Vp) exp(z − m) / s, in place
+    if eps:
+        grad = (prob - real.astype(dt) * dt.type(eps / V)) * w  # (N, Vp); padding ids get 0
+    else:
+        grad = prob * w                                        # (N, Vp)
+    # The owning rank subtracts the target's share 1 − ε (+ ε/V, as every real id).
+    hit = (rows[counted], y[counted])
+    target_share = dt.type(1 - eps) + dt.type(eps / V) if eps else dt.type(1 - eps)
+    grad[hit] = (prob[hit] - target_share) * w[counted, 0]
+    prob_r = [prob[:, a:b] for a, b in ranges]                 # each (N, K)
+    grad_r = [grad[:, a:b] for a, b in ranges]                 # each (N, K)
+    return {"z_r": z_r, "real_r": real_r, "local_max": local_max, "m": m, "shifted_r": shifted_r,
+            "t_local": t_local, "t": t, "local_sum_exp": local_sum_exp, "s": s, "log_s": log_s,
+            "nll": nll, "local_sum_shifted": local_sum_shifted, "per": per, "loss": loss,
+            "prob_r": prob_r, "grad_r": grad_r, "prob": prob[:, :V], "grad": grad[:, :V], "comm": comm}
+
+
 # ---------------------------------------------------------------------------------------------
 # Public entry points
 # ---------------------------------------------------------------------------------------------
@@ -284,61 +365,11 @@ def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift:
 
     Z = (Z64 + shift).astype(dt)                               # (N, V) the logits as computed
     Vp, ranges = vocab_ranges(V, shards, pad_multiple)
-    z_r = shard_vocab(Z, ranges, V)                            # each (N, K)
-    real_r = _real_mask(ranges, V)                             # each (K,)
-    rows = np.arange(N)
-
-    # Step 1: local max, then AllReduce(MAX) so all ranks subtract the same m (stability).
-    local_max = [zr.max(axis=1) for zr in z_r]                 # each (N,); −inf on an all-padding rank
-    m = _all_reduce(local_max, "max")                          # (N,)
-    shifted_r = [zr - m[:, None] for zr in z_r]                # each (N, K); padding stays −inf
-    # Step 2: the target's shifted logit lives on exactly one rank; the others contribute 0,
-    # so AllReduce(SUM) hands every rank z_y − m.
-    t_local = []
-    for (a, b), sr in zip(ranges, shifted_r):
-        own = counted & (y >= a) & (y < b)                     # (N,)
-        local_idx = np.where(own, y - a, 0)
-        t_local.append(np.where(own, sr[rows, local_idx], dt.type(0)))   # (N,)
-    t = _all_reduce(t_local, "sum")                            # (N,)
-    # Step 3: local Σ exp, AllReduce(SUM) gives the softmax denominator on every rank.
-    exp_r = [np.exp(sr) for sr in shifted_r]                   # each (N, K); exp(−inf) = 0
-    local_sum_exp = [er.sum(axis=1) for er in exp_r]           # each (N,)
-    s = _all_reduce(local_sum_exp, "sum")                      # (N,)
-    log_s = np.log(s)                                          # (N,)
-    nll = log_s - t                                            # (N,)
-    comm = [{"phase": "forward", "collective": "all-reduce (max)", "elements": N},
-            {"phase": "forward", "collective": "all-reduce (sum)", "elements": N},
-            {"phase": "forward", "collective": "all-reduce (sum)", "elements": N}]
-
-    if eps:
-        # PyTorch's smoothing term needs Σ over the whole true vocabulary of (z_k − m):
-        # one more AllReduce(SUM) of the local sums over real ids.
-        local_sum_shifted = [np.where(real[None, :], sr, dt.type(0)).sum(axis=1)
-                             for sr, real in zip(shifted_r, real_r)]        # each (N,)
-        sum_shifted = _all_reduce(local_sum_shifted, "sum")                  # (N,)
-        smooth = (dt.type(V) * log_s - sum_shifted) / dt.type(V)             # (N,) (1/V) Σ −log p_k
-        per = dt.type(1 - eps) * nll + dt.type(eps) * smooth
-        comm.append({"phase": "forward", "collective": "all-reduce (sum)", "elements": N})
-    else:
-        local_sum_shifted = None
-        per = nll
-    per = np.where(counted, per, dt.type(0))                   # (N,)
-    loss = per.sum() / dt.type(n) if n else dt.type(0)
-    comm.append({"phase": "backward", "collective": "none", "elements": 0})
-
-    # Backward, local on every rank: softmax − (smoothed) one-hot, scaled by 1/n for the mean.
-    w = np.where(counted, dt.type(1.0 / n) if n else dt.type(0), dt.type(0))[:, None]   # (N, 1)
-    prob_r, grad_r = [], []
-    for (a, b), er, real in zip(ranges, exp_r, real_r):
-        p = er / s[:, None]                                    # (N, K)
-        target_dist = np.zeros_like(p)                         # (N, K)
-        own = counted & (y >= a) & (y < b)
-        target_dist[rows[own], (y - a)[own]] = dt.type(1 - eps)
-        target_dist[:, real] += dt.type(eps / V)
-        prob_r.append(p)
-        grad_r.append((p - target_dist) * w)                   # (N, K); padding ids get 0
-    prob = np.concatenate(prob_r, axis=1)[:, :V]               # (N, V)
-    grad = np.concatenate(grad_r, axis=1)[:, :V]               # (N, V)
+    sh = sharded_ce(Z, y, counted, eps, ranges, V)
+    z_r, real_r, local_max, m, shifted_r = sh["z_r"], sh["real_r"], sh["local_max"], sh["m"], sh["shifted_r"]
+    t_local, local_sum_exp, s, log_s, nll = sh["t_local"], sh["local_sum_exp"], sh["s"], sh["log_s"], sh["nll"]
+    local_sum_shifted, per, loss, comm = sh["local_sum_shifted"], sh["per"], sh["loss"], sh["comm"]
+    prob_r, grad_r, prob, grad = sh["prob_r"], sh["grad_r"], sh["prob"], sh["grad"]
 
     ref = reference_ce(Z, y, counted, eps)
     ref64 = reference_ce(Z64, y, counted, eps)
