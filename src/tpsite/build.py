@@ -111,7 +111,12 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None
                 except Exception as err:
                     raise BuildError(f"view section {sc.name!r} failed: {type(err).__name__}: {err}",
                                      prep.page.path, sc.line) from err
-                prep.blocks.append(render.render_demo(env, sections[sc.name], result, t))
+                try:
+                    prep.blocks.append(render.render_demo(env, sections[sc.name], result, t))
+                except BuildError as err:
+                    if err.line is not None:
+                        raise
+                    raise BuildError(f"{{{{demo {sc.name}}}}}: {err.message}", prep.page.path, sc.line) from None
             else:
                 path = content.demos_dir / f"{sc.name}.py"
                 if not path.is_file():
@@ -120,7 +125,10 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None
                     code = path.read_text(encoding="utf-8")
                     outputs[sc.name] = (code, render.run_pydemo(path, src_dir, display_path(path)))
                 code, output = outputs[sc.name]
-                prep.blocks.append(render.render_pydemo(env, sc.name, code, output, t))
+                try:
+                    prep.blocks.append(render.render_pydemo(env, sc.name, code, output, t))
+                except BuildError as err:
+                    raise BuildError(f"{{{{pydemo {sc.name}}}}}: {err.message}", prep.page.path, sc.line) from None
 
 
 def _restore_toc(tokens: list[dict], mathml_list: list[str]) -> list[dict]:

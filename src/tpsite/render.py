@@ -93,6 +93,20 @@ def json_script(data: Any) -> Markup:
 
 # ---------------------------------------------------------------- demo blocks
 
+def breakable(text: str) -> str | Markup:
+    """A matrix cell ``[[a, b], [c, d]]`` with each row kept on one line (``<span
+    class="vec">``), so a narrow column breaks between rows, not inside one.  The text
+    content is unchanged (the runtime may set it as plain text later)."""
+    if not (text.startswith("[[") and text.endswith("]]")):
+        return text
+    rows = text[1:-1].split("], [")
+    if len(rows) < 2:
+        return text
+    rows = [rows[0] + "]"] + ["[" + r + "]" for r in rows[1:-1]] + ["[" + rows[-1]]
+    spans = ", ".join(str(Markup('<span class="vec">{}</span>').format(r)) for r in rows)
+    return Markup("[" + spans + "]")
+
+
 def _attr_value(value: Any) -> str:
     """A control value as the page shows it (``2``, ``0.5``, ``forward``)."""
     if isinstance(value, bool):
@@ -141,8 +155,8 @@ def demo_model(section, result: dict, t: Translator) -> dict:
             "name": tname,
             "caption": "" if caption is None else (t.cell(caption) if isinstance(caption, dict) else t(caption)),
             "columns": columns,
-            "rows": [[t.cell(c) for c in row] for row in spec.get("rows", [])],
-            "foot": [[t.cell(c) for c in row] for row in spec.get("foot", [])],
+            "rows": [[breakable(t.cell(c)) for c in row] for row in spec.get("rows", [])],
+            "foot": [[breakable(t.cell(c)) for c in row] for row in spec.get("foot", [])],
         })
     notes = [{"name": k, "text": t.cell(v)} for k, v in result.get("notes", {}).items()]
     return {"name": name, "controls": controls, "values": values, "tables": tables, "notes": notes,

@@ -73,6 +73,12 @@ class SiteServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     verbose = True
 
+    def handle_error(self, request, client_address) -> None:
+        """A browser closing a connection mid-download is normal, not worth a traceback."""
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
 
 def make_server(site_dir: str | Path, host: str = "127.0.0.1", port: int = 8000,
                 verbose: bool = True) -> SiteServer:
