@@ -384,3 +384,16 @@ def test_real_site_defaults_match_views(real_site):
                 assert demo.find("dd", data_value=vname).text() == value
                 checked += 1
     assert checked > 20
+
+
+def test_real_site_is_deterministic(real_site, tmp_path):
+    """Same input, byte-identical output: the real pages plus the tpmath wheel (cdn mode)."""
+    build(tmp_path / "a", runtime="cdn")
+    build(tmp_path / "b", runtime="cdn")
+    a, b = tree_hashes(tmp_path / "a"), tree_hashes(tmp_path / "b")
+    assert a == b
+    assert any(name.endswith(".whl") for name in a)
+    # the HTML does not depend on the runtime mode except for the runtime meta and CSP
+    for name, digest in tree_hashes(real_site).items():
+        if name.endswith(".css") or name.endswith(".js"):
+            assert a[name] == digest, name
