@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from .errors import TPMathError
-from .validate import as_array, as_dtype, as_int, check_divides
+from .collectives import reduce_all
+from .validate import as_array, as_dtype, as_int, check_divides, check_finite
 
 # Size limits keep the finite-difference check (2 forward passes per input
 # element) fast enough for the browser.
@@ -124,13 +125,7 @@ def validate_tp(tp: Any, d_ff: int) -> int:
 
 def all_reduce_sum(parts: list[np.ndarray]) -> np.ndarray:
     """The value every rank holds after AllReduce(sum): ranks added in order 0..tp-1."""
-    total = parts[0].copy()
-    for p in parts[1:]:
-        total = total + p
-    return total
-
-
-# ------------------------------------------------------------------- compute
+    return reduce_all(parts, "sum")
 
 def stack_columns(A: np.ndarray, tp: int) -> np.ndarray:
     """A (D, F) as (tp, D, F/tp): entry r is rank r's column block, a view (no copy)."""
@@ -306,19 +301,6 @@ def cast_inputs(inputs: dict[str, np.ndarray], dt: np.dtype) -> dict[str, np.nda
     return {k: v.astype(dt) for k, v in inputs.items()}
 
 
-def check_finite(dt: np.dtype, *results: dict) -> None:
-    """Raise if a result overflowed in ``dt`` (e.g. float16 above 65504)."""
-    for res in results:
-        for key, val in res.items():
-            arr = np.asarray(val)
-            if not np.all(np.isfinite(arr)):
-                raise TPMathError(
-                    f"{key} overflows in {dt.name} (a value is {arr[~np.isfinite(arr)].ravel()[0]}); "
-                    f"use smaller inputs or a wider dtype",
-                    f"{key} 在 {dt.name} 下溢出（出现 {arr[~np.isfinite(arr)].ravel()[0]}）；请用更小的输入或更宽的 dtype",
-                    field="dtype")
-
-
 def run_mlp(X: Any = None, W1: Any = None, W2: Any = None, G: Any = None, tp: Any = 2,
             dtype: Any = "float64") -> dict:
     """Run the column→row MLP sharded over tp ranks and unsharded, in ``dtype``.
@@ -335,7 +317,7 @@ def run_mlp(X: Any = None, W1: Any = None, W2: Any = None, G: Any = None, tp: An
     with np.errstate(over="ignore", invalid="ignore"):   # overflow is reported just below
         ranks, sharded = sharded_mlp(inp["X"], inp["W1"], inp["W2"], inp["G"], tp)
         reference = reference_mlp(inp["X"], inp["W1"], inp["W2"], inp["G"])
-    check_finite(dt, sharded, reference)
+    check_finite(dt.name, sharded, reference)
     fd = finite_difference_grads(inp["X"], inp["W1"], inp["W2"], inp["G"])
     tols = tolerances(inp["X"], inp["W1"], inp["W2"], inp["G"], dt)
     errs = {k: _max_abs(sharded[k], reference[k]) for k in ("Y", "loss", "G_X", "G_W1", "G_W2")}

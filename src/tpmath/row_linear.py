@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from .collectives import reduce_all
 from .errors import TPMathError
-from .validate import as_array, as_int, check_divides, check_shape
+from .validate import as_array, as_int, check_divides, check_finite, check_shape
 
 MAX_TP = 64
 
@@ -115,9 +116,7 @@ def run_row_linear(X: Any = None, A: Any = None, dY: Any = None, tp: Any = 2, bi
     A_r = [A[r * k:(r + 1) * k, :] for r in range(tp)]       # each (D/tp, O) rows of A
     Y_partial = [x @ a for x, a in zip(X_r, A_r)]             # each (B, O) partial sums
     # g: every rank holds only a partial sum over its D/tp inputs; AllReduce(SUM) gives Y.
-    Y = Y_partial[0].copy()
-    for p in Y_partial[1:]:
-        Y = Y + p                                             # (B, O)
+    Y = reduce_all(Y_partial, "sum")                          # (B, O)
     if bias is not None:
         Y = Y + bias                                          # once, after the reduce
     # Backward of g is the identity: dY is already complete on every rank, so all is local.
@@ -127,6 +126,7 @@ def run_row_linear(X: Any = None, A: Any = None, dY: Any = None, tp: Any = 2, bi
     if bias is not None:
         sharded["db"] = dY.sum(axis=0)                        # (O,) replicated, same on every rank
     ref = _reference(X, A, dY, bias)
+    check_finite("float64", sharded, ref, field=None)
     ranks = [{"rank": r, "X_shard": X_r[r], "A_shard": A_r[r], "Y_partial": Y_partial[r],
               "dX_shard": dX_r[r], "dA_shard": dA_r[r]} for r in range(tp)]
     return {
@@ -158,15 +158,14 @@ def run_column_linear(X: Any = None, A: Any = None, dY: Any = None, tp: Any = 2,
     dA_r = [X.T @ g for g in dY_r]                            # each (D, O/tp) local
     dX_partial = [g @ a.T for g, a in zip(dY_r, A_r)]         # each (B, D) partial
     # f: X fed every rank, so dX = Σ_r dY_r A_rᵀ needs AllReduce(SUM).
-    dX = dX_partial[0].copy()
-    for p in dX_partial[1:]:
-        dX = dX + p                                           # (B, D)
+    dX = reduce_all(dX_partial, "sum")                        # (B, D)
     # Without gather_output each rank keeps only Y_shard; "Y" is the logical output assembled here
     # for the comparison with the reference.
     sharded = {"Y": Y, "dX": dX, "dA": np.concatenate(dA_r, axis=1)}
     if bias is not None:
         sharded["db"] = np.concatenate([g.sum(axis=0) for g in dY_r])   # (O,) from local (O/tp,)
     ref = _reference(X, A, dY, bias)
+    check_finite("float64", sharded, ref, field=None)
     ranks = [{"rank": r, "A_shard": A_r[r], "Y_shard": Y_r[r], "dY_shard": dY_r[r],
               "dX_partial": dX_partial[r], "dA_shard": dA_r[r]} for r in range(tp)]
     comm = []

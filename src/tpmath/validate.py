@@ -178,3 +178,23 @@ def check_shape(name: str, arr: np.ndarray, shape: tuple, zh_hint: str = "") -> 
         want = "(" + ", ".join("·" if s is None else str(s) for s in shape) + ")"
         raise _err(name, f"{name}: expected shape {want}, got {arr.shape}",
                           f"{name}：形状应为 {want}，实际为 {arr.shape}")
+
+
+def check_finite(dtype_name: str, *results: dict, field: str | None = "dtype") -> None:
+    """Raise if any array in ``results`` overflowed (inf/NaN) when computed in ``dtype_name``.
+
+    Inputs are validated finite, but products of large finite inputs can still
+    overflow (float16 above 65504, float64 above 1.8e308); a shown number must
+    never be inf or NaN, so the overflow is reported instead.
+    """
+    for res in results:
+        for key, val in res.items():
+            if val is None:
+                continue
+            arr = np.asarray(val)
+            if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+                bad = arr[~np.isfinite(arr)].ravel()[0]
+                raise TPMathError(
+                    f"{key} overflows in {dtype_name} (a value is {bad}); use smaller inputs or a wider dtype",
+                    f"{key} 在 {dtype_name} 下溢出（出现 {bad}）；请用更小的输入或更宽的 dtype",
+                    field=field)

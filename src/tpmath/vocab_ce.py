@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from .collectives import reduce_all
 from .errors import TPMathError
 from .validate import as_array, as_dtype, as_float, as_int, parse_json
 
@@ -161,10 +162,7 @@ def _targets(target: Any, V: int, N: int, two_d: bool, ignore_index: int) -> np.
 
 def _all_reduce(parts: list[np.ndarray], op: str) -> np.ndarray:
     """The AllReduce result every rank receives (SUM accumulated in rank order, or MAX)."""
-    out = parts[0].copy()
-    for p in parts[1:]:
-        out = np.maximum(out, p) if op == "max" else out + p
-    return out
+    return reduce_all(parts, op)
 
 
 def shard_vocab(Z: np.ndarray, ranges: list[tuple[int, int]], V: int) -> list[np.ndarray]:
