@@ -111,11 +111,11 @@ def main() -> int:
                 t0 = time.perf_counter()
                 if kind == "bare":
                     page.goto(base + "bare.html")
-                    page.wait_for_function("document.documentElement.dataset.runtime === 'ready'", timeout=120_000)
+                    page.wait_for_function("() => document.documentElement.dataset.runtime === 'ready'", timeout=120_000)
                     bare_ms.append((time.perf_counter() - t0) * 1000)
                 else:
                     page.goto(page_url)
-                    page.wait_for_function("document.documentElement.dataset.runtime === 'ready'", timeout=120_000)
+                    page.wait_for_function("() => document.documentElement.dataset.runtime === 'ready'", timeout=120_000)
                     section = first_section(page)
                     demo = page.locator(f'.demo[data-section="{section}"]').element_handle()
                     controls = page.evaluate("(d) => Object.fromEntries(Array.from(d.querySelector('form').elements)"
@@ -132,7 +132,7 @@ def main() -> int:
         page = ctx.new_page()
         page.goto(page_url)
         page.screenshot(path=str(shots / "loading.png"), full_page=False)
-        page.wait_for_function("document.documentElement.dataset.runtime === 'ready'", timeout=120_000)
+        page.wait_for_function("() => document.documentElement.dataset.runtime === 'ready'", timeout=120_000)
         section = first_section(page)
         demo = page.locator(f'.demo[data-section="{section}"]').element_handle()
         sec = views.sections()[section]
@@ -165,7 +165,7 @@ def main() -> int:
         ctx.route("**/pyodide/**", lambda route: route.abort())
         page = ctx.new_page()
         page.goto(base + "zh/index.html")
-        page.wait_for_function("document.documentElement.dataset.runtime === 'failed'", timeout=120_000)
+        page.wait_for_function("() => document.documentElement.dataset.runtime === 'failed'", timeout=120_000)
         page.locator(".demo").first.scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "blocked-zh.png"))
         ctx.close()

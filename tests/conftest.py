@@ -49,7 +49,7 @@ def _make_server(directory: Path):
     except ImportError:
         make = None
     if make is not None:
-        return make(directory, "127.0.0.1", 0)
+        return make(directory, "127.0.0.1", 0, verbose=False)
     handler = functools.partial(_QuietHandler, directory=str(directory))
     return http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
 
