@@ -107,6 +107,12 @@ def breakable(text: str) -> str | Markup:
     return Markup("[" + spans + "]")
 
 
+def _table_cell(cell: Any, t: Translator) -> dict:
+    """A body/foot cell: its content and whether it is prose (a translated sentence,
+    set in the text font) or a formatted value (monospace, aligned digits)."""
+    return {"content": breakable(t.cell(cell)), "prose": isinstance(cell, dict)}
+
+
 def _attr_value(value: Any) -> str:
     """A control value as the page shows it (``2``, ``0.5``, ``forward``)."""
     if isinstance(value, bool):
@@ -155,8 +161,8 @@ def demo_model(section, result: dict, t: Translator) -> dict:
             "name": tname,
             "caption": "" if caption is None else (t.cell(caption) if isinstance(caption, dict) else t(caption)),
             "columns": columns,
-            "rows": [[breakable(t.cell(c)) for c in row] for row in spec.get("rows", [])],
-            "foot": [[breakable(t.cell(c)) for c in row] for row in spec.get("foot", [])],
+            "rows": [[_table_cell(c, t) for c in row] for row in spec.get("rows", [])],
+            "foot": [[_table_cell(c, t) for c in row] for row in spec.get("foot", [])],
         })
     notes = [{"name": k, "text": t.cell(v)} for k, v in result.get("notes", {}).items()]
     return {"name": name, "controls": controls, "values": values, "tables": tables, "notes": notes,
