@@ -108,7 +108,15 @@
     }
   }
 
+  // Performance marks and a "tp-rendered" event (detail: {section, ok}) when a section's result
+  // has been applied, for benchmarks/run.py and anyone timing the page.
+  var firstLive = false;
+  function mark(name) {
+    if (window.performance && performance.mark) performance.mark(name);
+  }
+
   function setRuntime(state, key) {
+    if (state === "ready" && runtime !== "ready") mark("tp-ready");
     runtime = state;
     root.setAttribute("data-runtime", state);
     if (bootTimer && state !== "loading") { clearTimeout(bootTimer); bootTimer = null; }
@@ -239,9 +247,11 @@
     if (payload.ok) {
       showMessage(sec, "", null);
       apply(sec, payload.result || {});
+      if (!firstLive) { firstLive = true; mark("tp-first-live"); }
     } else {
       showMessage(sec, payload.error || tr("runtime.failed"), payload.field || null);
     }
+    sec.demo.dispatchEvent(new CustomEvent("tp-rendered", { bubbles: true, detail: { section: sec.name, ok: !!payload.ok } }));
   }
 
   function showMessage(sec, text, field) {

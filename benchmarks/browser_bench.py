@@ -1,0 +1,215 @@
+"""(1) time to live tables, (2) control latency, (3) first contentful paint, in real Chromium.
+
+Everything is served by one local HTTP server (``tpsite.serve``'s handler: same MIME types)
+from one ``--runtime local`` build, with ``Cache-Control: public, max-age=600`` (what GitHub
+Pages sends) so that a second visit is served from the HTTP cache:
+
+* ``/en/index.html?tp=4``   page 1; the query changes a control, so once the runtime is ready
+                            app.js computes that section and draws the first live table
+                            (performance marks ``tp-ready``, ``tp-first-live``);
+* ``/bare/index.html``      baseline: boots Pyodide 0.27.7 + numpy in a worker, nothing else
+                            (mark ``bare-ready`` once ``import numpy`` has run in the worker);
+* ``/en/index.noscript.html`` page 1 with every script (and script/worker preload) removed:
+                            the baseline of first contentful paint.
+
+Cold = a new browser context (empty cache); warm = the same context, second visit.
+Subject and baseline runs are interleaved and the ratio is taken pair by pair.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+from stats import latency_summary, ratio_block
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "src") not in sys.path:
+    sys.path.insert(0, str(ROOT / "src"))
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+BOOT_TIMEOUT_MS = 120_000
+PAGE1 = "en/index.html"
+LIVE_QUERY = "?tp=4"
+CACHE_CONTROL = "public, max-age=600"
+
+# Control kinds measured, the demo section holding each, and values to cycle through for
+# number inputs (selects cycle through their options).
+CONTROLS = [("stage", "mlp"), ("tp", "mlp"), ("shards", "vocab-ce"), ("target", "vocab-ce"),
+            ("shift", "vocab-ce")]
+NUMBER_VALUES = {"shift": ["0", "1", "-2.5", "100", "10000", "-10000", "0.125", "-7", "3.75", "1e3"]}
+
+
+# ------------------------------------------------------------------------------ site setup
+
+def strip_scripts(html: str) -> str:
+    """The page with every <script> element and script/worker/fetch preload hint removed."""
+    html = re.sub(r"<script\b[^>]*>.*?</script\s*>", "", html, flags=re.S | re.I)
+    html = re.sub(r"<link\b[^>]*\brel=\"(?:preload|modulepreload|prefetch)\"[^>]*>", "", html, flags=re.I)
+    return html
+
+
+def prepare(site: Path) -> None:
+    """Add the bare baseline page and the script-free copy of page 1 to a built site."""
+    shutil.copytree(Path(__file__).resolve().parent / "bare", site / "bare", dirs_exist_ok=True)
+    page = site / PAGE1
+    (page.parent / "index.noscript.html").write_text(strip_scripts(page.read_text(encoding="utf-8")),
+                                                      encoding="utf-8")
+
+
+def start_server(site: Path):
+    """A threaded 127.0.0.1 server for ``site`` (port chosen by the OS) with caching allowed."""
+    import http.server
+
+    from tpsite import serve
+
+    class Handler(serve.SiteHandler):
+        def end_headers(self):
+            self.send_header("Cache-Control", CACHE_CONTROL)
+            self.send_header("X-Content-Type-Options", "nosniff")
+            http.server.SimpleHTTPRequestHandler.end_headers(self)
+
+        def log_message(self, *args):
+            pass
+
+    import functools
+    server = serve.SiteServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(site)))
+    server.verbose = False
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return server, serve.url_of(server)
+
+
+# ------------------------------------------------------------------------------ measurements
+
+MARK_JS = """(name) => { const m = performance.getEntriesByName(name, "mark"); return m.length ? m[0].startTime : null; }"""
+FCP_JS = """() => { const e = performance.getEntriesByName("first-contentful-paint"); return e.length ? e[0].startTime : null; }"""
+
+
+def _visit(page, url: str, marks: list[str]) -> dict:
+    """Navigate and wait until every mark exists; return their times (ms since navigation)."""
+    page.goto(url, wait_until="commit")
+    cond = " && ".join(f"performance.getEntriesByName({m!r}, 'mark').length > 0" for m in marks)
+    page.wait_for_function(f"() => ({cond}) || document.documentElement.dataset.runtime === 'failed'",
+                           timeout=BOOT_TIMEOUT_MS, polling=50)
+    if page.evaluate("document.documentElement.dataset.runtime") == "failed":
+        raise RuntimeError(f"{url}: runtime failed to start")
+    return {m: page.evaluate(MARK_JS, m) for m in marks}
+
+
+def time_to_live(browser, base: str, reps: int) -> dict:
+    site_url, bare_url = base + PAGE1 + LIVE_QUERY, base + "bare/index.html"
+    runs = {"cold": {"site": [], "bare": [], "ready": []}, "warm": {"site": [], "bare": [], "ready": []}}
+    for i in range(reps):
+        order = [("site", site_url), ("bare", bare_url)]
+        if i % 2:
+            order.reverse()
+        for kind, url in order:
+            ctx = browser.new_context()
+            page = ctx.new_page()
+            marks = ["tp-ready", "tp-first-live"] if kind == "site" else ["bare-ready"]
+            for visit in ("cold", "warm"):
+                if visit == "warm":
+                    page.goto("about:blank")
+                got = _visit(page, url, marks)
+                runs[visit][kind].append(got[marks[-1]] / 1000)
+                if kind == "site":
+                    runs[visit]["ready"].append(got["tp-ready"] / 1000)
+            ctx.close()
+    out = {}
+    for visit in ("cold", "warm"):
+        block = ratio_block(runs[visit]["site"], runs[visit]["bare"], target=1.10)
+        block["site_ready"] = ratio_block(runs[visit]["ready"], runs[visit]["bare"])["subject"]
+        out[visit] = block
+    out["urls"] = {"subject": PAGE1 + LIVE_QUERY, "baseline": "bare/index.html"}
+    return out
+
+
+def first_paint(browser, base: str, reps: int) -> dict:
+    urls = {"site": base + PAGE1, "noscript": base + PAGE1.replace("index.html", "index.noscript.html")}
+    got = {"site": [], "noscript": []}
+    for i in range(reps):
+        order = ["site", "noscript"] if i % 2 == 0 else ["noscript", "site"]
+        for kind in order:
+            ctx = browser.new_context()
+            page = ctx.new_page()
+            page.goto(urls[kind], wait_until="load")
+            page.wait_for_function(FCP_JS, timeout=30_000, polling=20)
+            got[kind].append(page.evaluate(FCP_JS))
+            ctx.close()
+    block = ratio_block(got["site"], got["noscript"], target=1.05, unit="ms")
+    block["urls"] = {"subject": PAGE1, "baseline": PAGE1.replace("index.html", "index.noscript.html")}
+    return block
+
+
+LATENCY_JS = """async ([section, name, values, count]) => {
+  const demo = document.querySelector('.demo[data-section="' + section + '"]');
+  const el = demo.querySelector('form.controls [name="' + name + '"]');
+  let choices = values;
+  if (!choices) choices = el.tagName === "SELECT" ? Array.from(el.options).map(o => o.value) : null;
+  const start = choices.indexOf(el.value);
+  const applied = [], framed = [];
+  let failures = 0;
+  const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+  for (let i = 0; i < count; i++) {
+    const value = choices[(start + 1 + i) % choices.length];
+    const done = new Promise(resolve => demo.addEventListener("tp-rendered",
+        ev => resolve(ev.detail), { once: true }));
+    el.value = value;
+    const t0 = performance.now();
+    el.dispatchEvent(new Event("change", { bubbles: true }));
+    const detail = await done;
+    const t1 = performance.now();
+    await frame();
+    const t2 = performance.now();
+    if (!detail.ok) { failures++; continue; }
+    applied.push(t1 - t0);
+    framed.push(t2 - t0);
+  }
+  return { applied, framed, failures, choices };
+}"""
+
+
+def control_latency(browser, base: str, count: int) -> dict:
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    _visit(page, base + PAGE1, ["tp-ready"])
+    out = {}
+    for name, section in CONTROLS:
+        # Warm-up: a few changes first (first calls import and cache code paths).
+        page.evaluate(LATENCY_JS, [section, name, NUMBER_VALUES.get(name), 5])
+        res = page.evaluate(LATENCY_JS, [section, name, NUMBER_VALUES.get(name), count])
+        out[name] = {"section": section, "applied_ms": latency_summary(res["applied"]),
+                     "next_frame_ms": latency_summary(res["framed"]), "failures": res["failures"],
+                     "values": res["choices"], "target_p95_ms": 16.0,
+                     "meets_target": bool(res["applied"]) and latency_summary(res["applied"])["p95"] < 16.0}
+    ctx.close()
+    return out
+
+
+def run(site: Path, quick: bool) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    prepare(site)
+    server, base = start_server(site)
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                result = {
+                    "first_paint": first_paint(browser, base, 3 if quick else 10),
+                    "time_to_live": time_to_live(browser, base, 2 if quick else 5),
+                    "control_latency": control_latency(browser, base, 20 if quick else 100),
+                }
+            finally:
+                browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    result["cache_control"] = CACHE_CONTROL
+    return result

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Benchmarks: what readers and maintainers feel, each next to its baseline in the same run.
+
+    python3 benchmarks/run.py [--quick] [--out benchmarks/results/latest.json] [--only SECTION ...]
+
+Sections (see each module's docstring for exactly what is measured):
+
+  core         (6) column→row MLP (d_model 4096, d_ff 16384, batch 64, tp 8, forward + backward)
+               and vocab-parallel CE (V 50257 padded per Megatron, 512 positions, tp 8), sharded
+               ÷ unsharded numpy reference; peak memory (tracemalloc)      -> core_bench.py
+  build        (5) python build.py --runtime none, wall time and phases       -> site_bench.py
+  bytes        (4) per page HTML + CSS + JS + tpmath wheel, raw and gzip; the runtime's bytes
+  browser      (1) time to live tables ÷ bare Pyodide+numpy page, cold and warm; (2) control
+               latency p50/p95/max per control kind; (3) first contentful paint ÷ the page
+               without scripts (Chromium at /usr/bin/chromium)               -> browser_bench.py
+
+Prints a table and writes JSON.  --quick: a few repetitions (for CI: checks the benchmarks
+still run; its figures are rough).  Timings are never asserted anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+SECTIONS = ("core", "build", "bytes", "browser")
+
+
+def _fmt(v, unit: str = "") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3g}{unit}" if abs(v) < 1000 else f"{v:,.0f}{unit}"
+    return f"{v}{unit}"
+
+
+def _kb(n: int | None) -> str:
+    return "-" if n is None else f"{n / 1024:.1f} KB"
+
+
+def _spread(s: dict, scale: float = 1.0, unit: str = "") -> str:
+    if not s or s.get("median") is None:
+        return "-"
+    return (f"{_fmt(s['median'] * scale, unit)} [{_fmt(s['min'] * scale)}–{_fmt(s['max'] * scale)}]")
+
+
+def _ok(flag) -> str:
+    return {True: "yes", False: "NO", None: ""}[flag]
+
+
+def table(results: dict) -> str:
+    """The human-readable summary: one row per figure, target and whether it is met."""
+    rows = [("figure", "subject", "baseline", "ratio / value (median [min–max])", "target", "met")]
+    br = results.get("browser") or {}
+    ttl = br.get("time_to_live") or {}
+    for visit in ("cold", "warm"):
+        b = ttl.get(visit)
+        if b:
+            rows.append((f"(1) time to live tables, {visit}", _spread(b["subject"], 1, " s"),
+                         _spread(b["baseline"], 1, " s"), _spread(b["ratio"]), "≤ 1.10", _ok(b.get("meets_target"))))
+    for name, c in (br.get("control_latency") or {}).items():
+        a = c["applied_ms"]
+        rows.append((f"(2) control latency: {name} (n={a['n']})", f"p50 {_fmt(a['p50'])} ms",
+                     f"next frame p95 {_fmt(c['next_frame_ms']['p95'])} ms",
+                     f"p95 {_fmt(a['p95'])} ms, max {_fmt(a['max'])} ms", "p95 < 16 ms", _ok(c.get("meets_target"))))
+    fp = br.get("first_paint")
+    if fp:
+        rows.append(("(3) first contentful paint, page 1", _spread(fp["subject"], 1, " ms"),
+                     _spread(fp["baseline"], 1, " ms"), _spread(fp["ratio"]), "≤ 1.05", _ok(fp.get("meets_target"))))
+    by = results.get("bytes")
+    if by:
+        for p in by["pages"]:
+            parts = p["parts"]
+            rows.append((f"(4) bytes {p['page']}", f"raw {_kb(p['raw'])}", f"gzip {_kb(p['gzip'])}",
+                         "html {} css {} js {} wheel {} (gzip)".format(*(_kb(parts[k]["gzip"]) for k in
+                                                                        ("html", "css", "js", "wheel"))),
+                         "≤ 100 KB", _ok(p["gzip"] <= by["target_per_page"]) + " (gzip) / " +
+                         _ok(p["raw"] <= by["target_per_page"]) + " (raw)"))
+        rt = by["runtime"]
+        rows.append(("(4) bytes Pyodide runtime (not counted above)", f"raw {_kb(rt['raw'])}",
+                     f"gzip {_kb(rt['gzip'])}", "", "", ""))
+    bd = results.get("build")
+    if bd:
+        phases = ", ".join(f"{k} {v['median']:.2f}" for k, v in bd["phases"].items())
+        rows.append(("(5) build time (python build.py --runtime none)", _spread(bd["wall"], 1, " s"),
+                     f"in process {_spread(bd['in_process'], 1, ' s')}", phases, "≤ 2 s", _ok(bd.get("meets_target"))))
+    core = results.get("core")
+    if core:
+        for key, label in (("mlp", "MLP 64×4096×16384 tp 8, fwd+bwd"), ("vocab_ce", "vocab CE 512×50257 tp 8")):
+            c = core[key]
+            pk = c["peak_bytes"]
+            rows.append((f"(6) {label}", _spread(c["subject"], 1, " s"), _spread(c["baseline"], 1, " s"),
+                         f"{_spread(c['ratio'])}; peak mem {pk['subject'] / 2**20:.0f} / {pk['baseline'] / 2**20:.0f}"
+                         f" MiB = {pk['ratio']}", "≤ 1.25", _ok(c.get("meets_target"))))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a few repetitions only (CI)")
+    parser.add_argument("--out", default=str(HERE / "results" / "latest.json"), help="JSON output file")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS),
+                        help="run only these sections")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "float64"),
+                        help="dtype of the core benchmarks (default float32)")
+    args = parser.parse_args(argv)
+
+    import site_bench
+
+    t0 = time.perf_counter()
+    results: dict = {"quick": args.quick, "sections": args.only,
+                     "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                                 "platform": platform.platform(),
+                                 "load_avg_start": list(os.getloadavg())},
+                     "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    failures = []
+
+    def section(name, fn):
+        print(f"[benchmarks] {name} …", file=sys.stderr, flush=True)
+        s0 = time.perf_counter()
+        try:
+            results[name] = fn()
+        except Exception as err:  # report, keep the other sections, exit 1 at the end
+            failures.append(name)
+            results[name] = None
+            results.setdefault("errors", {})[name] = f"{type(err).__name__}: {err}"
+            print(f"[benchmarks] {name} FAILED: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+        results.setdefault("section_seconds", {})[name] = round(time.perf_counter() - s0, 2)
+
+    if "build" in args.only:
+        section("build", lambda: site_bench.bench_build(2 if args.quick else 7))
+    if "bytes" in args.only or "browser" in args.only:
+        with tempfile.TemporaryDirectory(prefix="tp-bench-site-") as tmp:
+            site = Path(tmp) / "site"
+            site_bench.build_site(site, "local")
+            if "bytes" in args.only:
+                section("bytes", lambda: site_bench.bench_bytes(site))
+            if "browser" in args.only:
+                import browser_bench
+                section("browser", lambda: browser_bench.run(site, args.quick))
+    if "core" in args.only:
+        import core_bench
+        section("core", lambda: core_bench.run(args.quick, args.dtype))
+
+    results["machine"]["load_avg_end"] = list(os.getloadavg())
+    results["total_seconds"] = round(time.perf_counter() - t0, 1)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    print(table(results))
+    print(f"\n{'quick' if args.quick else 'full'} run, {results['total_seconds']} s, "
+          f"load average {results['machine']['load_avg_start'][0]:.1f} → {results['machine']['load_avg_end'][0]:.1f}"
+          f" on {os.cpu_count()} CPUs; JSON: {out}")
+    if failures:
+        print(f"failed sections: {', '.join(failures)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
