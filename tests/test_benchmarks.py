@@ -1,0 +1,69 @@
+"""Smoke test of benchmarks/run.py --quick: it runs, exits 0, prints its table and writes JSON
+with every section filled.  No timing is asserted (the machine is shared; figures are noisy)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.browser
+
+
+def _positive(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "latest.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    return proc, out
+
+
+def test_quick_run_exits_0_and_prints_the_table(quick_run):
+    proc, out = quick_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for label in ("(1) time to live tables, cold", "(1) time to live tables, warm", "(2) control latency: stage",
+                  "(3) first contentful paint", "(4) bytes en/index.html", "(5) build time", "(6) MLP"):
+        assert label in proc.stdout, label
+    assert out.is_file()
+
+
+def test_json_has_every_section_with_numbers(quick_run):
+    proc, out = quick_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert data["quick"] is True and "errors" not in data
+    br = data["browser"]
+    for visit in ("cold", "warm"):
+        block = br["time_to_live"][visit]
+        assert block["subject"]["n"] == block["baseline"]["n"] == block["ratio"]["n"] >= 2
+        assert all(_positive(v) for v in block["samples"]["subject"] + block["samples"]["baseline"])
+    for kind in ("stage", "tp", "shards", "target", "shift"):
+        lat = br["control_latency"][kind]
+        assert lat["failures"] == 0
+        assert lat["applied_ms"]["n"] >= 20 and lat["applied_ms"]["p50"] <= lat["applied_ms"]["p95"] <= lat["applied_ms"]["max"]
+    assert _positive(br["first_paint"]["ratio"]["median"])
+    pages = {p["page"] for p in data["bytes"]["pages"]}
+    assert {"en/index.html", "zh/index.html", "en/row-parallel.html", "zh/row-parallel.html"} <= pages
+    for p in data["bytes"]["pages"]:
+        assert p["parts"]["wheel"]["raw"] > 0 and p["parts"]["js"]["raw"] > 0 and 0 < p["gzip"] < p["raw"]
+    assert data["bytes"]["runtime"]["raw"] > 10_000_000        # wasm + stdlib + numpy: megabytes
+    build = data["build"]
+    assert _positive(build["wall"]["median"])
+    assert {"content", "math", "views", "render"} <= set(build["phases"])
+    for key in ("mlp", "vocab_ce"):
+        core = data["core"][key]
+        assert _positive(core["ratio"]["median"]) and core["peak_bytes"]["subject"] > 0
+    # Correctness next to speed: the sharded results are the unsharded ones up to float32 rounding.
+    assert data["core"]["mlp"]["max_abs_err"]["Y"] < 1e-3
+    assert data["core"]["vocab_ce"]["max_abs_err"]["loss"] < 1e-4
+    assert data["core"]["vocab_ce"]["sizes"]["padded_vocab"] == 51200   # Megatron: 50257 -> 51200 at tp 8
