@@ -126,7 +126,7 @@ def test_backward_gradients_per_rank_and_checks(tp):
         # analytic vs our own finite differences: agreement to FD accuracy
         fd = finite_diff(key[2:] if key != "G_X" else "X", full)
         assert np.max(np.abs(fd - full[key])) < 1e-8
-        assert parse_err(row[4]) < 1e-8
+        assert row[4] == "< 1e\u22127"   # below the stated FD tolerance, shown the same in every runtime
     assert check[0][1] == {"key": "label.via_allreduce"}
     assert check[1][1] == check[2][1] == {"key": "label.via_local"}
 

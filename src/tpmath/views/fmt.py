@@ -49,6 +49,19 @@ def err(x: Any) -> str:
     return f"{mant}e{int(exp)}".replace("-", MINUS)
 
 
+def within(x: Any, tol: float) -> str:
+    """An error checked against a stated tolerance: "< tol" when below it, else :func:`err`.
+
+    For errors that are rounding noise amplified on purpose (finite differences divide
+    by the step h), the digits differ between CPython and WebAssembly; what is stable
+    and meaningful is that the error is below the check's tolerance.
+    """
+    x = abs(float(x))
+    if math.isnan(x):
+        return "NaN"
+    return "< " + err(tol) if x < tol else err(x)
+
+
 def vec(v: Any, decimals: int = 4) -> str:
     """A 1-D array as ``[a, b, c]``."""
     return "[" + ", ".join(num(x, decimals) for x in np.asarray(v).ravel()) + "]"
