@@ -59,7 +59,10 @@ def within(x: Any, tol: float) -> str:
     x = abs(float(x))
     if math.isnan(x):
         return "NaN"
-    return "< " + err(tol) if x < tol else err(x)
+    if x >= tol:
+        return err(x)
+    mant, exp = f"{tol:.0e}".split("e")
+    return f"< {mant}e{int(exp)}".replace("-", MINUS)
 
 
 def vec(v: Any, decimals: int = 4) -> str:
