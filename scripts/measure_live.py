@@ -130,8 +130,15 @@ def main() -> int:
         # Control change -> tables updated, 50 changes alternating between settings that differ.
         ctx = browser.new_context(viewport={"width": 1200, "height": 900})
         page = ctx.new_page()
+        held = []   # hold the wasm download so the loading state can be photographed
+        page.route("**/pyodide/pyodide.asm.wasm", lambda route: held.append(route))
         page.goto(page_url)
-        page.screenshot(path=str(shots / "loading.png"), full_page=False)
+        page.wait_for_function("() => document.querySelector('.runtime-status').textContent.length > 0")
+        page.wait_for_timeout(300)
+        page.locator(".demo").first.screenshot(path=str(shots / "loading.png"))
+        for route in held:
+            route.continue_()
+        page.unroute("**/pyodide/pyodide.asm.wasm")
         page.wait_for_function("() => document.documentElement.dataset.runtime === 'ready'", timeout=120_000)
         section = first_section(page)
         demo = page.locator(f'.demo[data-section="{section}"]').element_handle()
@@ -142,23 +149,16 @@ def main() -> int:
         report["change_ms"] = {"section": section, "control": sel.name, "n": len(lat),
                                "p50": pct(lat, 0.5), "p95": pct(lat, 0.95), "max": max(lat)}
         page.evaluate(CHANGE_JS, [demo, {sel.name: str(sel.default)}])
-        demo.scroll_into_view_if_needed()
-        page.screenshot(path=str(shots / "ready.png"))
-        # An error state: the first number control of any section with a bad value, else a bad select value.
-        bad_done = False
-        for sname in page.eval_on_selector_all(".demo[data-section]", "els => els.map(e => e.dataset.section)"):
+        page.locator(f'.demo[data-section="{section}"]').screenshot(path=str(shots / "ready.png"))
+        # An error state: shift = 1e308 in the vocabulary demo (or the first number control anywhere).
+        names = page.eval_on_selector_all(".demo[data-section]", "els => els.map(e => e.dataset.section)")
+        for sname in sorted(names, key=lambda n: n != "vocab-ce"):
             number = next((c for c in views.sections()[sname].controls if c.kind == "number"), None)
             if number:
-                d = page.locator(f'.demo[data-section="{sname}"]').element_handle()
-                page.evaluate(CHANGE_JS, [d, {number.name: "1e308" if number.name == "shift" else ""}])
-                d.scroll_into_view_if_needed()
-                bad_done = True
+                d = page.locator(f'.demo[data-section="{sname}"]')
+                page.evaluate(CHANGE_JS, [d.element_handle(), {number.name: "1e308"}])
+                d.screenshot(path=str(shots / "error.png"))
                 break
-        if not bad_done:   # inject an impossible option to show the message
-            page.evaluate("(d) => { const s = d.querySelector('select'); const o = document.createElement('option');"
-                          " o.value = '3'; o.textContent = '3'; s.appendChild(o); }", demo)
-            page.evaluate(CHANGE_JS, [demo, {sel.name: "3"}])
-        page.screenshot(path=str(shots / "error.png"))
         ctx.close()
 
         ctx = browser.new_context(viewport={"width": 1200, "height": 900})
@@ -166,8 +166,7 @@ def main() -> int:
         page = ctx.new_page()
         page.goto(base + "zh/index.html")
         page.wait_for_function("() => document.documentElement.dataset.runtime === 'failed'", timeout=120_000)
-        page.locator(".demo").first.scroll_into_view_if_needed()
-        page.screenshot(path=str(shots / "blocked-zh.png"))
+        page.locator(".demo").first.screenshot(path=str(shots / "blocked-zh.png"))
         ctx.close()
         browser.close()
     server.shutdown()

@@ -18,11 +18,40 @@ function status(stage, detail) {
   self.postMessage({ type: "status", stage: stage, detail: detail || "" });
 }
 
+/* "download" lasts until the big runtime files have arrived, then "python" while the interpreter
+ * starts.  loadPyodide streams them itself, so watch its fetches: tee each body, count it to the
+ * end on the side, and hand Pyodide an identical Response (nothing is downloaded twice). */
+function watchDownloads(names, onDone) {
+  const realFetch = self.fetch;
+  const pending = new Set(names);
+  let done = false;
+  const finish = () => { if (!done) { done = true; onDone(); } };
+  self.fetch = async function (input, init) {
+    const resp = await realFetch(input, init);
+    const name = String(input && input.url ? input.url : input).split("?")[0].split("/").pop();
+    if (!pending.has(name) || !resp.body) return resp;
+    const [forPyodide, forCount] = resp.body.tee();
+    (async () => {
+      const reader = forCount.getReader();
+      try { while (!(await reader.read()).done) { /* count to the end */ } } catch (err) { return; }
+      pending.delete(name);
+      if (pending.size === 0) finish();
+    })();
+    return new Response(forPyodide, { status: resp.status, statusText: resp.statusText, headers: resp.headers });
+  };
+  return () => { self.fetch = realFetch; finish(); };
+}
+
 async function boot(base, wheel) {
   status("download");
   importScripts(base + "pyodide.js");
-  status("python");
-  const pyodide = await loadPyodide({ indexURL: base, stdout: () => {}, stderr: () => {} });
+  const stopWatching = watchDownloads(["pyodide.asm.wasm", "python_stdlib.zip"], () => status("python"));
+  let pyodide;
+  try {
+    pyodide = await loadPyodide({ indexURL: base, stdout: () => {}, stderr: () => {} });
+  } finally {
+    stopWatching();
+  }
   status("numpy");
   // numpy comes from the runtime's own lock file (checked against its sha256 by Pyodide).
   await pyodide.loadPackage("numpy", { messageCallback: () => {} });
