@@ -93,24 +93,10 @@ def json_script(data: Any) -> Markup:
 
 # ---------------------------------------------------------------- demo blocks
 
-def breakable(text: str) -> str | Markup:
-    """A matrix cell ``[[a, b], [c, d]]`` with each row kept on one line (``<span
-    class="vec">``), so a narrow column breaks between rows, not inside one.  The text
-    content is unchanged (the runtime may set it as plain text later)."""
-    if not (text.startswith("[[") and text.endswith("]]")):
-        return text
-    rows = text[1:-1].split("], [")
-    if len(rows) < 2:
-        return text
-    rows = [rows[0] + "]"] + ["[" + r + "]" for r in rows[1:-1]] + ["[" + rows[-1]]
-    spans = ", ".join(str(Markup('<span class="vec">{}</span>').format(r)) for r in rows)
-    return Markup("[" + spans + "]")
-
-
 def _table_cell(cell: Any, t: Translator) -> dict:
     """A body/foot cell: its content and whether it is prose (a translated sentence,
     set in the text font) or a formatted value (monospace, aligned digits)."""
-    return {"content": breakable(t.cell(cell)), "prose": isinstance(cell, dict)}
+    return {"content": t.cell(cell), "prose": isinstance(cell, dict)}
 
 
 def _attr_value(value: Any) -> str:

@@ -71,11 +71,16 @@ def vec(v: Any, decimals: int = 4) -> str:
 
 
 def mat(m: Any, decimals: int = 4) -> str:
-    """A 2-D array as ``[[a, b], [c, d]]`` (1-D arrays fall back to :func:`vec`)."""
+    """A 2-D array as numpy prints it, one row per line: ``[[a, b],\n [c, d]]``.
+
+    The line breaks are part of the text, so the build-time table, the live table
+    (set as plain text) and the CLI comparison all show the same matrix layout
+    (cells keep them with ``white-space: pre``).  1-D arrays fall back to :func:`vec`.
+    """
     m = np.asarray(m)
     if m.ndim < 2:
         return vec(m, decimals)
-    return "[" + ", ".join(vec(row, decimals) for row in m) + "]"
+    return "[" + ",\n ".join(vec(row, decimals) for row in m) + "]"
 
 
 def integer(n: Any) -> str:
