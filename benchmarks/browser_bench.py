@@ -147,13 +147,34 @@ def first_paint(browser, base: str, reps: int) -> dict:
     return block
 
 
+# Benchmark-side instrumentation (the page is not changed): timestamps of the render request
+# leaving the page and of its result arriving, to split latency into page and worker parts.
+WORKER_TAP_JS = """(() => {
+  const Native = window.Worker;
+  window.__tpTap = { sent: 0, recv: 0 };
+  function Tapped(url, opts) {
+    const w = new Native(url, opts);
+    const post = w.postMessage.bind(w);
+    w.postMessage = (msg, transfer) => {
+      if (msg && msg.type === "render") window.__tpTap.sent = performance.now();
+      return post(msg, transfer);
+    };
+    w.addEventListener("message", (ev) => {
+      if (ev.data && ev.data.type === "result") window.__tpTap.recv = performance.now();
+    });
+    return w;
+  }
+  Tapped.prototype = Native.prototype;
+  window.Worker = Tapped;
+})();"""
+
 LATENCY_JS = """async ([section, name, values, count]) => {
   const demo = document.querySelector('.demo[data-section="' + section + '"]');
   const el = demo.querySelector('form.controls [name="' + name + '"]');
   let choices = values;
   if (!choices) choices = el.tagName === "SELECT" ? Array.from(el.options).map(o => o.value) : null;
   const start = choices.indexOf(el.value);
-  const applied = [], framed = [];
+  const applied = [], framed = [], worker = [], page = [];
   let failures = 0;
   const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
   for (let i = 0; i < count; i++) {
@@ -170,13 +191,19 @@ LATENCY_JS = """async ([section, name, values, count]) => {
     if (!detail.ok) { failures++; continue; }
     applied.push(t1 - t0);
     framed.push(t2 - t0);
+    const tap = window.__tpTap;
+    if (tap && tap.sent >= t0 && tap.recv >= tap.sent) {
+      worker.push(tap.recv - tap.sent);               // request -> result message (worker + transfer)
+      page.push((t1 - t0) - (tap.recv - tap.sent));   // event handling before + applying after
+    }
   }
-  return { applied, framed, failures, choices };
+  return { applied, framed, worker, page, failures, choices };
 }"""
 
 
 def control_latency(browser, base: str, count: int) -> dict:
     ctx = browser.new_context()
+    ctx.add_init_script(WORKER_TAP_JS)
     page = ctx.new_page()
     _visit(page, base + PAGE1, ["tp-ready"])
     out = {}
@@ -185,7 +212,9 @@ def control_latency(browser, base: str, count: int) -> dict:
         page.evaluate(LATENCY_JS, [section, name, NUMBER_VALUES.get(name), 5])
         res = page.evaluate(LATENCY_JS, [section, name, NUMBER_VALUES.get(name), count])
         out[name] = {"section": section, "applied_ms": latency_summary(res["applied"]),
-                     "next_frame_ms": latency_summary(res["framed"]), "failures": res["failures"],
+                     "next_frame_ms": latency_summary(res["framed"]),
+                     "worker_ms": latency_summary(res["worker"]), "page_ms": latency_summary(res["page"]),
+                     "failures": res["failures"],
                      "values": res["choices"], "target_p95_ms": 16.0,
                      "meets_target": bool(res["applied"]) and latency_summary(res["applied"])["p95"] < 16.0}
     ctx.close()
