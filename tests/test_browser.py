@@ -322,7 +322,39 @@ def check_mlp_against_cli(live: LivePage, controls: dict, state: dict) -> int:
     return n
 
 
-CLI_CHECKS = {"mlp": check_mlp_against_cli}
+# The seed page's six logits (typed in from the seed, not read from the code under test).
+SEED_LOGITS = "[1.2,-0.5,2,0.1,1.4,-1]"
+
+
+def check_vocab_ce_against_cli(live: LivePage, controls: dict, state: dict) -> int:
+    """Merged values, the per-rank table and the per-token table against `vocab-ce --json`."""
+    out = cli("vocab-ce", "--logits", SEED_LOGITS, "--target", controls["target"], "--shards", controls["shards"],
+              "--shift", controls["shift"])
+    v = state["values"]
+    assert v["loss"] == fmt.num(out["loss"])
+    assert v["global-max"] == fmt.num(out["global_max"])
+    assert v["global-sum-exp"] == fmt.num(out["global_sum_exp"])
+    assert v["target-rank"] == f"R{out['target_rank']}"
+    assert v["abs-diff"] == fmt.err(out["abs_diff"])
+    ranks = state["tables"]["vocab-ranks"]["rows"]
+    assert len(ranks) == len(out["ranks"]) == int(controls["shards"])
+    for row, r in zip(ranks, out["ranks"]):
+        assert row[0] == f"R{r['rank']}"
+        # JSON has no infinity: masked padding logits (−∞) come back as null.
+        logits = [float("-inf") if x is None else x for x in r["logits"]]
+        local_max = float("-inf") if r["local_max"] is None else r["local_max"]   # an all-padding shard
+        assert row[2:] == [fmt.vec(logits), fmt.num(local_max), fmt.num(r["local_sum_exp"]),
+                           fmt.num(r["target_shifted"])]
+    tokens = state["tables"]["vocab-tokens"]["rows"]
+    assert [t[1:] for t in tokens] == [[f"R{t['rank']}", fmt.num(t["prob"]), fmt.num(t["grad"])]
+                                       for t in out["tokens"]]
+    return 5 + 4 * len(ranks) + 3 * len(tokens)
+
+
+CLI_CHECKS = {"mlp": check_mlp_against_cli, "vocab-ce": check_vocab_ce_against_cli}
+EXTRA_CLI_SETTINGS = {"vocab-ce": [{"shards": "3", "target": "4", "shift": "2.5"},
+                                   {"shards": "4", "target": "5", "shift": "-7.25"},
+                                   {"shards": "5", "target": "0", "shift": "1000"}]}
 
 
 def test_live_tables_equal_cli_output(live_pages):
@@ -332,12 +364,13 @@ def test_live_tables_equal_cli_output(live_pages):
         if section not in CLI_CHECKS:
             continue
         base = dict(live.static[section]["controls"])
-        for setting in [{}] + settings_for(section)[:4]:
+        for setting in [{}] + settings_for(section)[:4] + EXTRA_CLI_SETTINGS.get(section, []):
             controls = {**base, **setting}
             state = live.set(section, controls)
             checked += CLI_CHECKS[section](live, controls, state)
         live.set(section, base)
     assert checked > 0, "no section with a CLI comparison on the site"
+    assert {s for _, s in all_demos(live_pages)} >= set(CLI_CHECKS)
 
 
 def number_controls():
