@@ -15,6 +15,13 @@ if ! command -v /usr/bin/chromium >/dev/null 2>&1; then
     echo "setup: /usr/bin/chromium is missing; install Debian's chromium (apt-get install chromium)" >&2
   fi
 fi
+if ! command -v npm >/dev/null 2>&1; then   # fetch_runtime.py uses `npm pack pyodide@0.27.7`
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+  else
+    echo "setup: npm is missing; install Node.js/npm (apt-get install npm)" >&2
+  fi
+fi
 if [ -f scripts/fetch_runtime.py ]; then
   $PY scripts/fetch_runtime.py
 fi
