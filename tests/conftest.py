@@ -55,14 +55,26 @@ def _make_server(directory: Path):
 
 
 @pytest.fixture(scope="session")
-def site_url(built_site) -> str:
-    """Base URL (ending in /) of the built site served on 127.0.0.1 from a thread."""
-    server = _make_server(built_site)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+def serve_dir():
+    """Factory: serve a directory on 127.0.0.1 from a thread; returns its base URL (ending in /)."""
+    servers = []
+
+    def serve(directory: Path) -> str:
+        server = _make_server(directory)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/"
+
+    yield serve
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site, serve_dir) -> str:
+    """Base URL of the ``--runtime local`` site."""
+    return serve_dir(built_site)
 
 
 @pytest.fixture(scope="session")

@@ -531,6 +531,57 @@ def test_pydemo_runs_in_the_worker(live_pages):
         pytest.skip("no {{pydemo}} block on the site yet")
 
 
+def test_cdn_build_boots_from_the_official_cdn_url(browser, serve_dir, tmp_path_factory):
+    """``--runtime cdn``: the pages point at the official CDN and work under their CSP.
+
+    The CDN is not reachable here, so its URLs are answered from the verified local cache
+    (same files, same hashes), with the CORS header the CDN sends; nothing else may load.
+    """
+    from tpsite import runtime as rt
+    out = tmp_path_factory.mktemp("cdn") / "site"
+    proc = subprocess.run([sys.executable, str(ROOT / "build.py"), "--runtime", "cdn", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert not (out / "pyodide").exists()
+    url = serve_dir(out)
+    cache = rt.cache_dir()
+    served = []
+    mime = {".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json",
+            ".zip": "application/zip", ".whl": "application/zip"}
+
+    def from_cache(route):
+        name = route.request.url.split("?")[0].rsplit("/", 1)[-1]
+        path = cache / name
+        if not route.request.url.startswith(rt.CDN_BASE) or not path.is_file():
+            return route.abort()
+        served.append(name)
+        route.fulfill(status=200, body=path.read_bytes(),
+                      headers={"Content-Type": mime.get(path.suffix, "application/octet-stream"),
+                               "Access-Control-Allow-Origin": "*"})
+
+    ctx = browser.new_context()
+    ctx.route("https://cdn.jsdelivr.net/**", from_cache)
+    try:
+        page = ctx.new_page()
+        live = LivePage(page, "en", "index.html")
+        page.goto(f"{url}en/index.html")
+        assert page.get_attribute('meta[name="tp-pyodide"]', "content") == rt.CDN_BASE
+        page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
+        assert page.evaluate("document.documentElement.dataset.runtime") == "ready"
+        assert {"pyodide.js", "pyodide.asm.wasm", NUMPY_WHEEL_NAME} <= set(served)
+        section = live.sections()[0]
+        setting = settings_for(section)[0]
+        controls = {**live.snapshot(section)["controls"], **setting}
+        state = live.set(section, controls)
+        assert diff("cdn", state, expected(section, controls, "en")) == []
+        assert live.errors == []
+    finally:
+        ctx.close()
+
+
+NUMPY_WHEEL_NAME = "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"
+
+
 def test_no_request_left_127_0_0_1(live_pages, request_log):
     urls = request_log.urls
     assert any(u.endswith("/pyodide/pyodide.asm.wasm") for u in urls), "worker requests were not recorded"
