@@ -531,6 +531,33 @@ def test_pydemo_runs_in_the_worker(live_pages):
         pytest.skip("no {{pydemo}} block on the site yet")
 
 
+def test_controls_work_from_the_keyboard(live_pages):
+    """Tab to a select, change it with the arrow keys, Enter in a number field does not reload."""
+    live = live_pages[("en", "index.html")]
+    page = live.page
+    section = "mlp" if "mlp" in live.sections() else live.sections()[0]
+    sec = views.sections()[section]
+    select = next(c for c in sec.controls if c.kind == "select")
+    base = live.set(section, dict(live.static[section]["controls"]))
+    handle = page.locator(f'.demo[data-section="{section}"] select[name="{select.name}"]')
+    handle.focus()
+    page.keyboard.press("ArrowDown")
+    page.wait_for_function("(d) => !d.hasAttribute('aria-busy')", arg=live.demo(section))
+    state = live.snapshot(section)
+    assert state["controls"][select.name] != base["controls"][select.name]
+    assert diff("keyboard", state, expected(section, state["controls"], "en")) == []
+    live.set(section, base["controls"])
+    number = next(((s, c) for s in live.sections() for c in views.sections()[s].controls if c.kind == "number"), None)
+    if number:
+        field = page.locator(f'.demo[data-section="{number[0]}"] input[name="{number[1].name}"]')
+        url = page.url
+        field.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_function("(d) => !d.hasAttribute('aria-busy')", arg=live.demo(number[0]))
+        assert page.url.split("#")[0] == url.split("#")[0]
+        assert page.evaluate("document.documentElement.dataset.runtime") == "ready"
+
+
 def test_cdn_build_boots_from_the_official_cdn_url(browser, serve_dir, tmp_path_factory):
     """``--runtime cdn``: the pages point at the official CDN and work under their CSP.
 
