@@ -9,6 +9,7 @@ RECORD with the sha256 of every file.
 
 from __future__ import annotations
 
+import ast
 import base64
 import hashlib
 import re
@@ -46,6 +47,29 @@ def check_imports(path: Path, text: str) -> None:
             raise WheelError(f"{path} imports {mod}, which the browser runtime does not have")
 
 
+def slim_source(text: str) -> bytes:
+    """The module as the browser gets it: same code, no comments, docstrings cut.
+
+    Module docstrings keep their first line (``cli`` prints it); function and class
+    docstrings are dropped.  An AST round trip, so the code itself is unchanged; the wheel
+    (a download on every page) gets ~40 % smaller.  The readable source is src/tpmath/.
+    """
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            continue
+        if isinstance(node, ast.Module):
+            body[0].value.value = body[0].value.value.strip().split("\n")[0]
+        else:
+            del body[0]
+            if not body:
+                body.append(ast.Pass())
+    return (ast.unparse(tree) + "\n").encode("utf-8")
+
+
 def _record_hash(data: bytes) -> str:
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return f"sha256={digest}"
@@ -59,6 +83,7 @@ def wheel_entries(version: str) -> list[tuple[str, bytes]]:
         data = path.read_bytes()
         if path.suffix == ".py":
             check_imports(path, data.decode("utf-8"))
+            data = slim_source(data.decode("utf-8"))
         entries.append((f"tpmath/{path.relative_to(root).as_posix()}", data))
     dist = f"tpmath-{version}.dist-info"
     metadata = (f"Metadata-Version: 2.1\nName: tpmath\nVersion: {version}\n"
