@@ -437,48 +437,41 @@ def test_named_bad_values_are_rejected(live_pages):
 
 
 def test_url_state_round_trips_across_languages(new_context, site_url, built_site):
+    """The issue's example link: ?shards=3&target=4&shift=2.5#vocab-ce, then the language switch."""
     ctx = new_context()
-    # A demo with a number or select control, and a non-default setting for it.
-    target = None
-    for lang, name in html_files(built_site):
-        if lang != "en":
-            continue
-        html = (built_site / lang / name).read_text(encoding="utf-8")
-        for section in re.findall(r'class="demo" id="[^"]+" data-section="([^"]+)"', html):
-            setting = next(iter(settings_for(section)), None)
-            if setting:
-                target = (name, section, setting)
-                break
-        if target:
-            break
-    assert target, "no demo with a non-default setting"
-    name, section, setting = target
-    demo_id = f"demo-{section}"
+    name = next((n for l, n in html_files(built_site) if l == "en"
+                 and 'data-section="vocab-ce"' in (built_site / l / n).read_text(encoding="utf-8")), None)
+    assert name, "no page with the vocab-ce demo"
+    section, setting, anchor = "vocab-ce", {"shards": "3", "target": "4", "shift": "2.5"}, "vocab-ce"
+    query = "shards=3&target=4&shift=2.5"
     page = ctx.new_page()
     live = LivePage(page, "en", name)
-    query = "&".join(f"{k}={v}" for k, v in setting.items())
-    page.goto(f"{site_url}en/{name}?{query}#{demo_id}")
+    page.goto(f"{site_url}en/{name}?{query}#{anchor}")
+    assert page.evaluate(f"document.getElementById({anchor!r}) !== null"), "heading id vocab-ce missing"
     page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
     page.wait_for_function("(d) => !d.hasAttribute('aria-busy')", arg=live.demo(section))
     state = live.snapshot(section)
-    for k, v in setting.items():
-        assert state["controls"][k] == v
-    assert state["tables"] == expected(section, state["controls"], "en")["tables"]
+    assert {k: state["controls"][k] for k in setting} == setting
+    assert diff("url en", state, expected(section, state["controls"], "en")) == []
+    assert state["values"]["loss"] == fmt.num(cli("vocab-ce", "--logits", SEED_LOGITS, "--target", "4",
+                                                   "--shards", "3", "--shift", "2.5")["loss"])
     # The language switch carries query and hash; the other language restores the same state.
-    href = page.get_attribute("a.lang-switch", "href")
-    assert href.endswith(f"?{query}#{demo_id}") or sorted(href.split("?")[1].split("#")[0].split("&")) == \
-        sorted(query.split("&"))
+    assert page.get_attribute("a.lang-switch", "href").endswith(f"?{query}#{anchor}")
     page.click("a.lang-switch")
     page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
     page.wait_for_function("(d) => !d.hasAttribute('aria-busy')", arg=live.demo(section))
-    assert "/zh/" in page.url and page.url.endswith(f"#{demo_id}")
+    assert "/zh/" in page.url and page.url.endswith(f"?{query}#{anchor}")
     zh_state = live.snapshot(section)
     assert zh_state["controls"] == state["controls"]
-    assert zh_state["tables"] == expected(section, state["controls"], "zh")["tables"]
-    # Changing a control back to its default removes it from the URL (replaceState, no reload).
-    default = {k: str(views.defaults(section)[k]) for k in setting}
+    assert diff("url zh", zh_state, expected(section, state["controls"], "zh")) == []
+    # A change rewrites the query in place (replaceState: no reload, no new history entry) ...
     entries = page.evaluate("history.length")
-    live.set(section, default)
+    live.set(section, {"shards": "4"})
+    assert page.evaluate("location.search") == "?shards=4&target=4&shift=2.5"
+    assert page.evaluate("location.hash") == f"#{anchor}"
+    assert page.get_attribute("a.lang-switch", "href").endswith(f"?shards=4&target=4&shift=2.5#{anchor}")
+    # ... and values back at their defaults leave the query.
+    live.set(section, {k: str(v) for k, v in views.defaults(section).items()})
     assert page.evaluate("location.search") == ""
     assert page.evaluate("history.length") == entries
     assert live.errors == []

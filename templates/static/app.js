@@ -450,8 +450,23 @@
     return qs ? "?" + qs : "";
   }
 
+  /** The anchor a shared link should land on: the heading the demo belongs to (ids are equal
+   * across languages), else the demo block itself. */
+  function anchorOf(sec) {
+    if (sec.anchor === undefined) {
+      sec.anchor = sec.demo.id || "";
+      var heads = document.querySelectorAll("h2[id], h3[id], h4[id]");
+      for (var i = 0; i < heads.length; i++) {
+        if (heads[i].compareDocumentPosition(sec.demo) & Node.DOCUMENT_POSITION_FOLLOWING) sec.anchor = heads[i].id;
+        else break;
+      }
+    }
+    return sec.anchor;
+  }
+
   function writeUrl(sec) {
-    var hash = sec.demo.id ? "#" + sec.demo.id : window.location.hash;
+    var anchor = anchorOf(sec);
+    var hash = anchor ? "#" + anchor : window.location.hash;
     var url = window.location.pathname + currentQuery() + hash;
     if (url !== window.location.pathname + window.location.search + window.location.hash) {
       try { history.replaceState(history.state, "", url); } catch (err) { /* file:// etc. */ }
