@@ -426,11 +426,23 @@ def test_named_bad_values_are_rejected(live_pages):
         for name, bad in cases:
             if name not in base:
                 continue
+            # A <select> cannot hold a value outside its options: add one, as an edited page or a
+            # future free-form control would, so the value itself reaches Python.
+            live.page.evaluate("""([demo, name, value]) => { const el = demo.querySelector("form").elements[name];
+                if (el.tagName === "SELECT" && value !== "" && !Array.from(el.options).some(o => o.value === value)) {
+                  const o = document.createElement("option"); o.value = value; o.textContent = value;
+                  o.setAttribute("data-injected", ""); el.appendChild(o); } }""",
+                               [live.demo(section), name, bad])
             state = live.set(section, {**base, name: bad})
-            assert state["msg"], (section, name, bad)
+            err = expected_error(section, {**base, name: bad}, live.lang)
+            assert err is not None and state["msg"] == err.message(live.lang), (section, name, bad)
+            if bad:
+                assert bad in state["msg"] or f"{float(bad):g}" in state["msg"], state["msg"]
             assert state["invalid"] == [name]
             assert state["tables"] == before["tables"]
             seen += 1
+        live.page.evaluate("(d) => d.querySelectorAll('option[data-injected]').forEach(o => o.remove())",
+                           live.demo(section))
         live.set(section, base)
     if not seen:
         pytest.skip("no demo with shards/target/shift controls on the site yet")
