@@ -614,6 +614,23 @@ def test_cdn_build_boots_from_the_official_cdn_url(browser, serve_dir, tmp_path_
 NUMPY_WHEEL_NAME = "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"
 
 
+def test_build_without_runtime_says_so(new_context, serve_dir, tmp_path_factory):
+    """``--runtime none``: static pages that say in one sentence why nothing is live."""
+    out = tmp_path_factory.mktemp("none") / "site"
+    proc = subprocess.run([sys.executable, str(ROOT / "build.py"), "--runtime", "none", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    url = serve_dir(out)
+    page = new_context().new_page()
+    live = LivePage(page, "zh", "index.html")
+    page.goto(f"{url}zh/index.html")
+    page.wait_for_function("() => document.documentElement.dataset.runtime === 'failed'", timeout=10_000)
+    statuses = page.eval_on_selector_all(".runtime-status", "els => els.map(e => e.textContent)")
+    assert statuses and set(statuses) == {strings("zh")["runtime.none"]}
+    assert live.errors == []
+    page.close()
+
+
 def test_no_request_left_127_0_0_1(live_pages, request_log):
     urls = request_log.urls
     assert any(u.endswith("/pyodide/pyodide.asm.wasm") for u in urls), "worker requests were not recorded"

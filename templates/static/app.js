@@ -16,6 +16,18 @@
   var root = document.documentElement;
   var scriptSrc = (document.currentScript && document.currentScript.src) || "";
 
+  // ---- DOM ready ------------------------------------------------------------------------------
+  // Status callbacks can arrive before the DOM is parsed: queue them until setup() has run.
+  var isSetUp = false;
+  var readyQueue = [];
+  function onReady(fn) { if (isSetUp) fn(); else readyQueue.push(fn); }
+  function init() {
+    setup();
+    isSetUp = true;
+    var q = readyQueue; readyQueue = [];
+    q.forEach(function (fn) { fn(); });
+  }
+
   // ---- runtime: start the worker first thing --------------------------------------------------
   var worker = null;
   var runtime = "loading";
@@ -152,18 +164,6 @@
     } else if (msg.type === "output") {
       onOutput(msg);
     }
-  }
-
-  // ---- DOM ready ------------------------------------------------------------------------------
-  // Status callbacks can arrive before the DOM is parsed: queue them until setup() has run.
-  var isSetUp = false;
-  var readyQueue = [];
-  function onReady(fn) { if (isSetUp) fn(); else readyQueue.push(fn); }
-  function init() {
-    setup();
-    isSetUp = true;
-    var q = readyQueue; readyQueue = [];
-    q.forEach(function (fn) { fn(); });
   }
 
   // ---- sections and controls ------------------------------------------------------------------
