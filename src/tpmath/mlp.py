@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import TPMathError
 from .collectives import reduce_all
+from .errors import TPMathError
+from .kernels import matmul, tanh, total
 from .validate import as_array, as_dtype, as_int, check_divides, check_finite
 
 # Size limits keep the finite-difference check (2 forward passes per input
@@ -151,9 +152,9 @@ def forward_rank(X: np.ndarray, W1_r: np.ndarray, W2_r: np.ndarray) -> dict[str,
     Given stacked shards (a leading rank axis, see :func:`stack_columns`) it computes every
     rank at once, each rank still seeing only its own shard.
     """
-    Z = X @ W1_r                  # (B, F/tp)  column parallel: full X, own columns of W1
-    H = np.tanh(Z)                # (B, F/tp)  elementwise: needs no other rank's columns
-    Y_partial = H @ W2_r          # (B, D)     row parallel: a partial sum over this rank's F/tp
+    Z = matmul(X, W1_r)           # (B, F/tp)  column parallel: full X, own columns of W1
+    H = tanh(Z)                   # (B, F/tp)  elementwise: needs no other rank's columns
+    Y_partial = matmul(H, W2_r)   # (B, D)     row parallel: a partial sum over this rank's F/tp
     return {"Z": Z, "H": H, "Y_partial": Y_partial}
 
 
@@ -166,11 +167,11 @@ def backward_rank(X: np.ndarray, W1_r: np.ndarray, W2_r: np.ndarray, H: np.ndarr
     assembling the shards for comparison needs no copy).
     """
     one = np.ones((), dtype=H.dtype)
-    G_H = G_Y @ _mT(W2_r)         # (B, F/tp)  g's backward is identity: G_Y is already on every rank
-    G_W2 = _mT(H) @ G_Y           # (F/tp, D)  this rank's rows of G_W2, complete locally
+    G_H = matmul(G_Y, _mT(W2_r))  # (B, F/tp)  g's backward is identity: G_Y is already on every rank
+    G_W2 = matmul(_mT(H), G_Y)    # (F/tp, D)  this rank's rows of G_W2, complete locally
     G_Z = G_H * (one - H * H)     # (B, F/tp)  tanh'(Z) = 1 - H²
-    G_W1 = np.matmul(X.T, G_Z, out=out_G_W1)  # (D, F/tp)  own columns of G_W1, complete locally
-    G_X_partial = G_Z @ _mT(W1_r)  # (B, D)    partial: f's backward AllReduce sums it over ranks
+    G_W1 = matmul(X.T, G_Z, out=out_G_W1)     # (D, F/tp)  own columns of G_W1, complete locally
+    G_X_partial = matmul(G_Z, _mT(W1_r))  # (B, D)    partial: f's backward AllReduce sums it over ranks
     return {"G_H": G_H, "G_Z": G_Z, "G_W1": G_W1, "G_W2": G_W2, "G_X_partial": G_X_partial}
 
 
@@ -186,7 +187,7 @@ def sharded_mlp(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, tp
     fwd = forward_rank(X, W1s, W2s)                            # each (tp, B, ·)
     # g: AllReduce(sum) of the partial Y, so every rank holds the full Y and the same loss.
     Y = all_reduce_sum(list(fwd["Y_partial"]))                 # (B, D)
-    loss = np.sum(Y * G)
+    loss = total(Y * G)
     G_Y = G                       # (B, D) one logical upstream gradient, replicated, not re-summed
     G_W1 = np.empty((d, f), dtype=np.result_type(X, W1, W2, G_Y))  # (D, F) rank r writes its columns
     bwd = backward_rank(X, W1s, W2s, fwd["H"], G_Y, out_G_W1=stack_columns(G_W1, tp))  # each (tp, ·, ·)
@@ -202,13 +203,14 @@ def sharded_mlp(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, tp
 
 def reference_mlp(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray) -> dict:
     """The unsharded computation (one device), same formulas, no splitting."""
-    Z = X @ W1                    # (B, F)
-    H = np.tanh(Z)                # (B, F)
-    Y = H @ W2                    # (B, D)
+    Z = matmul(X, W1)             # (B, F)
+    H = tanh(Z)                   # (B, F)
+    Y = matmul(H, W2)             # (B, D)
     one = np.ones((), dtype=H.dtype)
-    G_H = G @ W2.T                # (B, F)
+    G_H = matmul(G, W2.T)         # (B, F)
     G_Z = G_H * (one - H * H)     # (B, F)
-    return {"Y": Y, "loss": np.sum(Y * G), "G_X": G_Z @ W1.T, "G_W1": X.T @ G_Z, "G_W2": H.T @ G}
+    return {"Y": Y, "loss": total(Y * G), "G_X": matmul(G_Z, W1.T), "G_W1": matmul(X.T, G_Z),
+            "G_W2": matmul(H.T, G)}
 
 
 def loss64(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray) -> float:
