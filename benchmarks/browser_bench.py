@@ -201,13 +201,30 @@ LATENCY_JS = """async ([section, name, values, count]) => {
 }"""
 
 
+# Calibration: a fixed amount of JavaScript work (about 1 ms on an idle core), timed in the
+# same page just before each control kind.  Its spread shows how much the machine itself
+# (other processes on the shared CPUs) stretched the latencies measured next to it.
+CALIBRATION_JS = """(count) => {
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = performance.now();
+    let x = 0;
+    for (let k = 0; k < 300000; k++) x += Math.sqrt(k + i);
+    out.push(performance.now() - t0 + (x < 0 ? 1 : 0));
+  }
+  return out;
+}"""
+
+
 def control_latency(browser, base: str, count: int) -> dict:
     ctx = browser.new_context()
     ctx.add_init_script(WORKER_TAP_JS)
     page = ctx.new_page()
     _visit(page, base + PAGE1, ["tp-ready"])
     out = {}
+    calibration = []
     for name, section in CONTROLS:
+        calibration += page.evaluate(CALIBRATION_JS, 20)
         # Warm-up: a few changes first (first calls import and cache code paths).
         page.evaluate(LATENCY_JS, [section, name, NUMBER_VALUES.get(name), 5])
         res = page.evaluate(LATENCY_JS, [section, name, NUMBER_VALUES.get(name), count])
@@ -218,6 +235,7 @@ def control_latency(browser, base: str, count: int) -> dict:
                      "values": res["choices"], "target_p95_ms": 16.0,
                      "meets_target": bool(res["applied"]) and latency_summary(res["applied"])["p95"] < 16.0}
     ctx.close()
+    out["calibration_fixed_work_ms"] = latency_summary(calibration)
     return out
 
 

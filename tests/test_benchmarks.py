@@ -51,6 +51,7 @@ def test_json_has_every_section_with_numbers(quick_run):
         lat = br["control_latency"][kind]
         assert lat["failures"] == 0
         assert lat["applied_ms"]["n"] >= 20 and lat["applied_ms"]["p50"] <= lat["applied_ms"]["p95"] <= lat["applied_ms"]["max"]
+    assert br["control_latency"]["calibration_fixed_work_ms"]["n"] == 100
     assert _positive(br["first_paint"]["ratio"]["median"])
     pages = {p["page"] for p in data["bytes"]["pages"]}
     assert {"en/index.html", "zh/index.html", "en/row-parallel.html", "zh/row-parallel.html"} <= pages
