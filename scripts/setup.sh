@@ -25,3 +25,6 @@ fi
 if [ -f scripts/fetch_runtime.py ]; then
   $PY scripts/fetch_runtime.py
 fi
+if [ -f scripts/fetch_axe.py ]; then      # axe-core for the accessibility tests (npm, sha512-pinned)
+  $PY scripts/fetch_axe.py
+fi
