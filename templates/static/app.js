@@ -8,11 +8,17 @@
  *  - results rebuild the section's tables / values / notes; TPMathError messages go to the form's
  *    .control-msg and mark the control aria-invalid; the last good tables stay.
  *  - control values live in the query string (history.replaceState); .lang-switch links carry them.
+ *  - a worker that dies after boot (an uncaught error event, or a render unanswered for
+ *    REQUEST_TIMEOUT_MS: renders take milliseconds) is replaced by a fresh one, which recomputes
+ *    the sections that were waiting; if the fresh one cannot boot, the page says so
+ *    (runtime.crashed) and keeps the last tables.  At most MAX_RESTARTS per page (no crash loop).
  */
 (function () {
   "use strict";
 
   var BOOT_TIMEOUT_MS = 60000;
+  var REQUEST_TIMEOUT_MS = 15000;
+  var MAX_RESTARTS = 2;
   var root = document.documentElement;
   var scriptSrc = (document.currentScript && document.currentScript.src) || "";
 
@@ -33,6 +39,8 @@
   var runtime = "loading";
   var stage = "download";
   var bootTimer = null;
+  var restarts = 0;
+  var restarting = false;   // a replacement worker is booting: its failure means "crashed"
 
   function metaContent(name) {
     var el = document.querySelector('meta[name="' + name + '"]');
@@ -55,13 +63,14 @@
       worker.onmessage = onWorkerMessage;
       worker.onerror = function (ev) {
         if (ev && ev.preventDefault) ev.preventDefault();
-        if (runtime === "loading") setRuntime("failed", "failed");
+        if (runtime === "loading") setRuntime("failed", restarting ? "crashed" : "failed");
+        else if (runtime === "ready") workerDied();
       };
       worker.postMessage({ type: "boot", base: absBase, wheel: absWheel });
       bootTimer = setTimeout(function () {
         if (runtime === "loading") {
           worker.terminate();
-          setRuntime("failed", "timeout");
+          setRuntime("failed", restarting ? "crashed" : "timeout");
         }
       }, BOOT_TIMEOUT_MS);
     } catch (err) {
@@ -71,6 +80,23 @@
 
   root.setAttribute("data-runtime", "loading");
   startWorker();
+
+  /** The ready worker stopped answering or threw outside a request: replace it (bounded). */
+  function workerDied() {
+    if (runtime !== "ready") return;
+    if (worker) { worker.terminate(); worker = null; }
+    if (restarts >= MAX_RESTARTS) { setRuntime("failed", "crashed"); return; }
+    restarts++;
+    restarting = true;
+    Object.keys(sections).forEach(function (sname) {   // resent once the new worker is ready
+      var sec = sections[sname];
+      clearTimeout(sec.timer);
+      if (sec.inflight !== null) { sec.inflight = null; sec.pending = true; }
+    });
+    Object.keys(pydemos).forEach(function (id) { onOutput({ id: Number(id), stdout: "", error: tr("runtime.crashed") }); });
+    setRuntime("loading", "restarting");
+    startWorker();
+  }
 
   // ---- i18n -----------------------------------------------------------------------------------
   var strings = null;
@@ -142,10 +168,12 @@
         updatePydemoButtons();
       });
     } else if (state === "ready") {
+      restarting = false;
       onReady(function () {
         setStatusText("ready");
         updatePydemoButtons();
         renderRestored();
+        Object.keys(sections).forEach(function (sname) { if (sections[sname].pending) request(sections[sname]); });
       });
     } else {
       onReady(function () { setStatusText(key); });
@@ -157,7 +185,7 @@
     if (msg.type === "status") {
       if (runtime !== "loading") return;
       if (msg.stage === "ready") setRuntime("ready");
-      else if (msg.stage === "failed") setRuntime("failed", "failed");
+      else if (msg.stage === "failed") setRuntime("failed", restarting ? "crashed" : "failed");
       else { stage = msg.stage; setRuntime("loading", msg.stage); }
     } else if (msg.type === "result") {
       onResult(msg);
@@ -194,7 +222,7 @@
       var form = demo.querySelector("form.controls");
       if (!form) continue;
       var name = demo.getAttribute("data-section");
-      var sec = { name: name, demo: demo, form: form, defaults: {}, inflight: null, pending: false };
+      var sec = { name: name, demo: demo, form: form, defaults: {}, inflight: null, pending: false, timer: null };
       controlsOf(form).forEach(function (el) {
         sec.defaults[el.name] = el.value;
         nameCount[el.name] = (nameCount[el.name] || 0) + 1;
@@ -229,17 +257,19 @@
 
   // ---- coalesced requests ---------------------------------------------------------------------
   function request(sec) {
-    if (!worker) return;
+    if (!worker || runtime !== "ready") { if (runtime === "loading") sec.pending = true; return; }
     if (sec.inflight !== null) { sec.pending = true; return; }
     sec.pending = false;
     sec.inflight = nextId++;
     sec.demo.setAttribute("aria-busy", "true");
+    sec.timer = setTimeout(workerDied, REQUEST_TIMEOUT_MS);
     worker.postMessage({ type: "render", id: sec.inflight, section: sec.name, controls: values(sec), lang: pageLang() });
   }
 
   function onResult(msg) {
     var sec = sections[msg.section];
     if (!sec || msg.id !== sec.inflight) return;
+    clearTimeout(sec.timer);
     sec.inflight = null;
     if (sec.pending) { request(sec); return; }   // stale: compute the latest state instead
     sec.demo.removeAttribute("aria-busy");

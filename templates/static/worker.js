@@ -42,15 +42,30 @@ function watchDownloads(names, onDone) {
   return () => { self.fetch = realFetch; finish(); };
 }
 
+/* Pyodide 0.27.7 only console.warn()s when pyodide.asm.wasm fails to compile (corrupt or truncated
+ * file) and loadPyodide then never settles: report that failure while loadPyodide runs (it makes
+ * exactly one instantiation call, with no fallback). */
+function watchWasm(onFail) {
+  const real = { instantiate: WebAssembly.instantiate, instantiateStreaming: WebAssembly.instantiateStreaming };
+  const wrap = (fn) => function () {
+    return fn.apply(WebAssembly, arguments).catch((err) => { onFail(err); throw err; });
+  };
+  WebAssembly.instantiate = wrap(real.instantiate);
+  if (real.instantiateStreaming) WebAssembly.instantiateStreaming = wrap(real.instantiateStreaming);
+  return () => Object.assign(WebAssembly, real);
+}
+
 async function boot(base, wheel) {
   status("download");
   importScripts(base + "pyodide.js");
   const stopWatching = watchDownloads(["pyodide.asm.wasm", "python_stdlib.zip"], () => status("python"));
+  const stopWatchingWasm = watchWasm((err) => status("failed", "pyodide.asm.wasm: " + String(err)));
   let pyodide;
   try {
     pyodide = await loadPyodide({ indexURL: base, stdout: () => {}, stderr: () => {} });
   } finally {
     stopWatching();
+    stopWatchingWasm();
   }
   status("numpy");
   // numpy comes from the runtime's own lock file (checked against its sha256 by Pyodide).

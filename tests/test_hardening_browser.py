@@ -1,0 +1,223 @@
+"""The live pages under bad conditions (issue 7, part 3): real Chromium, real Pyodide 0.27.7.
+
+- Every control of every demo, both pages, both languages, gets six bad values (empty, NaN,
+  negative, huge, non-numeric, out of range).  A ``<select>`` cannot hold a value outside its
+  options, so the value is added as an option first (an edited page, or a future free-form
+  control); a number ``<input>`` sanitises non-numbers to "" itself, and what the control then
+  holds is what Python receives.  Expected outcome from CPython ``views.render`` for exactly the
+  value the control holds: either the same ``TPMathError`` message in the page's language in the
+  form's ``.control-msg``, ``aria-invalid`` on that control and the last good tables kept, or (a
+  value that is in fact valid, e.g. a negative shift) the tables CPython computes.  The
+  non-numeric value is an HTML payload: it must come back as text, never as markup.
+- Runtime files corrupted on the wire (the wasm binary, the numpy wheel whose sha256 Pyodide
+  checks against its lock file, the tpmath wheel) -> data-runtime="failed", the build-time
+  tables, the page's sentence saying why.
+- The worker dying mid-session.  No test hook exists in the page: the test reaches the worker
+  through the DevTools protocol (Playwright's ``page.workers``), as a crash would, (1) with an
+  uncaught exception in the worker's global scope (the page gets the Worker ``error`` event) ->
+  app.js starts a fresh worker and the tables are live again; (2) with ``self.close()`` (a silent
+  death) while the next runtime download is blocked -> the next render is unanswered, after
+  app.js's request timeout the restart is tried, fails, and the page says so (runtime.crashed).
+- No request leaves 127.0.0.1 (every request of every page and worker of this module).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from test_browser import (BOOT_TIMEOUT_MS, CJK, SET_JS, LivePage, context, expected,  # noqa: F401
+                          expected_error, html_files, live_pages, strings)
+from tpmath import views
+
+pytestmark = pytest.mark.browser
+
+XSS = '<img src=x onerror="window.__tpPwned=1">'
+ADD_OPTION_JS = """([demo, name, value]) => { const el = demo.querySelector("form").elements[name];
+  if (el.tagName === "SELECT" && !Array.from(el.options).some(o => o.value === value)) {
+    const o = document.createElement("option"); o.value = value; o.textContent = value;
+    o.setAttribute("data-injected", ""); el.appendChild(o); } }"""
+INJECTED_GONE_JS = "(d) => d.querySelectorAll('option[data-injected]').forEach(o => o.remove())"
+NOT_PARSED_JS = "() => window.__tpPwned === undefined && document.querySelectorAll('img').length === 0"
+
+
+def _text(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
+def out_of_range(c) -> str:
+    """A value just outside what the control allows (selects: a number none of the options is)."""
+    if c.kind == "select":
+        nums = [float(o) for o in c.options if str(o).lstrip("-").isdigit()]
+        return _text(max(nums) * 1000 + 3) if nums else "no-such-choice"
+    if c.max is not None:
+        return _text(c.max * 2 + 1)
+    return _text(c.min / 2) if c.min and c.min > 0 else "-1"
+
+
+def bad_values(c) -> dict[str, str]:
+    return {"empty": "", "NaN": "NaN", "negative": "-1", "huge": "1e308", "non-numeric": XSS,
+            "out-of-range": out_of_range(c)}
+
+
+TRIED: dict[str, int] = {}
+
+
+def test_every_control_rejects_bad_values_in_both_languages(live_pages):
+    tried = rejected = 0
+    problems = []
+    for (lang, name), live in sorted(live_pages.items()):
+        for section in live.sections():
+            base = dict(live.static[section]["controls"])
+            good = live.set(section, base)
+            assert good["msg"] == "", (lang, section, good["msg"])
+            for c in views.sections()[section].controls:
+                for kind, bad in bad_values(c).items():
+                    live.page.evaluate(ADD_OPTION_JS, [live.demo(section), c.name, bad])
+                    state = live.set(section, {**base, c.name: bad})
+                    held = state["controls"][c.name]          # what the control really holds and sends
+                    sent = {**base, c.name: held}
+                    err = expected_error(section, sent, lang)
+                    where = f"{lang}/{name} {section}.{c.name}={bad!r} ({kind}, held {held!r})"
+                    tried += 1
+                    if err is None:                            # in fact valid: the tables follow it
+                        if state["msg"] != "" or state["invalid"] != []:
+                            problems.append(f"{where}: unexpected message {state['msg']!r}")
+                        elif state["tables"] != expected(section, sent, lang)["tables"]:
+                            problems.append(f"{where}: live tables differ from CPython")
+                        good = state
+                        continue
+                    rejected += 1
+                    if state["msg"] != err.message(lang):
+                        problems.append(f"{where}: message {state['msg']!r} != {err.message(lang)!r}")
+                    if lang == "zh" and err.zh != err.en and not CJK.search(state["msg"]):
+                        problems.append(f"{where}: message not in Chinese")
+                    if state["invalid"] != [err.field or c.name]:
+                        problems.append(f"{where}: aria-invalid on {state['invalid']}")
+                    if state["tables"] != good["tables"] or state["values"] != good["values"]:
+                        problems.append(f"{where}: the last good tables were not kept")
+                    if held == XSS and XSS not in state["msg"]:
+                        problems.append(f"{where}: the value is not quoted as text in {state['msg']!r}")
+                live.page.evaluate(INJECTED_GONE_JS, live.demo(section))
+                restored = live.set(section, base)
+                if restored["msg"] or restored["invalid"]:
+                    problems.append(f"{lang}/{name} {section}: defaults not accepted again: {restored['msg']!r}")
+        assert live.page.evaluate(NOT_PARSED_JS), f"{lang}/{name}: a control value was parsed as HTML"
+        assert live.errors == [], live.errors
+    n_controls = sum(len(views.sections()[s].controls) for live in live_pages.values() for s in live.sections())
+    assert tried == 6 * n_controls and n_controls >= 2 * 40      # every control, both languages
+    assert {lang for lang, _ in live_pages} == {"en", "zh"} and len(live_pages) >= 4
+    assert rejected > tried // 2
+    TRIED.update(tried=tried, rejected=rejected, controls=n_controls)
+    print(f"\nbad values tried in the browser: {tried} ({n_controls} control×language pairs × 6), "
+          f"rejected with a message: {rejected}")
+    assert problems == [], "\n".join(problems)
+
+
+# ---- runtime files corrupted on the wire ----------------------------------------------------------
+
+def _corrupt(data: bytes) -> bytes:
+    """Flip bytes in the middle (same length: only a hash or a decoder can notice)."""
+    mid = len(data) // 2
+    return data[:mid] + bytes(b ^ 0xFF for b in data[mid:mid + 64]) + data[mid + 64:]
+
+
+def _fulfill_with(body: bytes, served: list[str]):
+    def fulfill(route):
+        served.append(route.request.url)
+        route.fulfill(status=200, body=body, headers={
+            "Content-Type": "application/wasm" if route.request.url.endswith(".wasm") else "application/zip"})
+    return fulfill
+
+
+CORRUPTED = {   # file name -> (language of the page, what notices)
+    "pyodide.asm.wasm": ("en", "WebAssembly.instantiate"),
+    "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl": ("zh", "sha256 in pyodide-lock.json"),
+    "tpmath-0.1.0-py3-none-any.whl": ("en", "zip reader / import"),
+}
+
+
+def test_corrupted_runtime_files_leave_a_static_page_that_says_why(new_context, site_url, built_site):
+    opened = []
+    for filename, (lang, _) in CORRUPTED.items():
+        matches = list(built_site.rglob(filename))
+        assert len(matches) == 1, f"{filename} not in the built site"
+        body = _corrupt(matches[0].read_bytes())
+        ctx = new_context()
+        served: list[str] = []
+        ctx.route(f"**/{filename}", _fulfill_with(body, served))
+        page = ctx.new_page()
+        live = LivePage(page, lang, "index.html")
+        page.goto(f"{site_url}{lang}/index.html", wait_until="domcontentloaded")
+        static = {s: live.snapshot(s) for s in live.sections()}
+        opened.append((filename, live, static, served))
+    for filename, live, static, served in opened:
+        page = live.page
+        page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
+        assert served, f"{filename} was never requested"
+        assert page.evaluate("document.documentElement.dataset.runtime") == "failed", filename
+        statuses = set(page.eval_on_selector_all(".runtime-status", "els => els.map(e => e.textContent)"))
+        assert statuses == {strings(live.lang)["runtime.failed"]}, (filename, statuses)
+        for section, snap in static.items():
+            assert live.snapshot(section)["tables"] == snap["tables"], (filename, section)
+        page.close()
+
+
+# ---- the worker dying mid-session -----------------------------------------------------------------
+
+def _wait_runtime(page, state: str, timeout: int = BOOT_TIMEOUT_MS) -> None:
+    page.wait_for_function(f"() => document.documentElement.dataset.runtime === {state!r}", timeout=timeout)
+
+
+def test_worker_crash_restarts_once_then_says_so(new_context, site_url):
+    ctx = new_context()
+    page = ctx.new_page()
+    live = LivePage(page, "en", "index.html")
+    page.goto(f"{site_url}en/index.html")
+    _wait_runtime(page, "ready")
+    s = strings("en")
+    section = "mlp" if "mlp" in live.sections() else live.sections()[0]
+    base = dict(live.snapshot(section)["controls"])
+    tp = next(c for c in views.sections()[section].controls if c.kind == "select")
+    other = next(str(o) for o in tp.options if str(o) != base[tp.name])
+
+    # 1. An uncaught exception in the worker: the page gets the Worker "error" event, replaces the
+    #    worker, and the tables are live again (checked against CPython).
+    assert len(page.workers) == 1
+    first = page.workers[0]
+    with page.expect_worker(timeout=10_000):
+        first.evaluate("setTimeout(() => { throw new Error('simulated crash in the worker'); }, 0)")
+    _wait_runtime(page, "ready")
+    assert page.text_content(".runtime-status") == s["runtime.ready"]
+    state = live.set(section, {**base, tp.name: other})
+    assert state["msg"] == "" and state["tables"] == expected(section, {**base, tp.name: other}, "en")["tables"]
+    live_tables = state["tables"]
+
+    # 2. A silent death (self.close()) while the runtime cannot be downloaded again: the next
+    #    render is never answered; after the request timeout the restart is tried, fails, and the
+    #    page says so, keeping the last tables.
+    ctx.route("**/pyodide/**", lambda route: route.abort())
+    second = page.workers[-1]
+    second.evaluate("setTimeout(() => self.close(), 0)")
+    live.set(section, base)        # returns when the demo is no longer busy: here, once failed
+    _wait_runtime(page, "failed", timeout=60_000)
+    statuses = set(page.eval_on_selector_all(".runtime-status", "els => els.map(e => e.textContent)"))
+    assert statuses == {s["runtime.crashed"]}
+    after = live.snapshot(section)
+    assert after["tables"] == live_tables and not after["busy"]
+    # A further change explains that nothing can update.
+    after = live.set(section, {**base, tp.name: other})
+    assert after["msg"] == s["runtime.static"] and after["tables"] == live_tables
+    page.close()
+
+
+# ---- no request leaves 127.0.0.1 ------------------------------------------------------------------
+
+def test_no_request_leaves_127_0_0_1(live_pages, request_log, built_site):
+    """Every request of every page and worker opened through the session's contexts so far."""
+    urls = request_log.urls
+    for lang, name in html_files(built_site):
+        assert any(u.endswith(f"/{lang}/{name}") for u in urls), f"{lang}/{name} not loaded"
+    for needed in ("/pyodide/pyodide.asm.wasm", "/pyodide/python_stdlib.zip", "-py3-none-any.whl",
+                   "/pyodide/numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl", "/static/worker.js"):
+        assert any(u.split("?")[0].endswith(needed) for u in urls), f"no request for {needed}"
+    assert request_log.foreign() == [], request_log.foreign()
