@@ -25,9 +25,12 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
+
+import jinja2
 
 from . import content as content_mod
 from . import markdown_ext, mathml, render
@@ -194,6 +197,21 @@ def install_runtime(out_dir: Path, mode: str) -> tuple[str | None, str | None, d
     return base, wheel_url, csp
 
 
+def template_error(err: jinja2.TemplateError, templates: Path) -> BuildError:
+    """A Jinja error as a BuildError naming the template file and line."""
+    if isinstance(err, jinja2.TemplateSyntaxError):
+        path = err.filename or (templates / err.name if err.name else templates)
+        return BuildError(f"template error: {err.message}", display_path(Path(path)), err.lineno)
+    # Errors while rendering (an undefined name, a bad filter argument): Jinja rewrites the
+    # traceback so the innermost template frame carries the template's file and line.
+    root = templates.resolve()
+    for frame, line in reversed(list(traceback.walk_tb(err.__traceback__))):
+        path = Path(frame.f_code.co_filename)
+        if path.is_absolute() and root in path.resolve().parents:
+            return BuildError(f"template error: {err}", display_path(path), line)
+    return BuildError(f"template error: {err}", display_path(templates))
+
+
 def page_url(url: str | None, root: str) -> str:
     """A site-root-relative URL as seen from a page ``root`` levels down; absolute kept."""
     if not url:
@@ -264,7 +282,7 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
     alternates.append({"hreflang": "x-default", "href": "index.html"})
     html = env.get_template("index.html").render(
         html_lang=HTML_LANG.get(content.langs[0], content.langs[0]), langs=langs, alternates=alternates,
-        csp=csp, root="")
+        csp=csp_header({}), root="")   # the language choice runs no Python: no runtime sources
     (out / "index.html").write_text(html, encoding="utf-8")
     return count + 1
 
@@ -339,7 +357,10 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
         prepared = prepare_pages(content)
     env = render.make_env(templates)
     with timer.phase("views"):
-        compute_blocks(content, prepared, env, ROOT / "src")
+        try:
+            compute_blocks(content, prepared, env, ROOT / "src")
+        except jinja2.TemplateError as err:
+            raise template_error(err, templates) from err
     with timer.phase("markdown"):
         convert_markdown(content, prepared)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -349,8 +370,11 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
             base, wheel, csp_extra = install_runtime(tmp, runtime)
         with timer.phase("render"):
             n_static = copy_static(templates / "static", tmp)
-            n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel},
-                                 csp_header(csp_extra))
+            try:
+                n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel},
+                                     csp_header(csp_extra))
+            except jinja2.TemplateError as err:
+                raise template_error(err, templates) from err
             os.chmod(tmp, 0o755)
             swap_into(tmp, out)
     except BaseException:
