@@ -202,12 +202,16 @@ def template_error(err: jinja2.TemplateError, templates: Path) -> BuildError:
     if isinstance(err, jinja2.TemplateSyntaxError):
         path = err.filename or (templates / err.name if err.name else templates)
         return BuildError(f"template error: {err.message}", display_path(Path(path)), err.lineno)
-    # Errors while rendering (an undefined name, a bad filter argument): Jinja rewrites the
-    # traceback so the innermost template frame carries the template's file and line.
+    # Errors while rendering (an undefined name, a bad filter argument): the innermost template
+    # frame names the file; its line is the template's once Template.render has rewritten the
+    # traceback, else (a macro called from Python) the compiled code's, mapped back here.
     root = templates.resolve()
     for frame, line in reversed(list(traceback.walk_tb(err.__traceback__))):
         path = Path(frame.f_code.co_filename)
         if path.is_absolute() and root in path.resolve().parents:
+            compiled = frame.f_globals.get("__jinja_template__")
+            if compiled is not None:
+                line = compiled.get_corresponding_lineno(line)
             return BuildError(f"template error: {err}", display_path(path), line)
     return BuildError(f"template error: {err}", display_path(templates))
 
