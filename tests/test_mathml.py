@@ -184,11 +184,9 @@ CHROMIUM = "/usr/bin/chromium"
 
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
-def test_aligned_rows_line_up_in_chromium(tmp_path):
+def test_aligned_rows_line_up_in_chromium(tmp_path, browser):
     """Chromium ignores columnalign: the stylesheet must make every '=' start at the same x,
     and right-align the left-hand sides (so they end at the same x)."""
-    from playwright.sync_api import sync_playwright
-
     formulas = [
         r"\begin{aligned}W_1&=[W_{1a}\;W_{1b}],\quad W_2=\begin{bmatrix}W_{2a}\\W_{2b}\end{bmatrix},\\"
         r"H_a&=\phi(XW_{1a}),\\Y&=H_aW_{2a}+H_bW_{2b}.\end{aligned}",
@@ -201,23 +199,22 @@ def test_aligned_rows_line_up_in_chromium(tmp_path):
     page.write_text(f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
                     f'<link rel="stylesheet" href="style.css"></head><body>{body}</body></html>',
                     encoding="utf-8")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            tab = browser.new_page()
-            tab.goto(page.as_uri())
-            geometry = tab.evaluate("""() => [...document.querySelectorAll('mtable.tp-align')].map(t =>
-                [...t.children].map(tr => {
-                  const [lhs, rhs] = tr.children;
-                  const eq = [...rhs.querySelectorAll('mo')].find(m => m.textContent === '=');
-                  const kids = [...lhs.children].map(k => k.getBoundingClientRect());
-                  return {eq: eq.getBoundingClientRect().left,
-                          lhsRight: Math.max(...kids.map(r => r.right)),
-                          lhsLeft: Math.min(...kids.map(r => r.left)),
-                          cellLeft: lhs.getBoundingClientRect().left};
-                }))""")
-        finally:
-            browser.close()
+    # The session's Chromium (tests/conftest.py): a second sync_playwright in one process fails.
+    tab = browser.new_page()
+    try:
+        tab.goto(page.as_uri())
+        geometry = tab.evaluate("""() => [...document.querySelectorAll('mtable.tp-align')].map(t =>
+            [...t.children].map(tr => {
+              const [lhs, rhs] = tr.children;
+              const eq = [...rhs.querySelectorAll('mo')].find(m => m.textContent === '=');
+              const kids = [...lhs.children].map(k => k.getBoundingClientRect());
+              return {eq: eq.getBoundingClientRect().left,
+                      lhsRight: Math.max(...kids.map(r => r.right)),
+                      lhsLeft: Math.min(...kids.map(r => r.left)),
+                      cellLeft: lhs.getBoundingClientRect().left};
+            }))""")
+    finally:
+        tab.close()
     assert len(geometry) == 2
     for rows in geometry:
         eqs = [r["eq"] for r in rows]
