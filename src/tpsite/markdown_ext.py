@@ -79,6 +79,7 @@ class _TableProcessor(Treeprocessor):
     """Semantic tables: header scope, caption, horizontal-scroll wrapper."""
 
     def run(self, root: etree.Element) -> None:
+        n = 0
         for parent in list(root.iter()):
             children = list(parent)
             for idx, child in enumerate(children):
@@ -94,7 +95,14 @@ class _TableProcessor(Treeprocessor):
                         caption.append(sub)
                     child.insert(0, caption)
                     parent.remove(nxt)
-                wrap = etree.Element("div", {"class": "table-wrap"})
+                # A wide table scrolls inside its wrapper: keyboard users must be able to focus
+                # and scroll it (WCAG 2.1.1), so the wrapper is a named, focusable region.
+                n += 1
+                wrap = etree.Element("div", {"class": "table-wrap", "role": "region", "tabindex": "0"})
+                cap = child.find("caption")
+                if cap is not None:
+                    cap.set("id", f"table-caption-{n}")
+                    wrap.set("aria-labelledby", f"table-caption-{n}")
                 pos = list(parent).index(child)
                 parent.remove(child)
                 wrap.append(child)

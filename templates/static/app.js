@@ -235,6 +235,20 @@
     restoreFromUrl();
     updateLangLinks();
     setupPydemos();
+    markScrollable();
+    window.addEventListener("load", markScrollable);
+    window.addEventListener("resize", function () { clearTimeout(markScrollable.timer); markScrollable.timer = setTimeout(markScrollable, 200); });
+  }
+
+  /** A display formula or code block wider than the column scrolls sideways; keyboard users must be
+   * able to focus it to scroll (WCAG 2.1.1), so exactly the overflowing ones are tab stops (tables'
+   * wrappers always are: see templates/demo.html). */
+  function markScrollable() {
+    var els = document.querySelectorAll(".math-display, pre");
+    for (var i = 0; i < els.length; i++) {
+      if (els[i].scrollWidth > els[i].clientWidth + 1) els[i].setAttribute("tabindex", "0");
+      else els[i].removeAttribute("tabindex");
+    }
   }
 
   function sectionOf(el) {
