@@ -70,7 +70,7 @@ def _max_abs(a, b) -> float:
     return float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))))
 
 
-def bench_mlp(reps: int, dtype: str = "float32", sizes: dict = MLP_SIZES) -> dict:
+def bench_mlp(reps: int, dtype: str = "float64", sizes: dict = MLP_SIZES) -> dict:
     rng = np.random.default_rng(0)
     B, D, F, tp = sizes["batch"], sizes["d_model"], sizes["d_ff"], sizes["tp"]
     dt = np.dtype(dtype)
@@ -99,7 +99,7 @@ def bench_mlp(reps: int, dtype: str = "float32", sizes: dict = MLP_SIZES) -> dic
     return block
 
 
-def bench_vocab_ce(reps: int, dtype: str = "float32", sizes: dict = CE_SIZES) -> dict:
+def bench_vocab_ce(reps: int, dtype: str = "float64", sizes: dict = CE_SIZES) -> dict:
     rng = np.random.default_rng(1)
     V, N, tp, mult = sizes["vocab"], sizes["positions"], sizes["tp"], sizes["multiple"]
     dt = np.dtype(dtype)
@@ -126,7 +126,7 @@ def bench_vocab_ce(reps: int, dtype: str = "float32", sizes: dict = CE_SIZES) ->
     return block
 
 
-def run(quick: bool, dtype: str = "float32") -> dict:
+def run(quick: bool, dtype: str = "float64") -> dict:
     reps = 2 if quick else 7
     return {"mlp": bench_mlp(reps, dtype), "vocab_ce": bench_vocab_ce(reps, dtype), "reps": reps}
 

@@ -118,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(HERE / "results" / "latest.json"), help="JSON output file")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS),
                         help="run only these sections")
-    parser.add_argument("--dtype", default="float32", choices=("float32", "float64"),
-                        help="dtype of the core benchmarks (default float32)")
+    parser.add_argument("--dtype", default="float64", choices=("float32", "float64"),
+                        help="dtype of the core benchmarks (default float64: numpy @ with BLAS; tpmath.kernels evaluates float16/32 in a fixed, slow order)")
     args = parser.parse_args(argv)
 
     import site_bench

@@ -64,7 +64,7 @@ def test_json_has_every_section_with_numbers(quick_run):
     for key in ("mlp", "vocab_ce"):
         core = data["core"][key]
         assert _positive(core["ratio"]["median"]) and core["peak_bytes"]["subject"] > 0
-    # Correctness next to speed: the sharded results are the unsharded ones up to float32 rounding.
+    # Correctness next to speed: the sharded results are the unsharded ones up to rounding.
     assert data["core"]["mlp"]["max_abs_err"]["Y"] < 1e-3
     assert data["core"]["vocab_ce"]["max_abs_err"]["loss"] < 1e-4
     assert data["core"]["vocab_ce"]["sizes"]["padded_vocab"] == 51200   # Megatron: 50257 -> 51200 at tp 8
