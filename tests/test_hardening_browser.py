@@ -108,7 +108,7 @@ def test_every_control_rejects_bad_values_in_both_languages(live_pages):
     assert {lang for lang, _ in live_pages} == {"en", "zh"} and len(live_pages) >= 4
     assert rejected > tried // 2
     TRIED.update(tried=tried, rejected=rejected, controls=n_controls)
-    print(f"\nbad values tried in the browser: {tried} ({n_controls} control×language pairs × 6), "
+    print(f"\nbad values tried in the browser: {tried} ({n_controls} controls over both pages and languages × 6), "
           f"rejected with a message: {rejected}")
     assert problems == [], "\n".join(problems)
 
