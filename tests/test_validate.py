@@ -79,3 +79,10 @@ def test_zh_message_differs_and_is_chinese():
     with pytest.raises(TPMathError) as info:
         as_int("shards", 0, 1, 6)
     assert "超出范围" in info.value.message("zh") and "out of range" in info.value.message("en")
+
+
+@pytest.mark.parametrize("value, shown", [("1e308", "1e308"), (1e308, "1e+308"), ("  12 ", "12")])
+def test_int_out_of_range_quotes_what_was_typed(value, shown):
+    with pytest.raises(TPMathError) as info:
+        as_int("count", value, 1, 8)
+    assert str(info.value) == f"count={shown} is out of range [1, 8]"

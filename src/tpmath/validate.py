@@ -98,6 +98,7 @@ def as_int(name: str, value: Any, lo: int | None = None, hi: int | None = None) 
     if isinstance(value, (bool, np.bool_)):
         raise _err(name, f"{name}: expected an integer, got {_short(value)}",
                           f"{name}：需要整数，收到 {_short(value)}")
+    shown = value.strip() if isinstance(value, str) else value   # as typed, for messages
     if isinstance(value, str):
         text = value.strip()
         if text == "":
@@ -117,7 +118,7 @@ def as_int(name: str, value: Any, lo: int | None = None, hi: int | None = None) 
     value = int(value)
     if lo is not None and value < lo or hi is not None and value > hi:
         rng = f"[{lo if lo is not None else '-∞'}, {hi if hi is not None else '∞'}]"
-        raise _err(name, f"{name}={value} is out of range {rng}", f"{name}={value} 超出范围 {rng}")
+        raise _err(name, f"{name}={shown} is out of range {rng}", f"{name}={shown} 超出范围 {rng}")
     return value
 
 
