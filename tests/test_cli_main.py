@@ -33,3 +33,23 @@ def test_json_is_one_object():
     assert len(out.stdout.strip().splitlines()) == 1
     data = json.loads(out.stdout)
     assert data["outputs"] == [[4.0, 6.0], [4.0, 6.0]]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("collective", "all-reduce", "--inputs", "[[1e308],[1e308]]"), "overflows"),
+    (("collective", "all-reduce", "--op", "prod", "--inputs", "[[1e200],[1e200]]"), "overflows"),
+    (("row-linear", "--tp", "1", "--x", "[[1e200,1e200]]", "--a", "[[1e200],[1e200]]", "--dy", "[[1]]"), "overflows"),
+    (("dp-tp", "--tp", "1", "--dp", "1", "--batch", "1", "--d-model", "1", "--d-ff", "1", "--seed", "20"), "all zero"),
+    (("comm-cost", "--batch", "1e30", "--seq", "1", "--hidden", "8", "--tp", "2"), "out of range"),
+])
+def test_overflow_and_degenerate_inputs_are_errors_not_nulls(args, needle):
+    """Found in review: these used to print null (NaN/inf) with numpy warnings on stderr."""
+    out = run(*args, "--json")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: ") and needle in out.stderr, out.stderr
+
+
+def test_negative_numbers_as_option_values():
+    out = run("vocab-ce", "--shift", "-1e4", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["shift"] == -1e4

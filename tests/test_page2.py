@@ -93,7 +93,7 @@ def test_row_linear_tables_equal_numpy(c):
     assert out["tables"]["col-ranks"]["foot"][1][-1] == fmt.mat(Y)
     inputs = cells(out["tables"]["row-inputs"])
     assert inputs == [["X", f"({c['batch']}, {D})", fmt.mat(X)], ["A", f"({D}, {O})", fmt.mat(A)]]
-    assert out["values"]["row-max-abs-err"] in ("< 1e-15", fmt.err(np.max(np.abs(partial_sum - Y))))
+    assert out["values"]["row-max-abs-err"] in ("< 1e\u221215", fmt.err(np.max(np.abs(partial_sum - Y))))
     note = out["notes"]["row-linear-comm"]["args"]
     assert note == {"tp": str(tp), "row_fwd": fmt.integer(c["batch"] * O),
                     "col_fwd": fmt.integer(c["batch"] * O), "col_bwd": fmt.integer(c["batch"] * D)}

@@ -215,7 +215,7 @@ def test_collective_tables(name, n, op, root):
     red = expected_collective("all-reduce", xs, op, root)[0]
     for r, row in enumerate(rows(res, "rs-ag")):
         assert row[1:4] == [fmt.vec(np.split(red, n)[r]), fmt.vec(red), fmt.vec(red)]
-        assert row[4] == "< 1e-15"
+        assert row[4] == "< 1e\u221215"
 
 
 def test_collective_seed_alltoall():

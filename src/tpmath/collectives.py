@@ -34,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import TPMathError
-from .validate import as_array, as_choice, as_int, parse_json
+from .validate import as_array, as_choice, as_int, check_finite, parse_json
 
 NAMES = ("all-reduce", "reduce", "broadcast", "all-gather", "reduce-scatter",
          "all-to-all", "gather", "scatter")
@@ -47,7 +47,7 @@ NCCL_NAMES = {
     "gather": "Gather", "scatter": "Scatter",
 }
 
-_BINARY = {"sum": np.add, "avg": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
+BINARY_OPS = {"sum": np.add, "avg": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
 
 
 def as_inputs(value: Any, name: str = "inputs") -> list[np.ndarray]:
@@ -118,7 +118,7 @@ def _split(buf: np.ndarray, n: int, what: str) -> list[np.ndarray]:
 
 def reduce_all(bufs: Sequence[np.ndarray], op: str) -> np.ndarray:
     """op(x_0, …, x_{n−1}) elementwise, folded in rank order; avg = sum / n (ncclAvg)."""
-    out = _fold(_BINARY[op], [np.asarray(b) for b in bufs])
+    out = _fold(BINARY_OPS[op], [np.asarray(b) for b in bufs])
     out = np.array(out, copy=True)
     if op == "avg":
         out = out / len(bufs)  # ncclAvg: sum, then divide by the number of ranks
@@ -140,7 +140,11 @@ def collective(name: str, inputs: Any, op: str = "sum", root: int = 0) -> list[n
         raise TPMathError(
             f"op: avg on integer dtype {bufs[0].dtype} would truncate; pass a float dtype",
             f"op：整数 dtype {bufs[0].dtype} 上的 avg 会截断；请使用浮点 dtype", field="op")
-    return _RUN[name](bufs, op, root)
+    with np.errstate(over="ignore", invalid="ignore"):   # reported just below, as an error
+        outputs = _RUN[name](bufs, op, root)
+    # A reduction of finite inputs can still overflow (1e308 + 1e308): never hand back inf/NaN.
+    check_finite(bufs[0].dtype.name, {f"output of rank {r}": o for r, o in enumerate(outputs)}, field="inputs")
+    return outputs
 
 
 def _all_reduce(bufs, op, root):

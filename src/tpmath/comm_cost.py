@@ -136,12 +136,13 @@ def comm_cost(batch: Any, seq: Any, hidden: Any, tp: Any, dtype_bytes: Any = 2, 
     (10⁹ bit/s; e.g. 300 GB/s NVLink per direction = 2400); ``tflops`` the
     sustained dense throughput per GPU in 10¹² FLOP/s.
     """
-    B = as_int("batch", batch, 1)
-    L = as_int("seq", seq, 1)
-    H = as_int("hidden", hidden, 1)
+    # Generous upper bounds (far above any real model) keep every product exact in float64.
+    B = as_int("batch", batch, 1, 1_000_000)
+    L = as_int("seq", seq, 1, 10_000_000)
+    H = as_int("hidden", hidden, 1, 1_000_000)
     n = as_int("tp", tp, 1, 4096)
     K = as_int("dtype_bytes", dtype_bytes, 1, 8)
-    N = as_int("layers", layers, 1)
+    N = as_int("layers", layers, 1, 10_000)
     check_divides(n, H, "tp", "hidden")   # Megatron splits heads and the 4H MLP by tp
     elements = B * L * H                  # one (B, L, H) activation
     per_layer = _rows(TP_COLLECTIVES, elements, n, K)

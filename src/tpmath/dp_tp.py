@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import TPMathError
 from .mlp import MAX_BATCH, MAX_D_FF, MAX_D_MODEL, all_reduce_sum, reference_mlp, sharded_mlp
 from .validate import as_int, check_divides
 
@@ -90,7 +91,16 @@ def compare(grads: dict, ref: dict) -> tuple[float, float]:
     """Max abs error vs the reference and the least-squares scale s (grads ≈ s·ref)."""
     v = np.concatenate([grads["G_W1"].ravel(), grads["G_W2"].ravel()])
     r = np.concatenate([ref["G_W1"].ravel(), ref["G_W2"].ravel()])
-    return float(np.max(np.abs(v - r))), float(v @ r / (r @ r))
+    rr = float(r @ r)
+    if rr == 0.0:
+        # An all-zero reference gradient has no scale to compare against: every variant
+        # that is also zero is "right" by any factor.  Reject rather than show NaN.
+        raise TPMathError(
+            "the reference weight gradient is all zero for these inputs (try another seed or size); "
+            "the variants' scale factor is undefined",
+            "在这组输入下，参考权重梯度全为零（请换一个 seed 或尺寸），各变体的缩放系数没有定义",
+            field="seed")
+    return float(np.max(np.abs(v - r))), float(v @ r / rr)
 
 
 def run_dp_tp(tp: Any = 2, dp: Any = 2, seed: Any = 0, batch: Any = 2, d_model: Any = 2,

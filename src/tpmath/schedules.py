@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from .collectives import NAMES, as_inputs, reduce_all
+from .collectives import BINARY_OPS, NAMES, as_inputs
 from .validate import as_choice, as_int
 
 ALGORITHMS = ("ring", "tree")
@@ -158,7 +158,7 @@ def simulate_ring_all_reduce(inputs: Any, op: str = "sum") -> dict:
     n, count = len(bufs), bufs[0].size
     work = [b.astype(np.result_type(b.dtype, np.float64) if op == "avg" else b.dtype) for b in bufs]
     bounds = chunk_bounds(count, n)
-    combine = {"sum": np.add, "avg": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}[op]
+    combine = BINARY_OPS[op]
     snapshots = []
     for step in ring_steps(n, count):
         sent = [(t, work[t["src"]][slice(*bounds[t["chunk"]])].copy()) for t in step["transfers"]]
@@ -230,7 +230,7 @@ def simulate_tree_all_reduce(inputs: Any, op: str = "sum") -> dict:
     bufs = [b.reshape(-1) for b in bufs]  # (count,) per rank
     n, count = len(bufs), bufs[0].size
     work = [b.astype(np.result_type(b.dtype, np.float64) if op == "avg" else b.dtype) for b in bufs]
-    combine = {"sum": np.add, "avg": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}[op]
+    combine = BINARY_OPS[op]
     snapshots = []
     for step in tree_steps(n, count):
         sent = [(t, work[t["src"]].copy()) for t in step["transfers"]]
@@ -250,8 +250,3 @@ def all_reduce_schedule(n: int, count: int, elem_bytes: int = 4, algorithm: str 
     """``ring_all_reduce`` or ``tree_all_reduce`` by name."""
     algorithm = as_choice("algorithm", algorithm, ALGORITHMS)
     return (ring_all_reduce if algorithm == "ring" else tree_all_reduce)(n, count, elem_bytes)
-
-
-def reduce_all_reference(inputs: Any, op: str = "sum") -> np.ndarray:
-    """The logical AllReduce result (for comparisons)."""
-    return reduce_all(as_inputs(inputs), op)

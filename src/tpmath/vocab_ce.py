@@ -160,25 +160,6 @@ def _targets(target: Any, V: int, N: int, two_d: bool, ignore_index: int) -> np.
 # Building blocks (one entry per rank)
 # ---------------------------------------------------------------------------------------------
 
-def _all_reduce(parts: list[np.ndarray], op: str) -> np.ndarray:
-    """The AllReduce result every rank receives (SUM accumulated in rank order, or MAX)."""
-    return reduce_all(parts, op)
-
-
-def shard_vocab(Z: np.ndarray, ranges: list[tuple[int, int]], V: int) -> list[np.ndarray]:
-    """Split (N, V) logits into per-rank (N, K) shards; padding ids are masked with −inf."""
-    N = Z.shape[0]
-    Vp = ranges[-1][1]
-    padded = np.full((N, Vp), -np.inf, dtype=Z.dtype)       # (N, Vp)
-    padded[:, :V] = Z
-    return [padded[:, a:b].copy() for a, b in ranges]         # each (N, K)
-
-
-def _real_mask(ranges: list[tuple[int, int]], V: int) -> list[np.ndarray]:
-    """Per rank, a boolean (K,) marking real (non-padding) ids."""
-    return [np.arange(a, b) < V for a, b in ranges]
-
-
 def reference_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float) -> dict:
     """Unsharded log-softmax cross-entropy in Z's dtype (PyTorch's definition, mean reduction).
 
@@ -257,7 +238,7 @@ def sharded_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
 
     # Step 1: local max, then AllReduce(MAX) so all ranks subtract the same m (stability).
     local_max = list(padded.reshape(N, tp, K).max(axis=2).T)   # each (N,); −inf on an all-padding rank
-    m = _all_reduce(local_max, "max")                          # (N,)
+    m = reduce_all(local_max, "max")                          # (N,)
     shifted = padded - m[:, None]                              # (N, Vp); padding stays −inf
     shifted_r = [shifted[:, a:b] for a, b in ranges]           # each (N, K)
     # Step 2: the target's shifted logit lives on exactly one rank; the others contribute 0,
@@ -266,11 +247,11 @@ def sharded_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
     t_stack = np.zeros((tp, N), dtype=dt)                      # (tp, N)
     t_stack[owner[counted], rows[counted]] = shifted[rows[counted], y[counted]]
     t_local = list(t_stack)                                    # each (N,)
-    t = _all_reduce(t_local, "sum")                            # (N,)
+    t = reduce_all(t_local, "sum")                            # (N,)
     # Step 3: local Σ exp, AllReduce(SUM) gives the softmax denominator on every rank.
     prob = np.exp(shifted)                                     # (N, Vp); exp(−inf) = 0
     local_sum_exp = list(prob.reshape(N, tp, K).sum(axis=2).T)  # each (N,)
-    s = _all_reduce(local_sum_exp, "sum")                      # (N,)
+    s = reduce_all(local_sum_exp, "sum")                      # (N,)
     log_s = np.log(s)                                          # (N,)
     nll = log_s - t                                            # (N,)
     comm = [{"phase": "forward", "collective": "all-reduce (max)", "elements": N},
@@ -282,7 +263,7 @@ def sharded_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
         # one more AllReduce(SUM) of the local sums over real ids.
         real_shifted = np.where(real[None, :], shifted, dt.type(0))            # (N, Vp)
         local_sum_shifted = list(real_shifted.reshape(N, tp, K).sum(axis=2).T)  # each (N,)
-        sum_shifted = _all_reduce(local_sum_shifted, "sum")                  # (N,)
+        sum_shifted = reduce_all(local_sum_shifted, "sum")                  # (N,)
         smooth = (dt.type(V) * log_s - sum_shifted) / dt.type(V)             # (N,) (1/V) Σ −log p_k
         per = dt.type(1 - eps) * nll + dt.type(eps) * smooth
         comm.append({"phase": "forward", "collective": "all-reduce (sum)", "elements": N})
@@ -470,7 +451,7 @@ def run_vocab_parallel_head(hidden: Any = None, W_out: Any = None, target: Any =
                       "grad_W": (Hm.T @ g)[:, : max(0, min(b, V) - a)],     # (H, K_real) local
                       "grad_hidden_partial": g @ W_r.T})                   # (N, H) partial
     # The hidden state feeds every shard, so its gradient is the sum of the shards' partials.
-    grad_hidden = _all_reduce([rk["grad_hidden_partial"] for rk in ranks], "sum")   # (N, H)
+    grad_hidden = reduce_all([rk["grad_hidden_partial"] for rk in ranks], "sum")   # (N, H)
     grad_W = np.concatenate([rk["grad_W"] for rk in ranks], axis=1)                 # (H, V)
 
     # Unsharded reference: the full-vocab CE gradient through the whole W_out.

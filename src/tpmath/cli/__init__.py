@@ -13,6 +13,8 @@ import importlib
 import json
 import sys
 
+import numpy as np
+
 from ..errors import TPMathError
 from ..jsonio import to_jsonable
 
@@ -47,6 +49,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """``--shift -1e4`` → ``--shift=-1e4``: argparse would take ``-1e4`` for an option.
+
+    (argparse only recognises plain negative numbers like ``-3`` or ``-0.5`` as values.)
+    """
+    out: list[str] = []
+    for tok in argv:
+        prev = out[-1] if out else ""
+        if tok.startswith("-") and prev.startswith("--") and "=" not in prev and _is_number(tok):
+            out[-1] = f"{prev}={tok}"
+        else:
+            out.append(tok)
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return the process exit status (0 ok, 2 bad input)."""
     argv = sys.argv[1:] if argv is None else argv
@@ -57,10 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         if argv[0] in ("-h", "--help"):
             parser.print_help()
             return 0
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_join_negative_values(argv))
         if args.command is None:
             raise TPMathError("no command given; run `python -m tpmath --help`")
-        result = to_jsonable(args._run(args))
+        # Overflow and invalid operations are detected and reported by the core itself
+        # (TPMathError); numpy's RuntimeWarnings would only add noise before the error line.
+        with np.errstate(all="ignore"):
+            result = to_jsonable(args._run(args))
     except TPMathError as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2

@@ -31,6 +31,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from ..errors import TPMathError
 
 # One module per page area; each defines SECTIONS.
@@ -98,7 +100,8 @@ def render(section: str, controls: dict | None = None, lang: str = "en") -> dict
     for key, value in (controls or {}).items():
         if key in values:
             values[key] = value
-    result = sec.render(values, lang)
+    with np.errstate(all="ignore"):   # overflow is checked by the core and raised as TPMathError
+        result = sec.render(values, lang)
     result.setdefault("tables", {})
     result.setdefault("values", {})
     result.setdefault("notes", {})

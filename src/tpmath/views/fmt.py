@@ -3,7 +3,7 @@
 Build-time tables (CPython) and live tables (Pyodide/WebAssembly) call these
 same functions.  WebAssembly's libm may differ from glibc in the last bits, so
 the rule shows 4 decimals (trailing zeros trimmed) for ordinary values and
-collapses errors below 1e-15 to "< 1e-15": the two runtimes then print the
+collapses errors below 1e-15 to "< 1e−15": the two runtimes then print the
 same strings.  Negative numbers use the typographic minus (U+2212).
 """
 
@@ -39,12 +39,12 @@ def num(x: Any, decimals: int = 4) -> str:
 
 
 def err(x: Any) -> str:
-    """An error or difference: "< 1e-15" below the noise floor, else 2 significant digits."""
+    """An error or difference: "< 1e−15" below the noise floor, else 2 significant digits."""
     x = abs(float(x))
     if math.isnan(x):
         return "NaN"
     if x < TINY:
-        return "< 1e-15"
+        return "< 1e\u221215"
     mant, exp = f"{x:.1e}".split("e")
     return f"{mant}e{int(exp)}".replace("-", MINUS)
 
