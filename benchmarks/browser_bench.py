@@ -249,7 +249,7 @@ def run(site: Path, quick: bool) -> dict:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
             try:
                 result = {
-                    "first_paint": first_paint(browser, base, 3 if quick else 10),
+                    "first_paint": first_paint(browser, base, 3 if quick else 20),
                     "time_to_live": time_to_live(browser, base, 2 if quick else 5),
                     "control_latency": control_latency(browser, base, 20 if quick else 100),
                 }
