@@ -53,3 +53,16 @@ def test_negative_numbers_as_option_values():
     out = run("vocab-ce", "--shift", "-1e4", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["shift"] == -1e4
+
+
+def test_section_module_table_matches_the_modules():
+    """views.SECTION_MODULES (lazy imports in the browser) names the module defining each section."""
+    import importlib
+
+    from tpmath import views
+    found = {}
+    for mod_name in views.VIEW_MODULES:
+        for name in importlib.import_module(f"tpmath.views.{mod_name}").SECTIONS:
+            found[name] = mod_name
+    assert found == views.SECTION_MODULES
+    assert set(views.sections()) == set(found)

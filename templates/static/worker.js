@@ -75,7 +75,7 @@ async function boot(base, wheel) {
   if (!resp.ok) throw new Error("tpmath wheel: HTTP " + resp.status);
   pyodide.unpackArchive(await resp.arrayBuffer(), "wheel");
   // Import everything now so the first render does not pay for it.
-  pyodide.runPython("import json, numpy, tpmath.views\ntpmath.views.sections()");
+  pyodide.runPython("import json, numpy, tpmath.views");   // view modules load on first use
   renderJson = pyodide.pyimport("tpmath.views").render_json;
   status("ready", "numpy " + pyodide.runPython("numpy.__version__"));
   return pyodide;

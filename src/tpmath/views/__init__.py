@@ -38,6 +38,18 @@ from ..errors import TPMathError
 # One module per page area; each defines SECTIONS.
 VIEW_MODULES = ("mlp", "backward", "collectives", "vocab", "row", "comm")
 
+# Which module defines each section, so a render imports only the module it needs (in the
+# browser, importing every view module from source at boot costs a noticeable part of a
+# second).  :func:`sections` checks this table against the modules' SECTIONS.
+SECTION_MODULES = {
+    "mlp": "mlp",
+    "backward": "backward", "dp-tp": "backward", "precision": "backward",
+    "collectives": "collectives", "mismatch": "collectives", "ring": "collectives",
+    "vocab-ce": "vocab", "vocab-extras": "vocab",
+    "row-linear": "row", "row-backward": "row", "row-pairing": "row",
+    "comm-cost": "comm",
+}
+
 
 @dataclass(frozen=True)
 class Control:
@@ -76,7 +88,12 @@ def sections() -> dict[str, Section]:
         for name, sec in getattr(mod, "SECTIONS", {}).items():
             if name in out:
                 raise RuntimeError(f"section {name!r} defined twice")
+            if SECTION_MODULES.get(name) != mod_name:
+                raise RuntimeError(f"section {name!r} of views/{mod_name}.py: SECTION_MODULES says "
+                                   f"{SECTION_MODULES.get(name)!r}")
             out[name] = sec
+    if set(out) != set(SECTION_MODULES):
+        raise RuntimeError(f"SECTION_MODULES lists sections no module defines: {set(SECTION_MODULES) - set(out)}")
     return out
 
 
@@ -86,11 +103,12 @@ def defaults(section: str) -> dict:
 
 
 def _section(name: str) -> Section:
-    table = sections()
-    if name not in table:
-        raise TPMathError(f"unknown section {name!r}; known: {', '.join(sorted(table))}",
-                          f"未知的演示 {name!r}；可用：{', '.join(sorted(table))}")
-    return table[name]
+    """The section ``name``, importing only the module that defines it."""
+    mod_name = SECTION_MODULES.get(name) if isinstance(name, str) else None
+    if mod_name is None:
+        known = ", ".join(sorted(SECTION_MODULES))
+        raise TPMathError(f"unknown section {name!r}; known: {known}", f"未知的演示 {name!r}；可用：{known}")
+    return importlib.import_module(f".{mod_name}", __name__).SECTIONS[name]
 
 
 def render(section: str, controls: dict | None = None, lang: str = "en") -> dict:
