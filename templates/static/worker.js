@@ -57,6 +57,12 @@ function watchWasm(onFail) {
 
 async function boot(base, wheel) {
   status("download");
+  // The tpmath wheel (a few tens of KB) downloads while the runtime boots.
+  const wheelBytes = fetch(wheel).then((resp) => {
+    if (!resp.ok) throw new Error("tpmath wheel: HTTP " + resp.status);
+    return resp.arrayBuffer();
+  });
+  wheelBytes.catch(() => {});   // reported below, where it is awaited
   importScripts(base + "pyodide.js");
   const stopWatching = watchDownloads(["pyodide.asm.wasm", "python_stdlib.zip"], () => status("python"));
   const stopWatchingWasm = watchWasm((err) => status("failed", "pyodide.asm.wasm: " + String(err)));
@@ -71,11 +77,9 @@ async function boot(base, wheel) {
   // numpy comes from the runtime's own lock file (checked against its sha256 by Pyodide).
   await pyodide.loadPackage("numpy", { messageCallback: () => {} });
   // The tpmath wheel: a pure-Python wheel built by build.py; unpack it into site-packages.
-  const resp = await fetch(wheel);
-  if (!resp.ok) throw new Error("tpmath wheel: HTTP " + resp.status);
-  pyodide.unpackArchive(await resp.arrayBuffer(), "wheel");
-  // Import everything now so the first render does not pay for it.
-  pyodide.runPython("import json, numpy, tpmath.views");   // view modules load on first use
+  pyodide.unpackArchive(await wheelBytes, "wheel");
+  // numpy is imported now (the bare-boot cost); each view module is imported by its first render.
+  pyodide.runPython("import json, numpy, tpmath.views");
   renderJson = pyodide.pyimport("tpmath.views").render_json;
   status("ready", "numpy " + pyodide.runPython("numpy.__version__"));
   return pyodide;
