@@ -351,15 +351,63 @@ def check_vocab_ce_against_cli(live: LivePage, controls: dict, state: dict) -> i
     return 5 + 4 * len(ranks) + 3 * len(tokens)
 
 
-CLI_CHECKS = {"mlp": check_mlp_against_cli, "vocab-ce": check_vocab_ce_against_cli}
+def check_collectives_against_cli(live: LivePage, controls: dict, state: dict) -> int:
+    """The `collective` table against `collective NAME --inputs … --op … --root …`.
+
+    The inputs follow the rule the page states (typed in here, not read from the code under
+    test): rank r holds 10^r·[1, 2, …, L], L = 4 when n divides 4, else 6.
+    """
+    n = int(controls["ranks"])
+    length = 4 if 4 % n == 0 else 6
+    inputs = [[float(i * 10 ** r) for i in range(1, length + 1)] for r in range(n)]
+    out = cli("collective", controls["collective"], "--inputs", json.dumps(inputs), "--op", controls["op"],
+              "--root", controls["root"])
+    nothing = strings(live.lang)["label.nothing"]
+    rows = state["tables"]["collective"]["rows"]
+    assert len(rows) == n
+    for r, row in enumerate(rows):
+        want_out = nothing if out["outputs"][r] is None else fmt.vec(out["outputs"][r])
+        assert row == [f"R{r}", fmt.vec(inputs[r]), want_out], (controls, r)
+    return 2 * n
+
+
+def _matrix(text: str) -> list:
+    """A matrix cell as shown (fmt.mat: typographic minus, one row per line) back to numbers."""
+    return json.loads(text.replace("\u2212", "-"))
+
+
+def check_row_linear_against_cli(live: LivePage, controls: dict, state: dict) -> int:
+    """`row-ranks` against `row-linear --tp N --x X --a A` for the X and A the page shows.
+
+    X and A are the demo's inputs (seeded random numbers rounded to one decimal); the shards,
+    partial sums, AllReduce and reference are recomputed by the CLI in another process.
+    """
+    shown = {row[0]: _matrix(row[2]) for row in state["tables"]["row-inputs"]["rows"]}
+    out = cli("row-linear", "--tp", controls["tp"], "--x", json.dumps(shown["X"]), "--a", json.dumps(shown["A"]))
+    table = state["tables"]["row-ranks"]
+    assert len(table["rows"]) == int(controls["tp"])
+    for row, r in zip(table["rows"], out["ranks"]):
+        assert row == [f"R{r['rank']}", fmt.mat(r["X_shard"]), fmt.mat(r["A_shard"]), fmt.mat(r["Y_partial"])]
+    assert table["foot"][0][-1] == fmt.mat(out["Y"])
+    assert table["foot"][1][-1] == fmt.mat(out["reference"]["Y"])
+    assert table["foot"][2][-1] == fmt.err(out["max_abs_err"]["Y"])
+    return 3 * len(table["rows"]) + 3
+
+
+CLI_CHECKS = {"mlp": check_mlp_against_cli, "vocab-ce": check_vocab_ce_against_cli,
+              "collectives": check_collectives_against_cli, "row-linear": check_row_linear_against_cli}
 EXTRA_CLI_SETTINGS = {"vocab-ce": [{"shards": "3", "target": "4", "shift": "2.5"},
                                    {"shards": "4", "target": "5", "shift": "-7.25"},
-                                   {"shards": "5", "target": "0", "shift": "1000"}]}
+                                   {"shards": "5", "target": "0", "shift": "1000"}],
+                      "collectives": [{"collective": "reduce-scatter", "ranks": "4", "op": "max"},
+                                      {"collective": "gather", "ranks": "3", "root": "2"},
+                                      {"collective": "all-to-all", "ranks": "4"}],
+                      "row-linear": [{"tp": "4", "batch": "3", "d_in": "8", "d_out": "4", "seed": "7"}]}
 
 
 def test_live_tables_equal_cli_output(live_pages):
     """The independent comparison: another process runs `python -m tpmath … --json`."""
-    checked = 0
+    checked = dict.fromkeys(CLI_CHECKS, 0)
     for live, section in all_demos(live_pages):
         if section not in CLI_CHECKS:
             continue
@@ -367,9 +415,10 @@ def test_live_tables_equal_cli_output(live_pages):
         for setting in [{}] + settings_for(section)[:4] + EXTRA_CLI_SETTINGS.get(section, []):
             controls = {**base, **setting}
             state = live.set(section, controls)
-            checked += CLI_CHECKS[section](live, controls, state)
+            assert state["msg"] == "", (section, controls, state["msg"])
+            checked[section] += CLI_CHECKS[section](live, controls, state)
         live.set(section, base)
-    assert checked > 0, "no section with a CLI comparison on the site"
+    assert all(n > 0 for n in checked.values()), checked
     assert {s for _, s in all_demos(live_pages)} >= set(CLI_CHECKS)
 
 
