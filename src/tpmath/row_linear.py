@@ -90,6 +90,15 @@ def _inputs(X: Any, A: Any, dY: Any, bias: Any) -> tuple[np.ndarray, np.ndarray,
     return X, A, dY, bias
 
 
+def _prepare(X: Any, A: Any, dY: Any, bias: Any, tp: Any, split: str) -> tuple:
+    """Validated inputs, tp, and the shard width k of the split dim (``d_in`` rows / ``d_out`` columns of A)."""
+    X, A, dY, bias = _inputs(X, A, dY, bias)
+    tp = as_int("tp", tp, lo=1, hi=MAX_TP)
+    size = A.shape[0] if split == "d_in" else A.shape[1]
+    check_divides(tp, size, "tp", split)   # Megatron requires equal shards
+    return X, A, dY, bias, tp, size // tp
+
+
 def _reference(X: np.ndarray, A: np.ndarray, dY: np.ndarray, bias: np.ndarray | None) -> dict:
     """The unsharded layer: Y = X A + b, dX = dY Aᵀ, dA = Xᵀ dY, db = Σ_batch dY."""
     Y = X @ A + (bias if bias is not None else 0.0)
@@ -106,12 +115,8 @@ def _errors(got: dict, ref: dict) -> dict:
 
 def run_row_linear(X: Any = None, A: Any = None, dY: Any = None, tp: Any = 2, bias: Any = None) -> dict:
     """Row-parallel linear: X split along D, A along its rows; AllReduce of the partial Y."""
-    X, A, dY, bias = _inputs(X, A, dY, bias)
-    tp = as_int("tp", tp, lo=1, hi=MAX_TP)
-    B, D = X.shape
-    O = A.shape[1]
-    check_divides(tp, D, "tp", "d_in")
-    k = D // tp
+    X, A, dY, bias, tp, k = _prepare(X, A, dY, bias, tp, split="d_in")
+    (B, D), O = X.shape, A.shape[1]
     X_r = [X[:, r * k:(r + 1) * k] for r in range(tp)]       # each (B, D/tp) input_is_parallel
     A_r = [A[r * k:(r + 1) * k, :] for r in range(tp)]       # each (D/tp, O) rows of A
     Y_partial = [x @ a for x, a in zip(X_r, A_r)]             # each (B, O) partial sums
@@ -141,12 +146,8 @@ def run_row_linear(X: Any = None, A: Any = None, dY: Any = None, tp: Any = 2, bi
 def run_column_linear(X: Any = None, A: Any = None, dY: Any = None, tp: Any = 2,
                       gather_output: bool = True, bias: Any = None) -> dict:
     """Column-parallel linear: A split along its columns; optional AllGather of Y."""
-    X, A, dY, bias = _inputs(X, A, dY, bias)
-    tp = as_int("tp", tp, lo=1, hi=MAX_TP)
-    B, D = X.shape
-    O = A.shape[1]
-    check_divides(tp, O, "tp", "d_out")
-    k = O // tp
+    X, A, dY, bias, tp, k = _prepare(X, A, dY, bias, tp, split="d_out")
+    (B, D), O = X.shape, A.shape[1]
     A_r = [A[:, r * k:(r + 1) * k] for r in range(tp)]       # each (D, O/tp) columns of A
     b_r = [bias[r * k:(r + 1) * k] for r in range(tp)] if bias is not None else [None] * tp  # (O/tp,)
     Y_r = [X @ a + (b if b is not None else 0.0) for a, b in zip(A_r, b_r)]   # each (B, O/tp)
