@@ -125,6 +125,18 @@ def reduce_all(bufs: Sequence[np.ndarray], op: str) -> np.ndarray:
     return out
 
 
+def example_inputs(n: Any) -> list[np.ndarray]:
+    """The site's buffers: rank r holds 10^r·[1, 2, …, L] (the seed's R0, R1 for n = 2).
+
+    L = 4 when n divides 4, else 6 for n = 3, else 2n (n = 5…8), so every block split
+    (ReduceScatter, AlltoAll, Scatter) is even.
+    """
+    n = as_int("ranks", n, 1, 64)
+    length = 4 if 4 % n == 0 else 6 if 6 % n == 0 else 2 * n
+    base = np.arange(1, length + 1, dtype=np.float64)    # (L,)
+    return [base * 10.0 ** r for r in range(n)]          # n × (L,)
+
+
 def collective(name: str, inputs: Any, op: str = "sum", root: int = 0) -> list[np.ndarray | None]:
     """Run collective ``name`` on per-rank ``inputs``; return one output per rank (None = nothing).
 

@@ -79,6 +79,19 @@ def random_inputs(seed: Any = 0, batch: Any = 4, d_model: Any = 4, d_ff: Any = 2
     }
 
 
+def command_line_inputs(X: Any = None, W1: Any = None, W2: Any = None, G: Any = None, seed: Any = None,
+                        batch: Any = None, d_model: Any = None, d_ff: Any = None) -> dict[str, Any]:
+    """Inputs as the command lines take them: the defaults, or random ones when any of
+    seed / batch / d_model / d_ff is given (missing sizes 0, 4, 4, 24); an explicit
+    matrix overrides its random counterpart.  Validation happens in :func:`run_mlp`."""
+    given = {"X": X, "W1": W1, "W2": W2, "G": G}
+    sizes = {"seed": seed, "batch": batch, "d_model": d_model, "d_ff": d_ff}
+    if all(v is None for v in sizes.values()):
+        return given
+    rnd = random_inputs(**{k: (v if v is not None else d) for (k, v), d in zip(sizes.items(), (0, 4, 4, 24))})
+    return {k: (v if v is not None else rnd[k]) for k, v in given.items()}
+
+
 # ----------------------------------------------------------------- validation
 
 def _shape_error(name: str, en: str, zh: str) -> TPMathError:

@@ -63,6 +63,19 @@ def random_inputs(seed: Any = 0, batch: Any = 2, d_in: Any = 4, d_out: Any = 4) 
             "dY": rng.standard_normal((batch, d_out))}
 
 
+def example_inputs(seed: Any = 0, batch: Any = 2, d_in: Any = 4, d_out: Any = 4) -> dict:
+    """The page's example: :func:`random_inputs` rounded to one decimal, so every table cell
+    stays short; an entry that would round to 0 becomes ±0.1 (a zero could hide a wrong slice)."""
+    inp = random_inputs(seed, batch, d_in, d_out)
+    return {k: _readable(v) for k, v in inp.items()}
+
+
+def _readable(v: np.ndarray) -> np.ndarray:
+    """``v`` rounded to one decimal, with no zeros."""
+    r = np.round(v, 1)
+    return np.where(r == 0, np.copysign(0.1, v), r)
+
+
 def _pattern(B: int, O: int) -> np.ndarray:
     """A deterministic (B, O) upstream gradient with no zeros, for when only X and A are given."""
     i = np.arange(B * O).reshape(B, O)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..mlp import random_inputs, run_mlp
+from ..mlp import command_line_inputs, run_mlp
 from ..validate import DTYPES
 
 NAME = "mlp"
@@ -28,10 +28,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     """Build the inputs (defaults, random or explicit) and run the core."""
-    given = {"X": args.x, "W1": args.w1, "W2": args.w2, "G": args.g}
-    sizes = {"seed": args.seed, "batch": args.batch, "d_model": args.d_model, "d_ff": args.d_ff}
-    if any(v is not None for v in sizes.values()):
-        rnd = random_inputs(**{k: (v if v is not None else d) for (k, v), d
-                               in zip(sizes.items(), (0, 4, 4, 24))})
-        given = {k: (v if v is not None else rnd[k]) for k, v in given.items()}
-    return run_mlp(**given, tp=args.tp, dtype=args.dtype)
+    inputs = command_line_inputs(args.x, args.w1, args.w2, args.g, seed=args.seed, batch=args.batch,
+                                 d_model=args.d_model, d_ff=args.d_ff)
+    return run_mlp(**inputs, tp=args.tp, dtype=args.dtype)

@@ -11,9 +11,8 @@ Sections
                  messages and bytes per rank (``ring-bytes``).
 
 Letters: n ranks, count elements per rank, root the sending/receiving rank.
-Inputs: rank r holds 10^r·[1, 2, …, L] (the seed's R0=[1,2,3,4], R1=[10,20,30,40]
-for n = 2), with L = 4 when n divides 4 and L = 6 for n = 3, so every block
-split (ReduceScatter, AlltoAll, Scatter) is even.
+Inputs: :func:`tpmath.collectives.example_inputs`, rank r holds 10^r·[1, 2, …, L]
+(the seed's R0=[1,2,3,4], R1=[10,20,30,40] for n = 2).
 """
 
 from __future__ import annotations
@@ -35,13 +34,6 @@ SHOW_BUFFERS = (4, 8)        # buffers are listed per step only up to 4 ranks ×
 ELEM_BYTES = 4               # float32
 
 
-def seed_inputs(n: int) -> list[np.ndarray]:
-    """Rank r holds 10^r·[1..L]: the seed's R0, R1 for n = 2, extended the same way."""
-    length = 4 if 4 % n == 0 else 6
-    base = np.arange(1, length + 1, dtype=np.float64)    # (L,)
-    return [base * 10.0 ** r for r in range(n)]          # n × (L,)
-
-
 def _out(buf) -> str | dict:
     """An output buffer, or a note that the rank receives nothing (Reduce, Gather)."""
     return label("label.nothing") if buf is None else fmt.vec(buf)
@@ -56,7 +48,7 @@ def render_collectives(controls: dict, lang: str) -> dict:
     if root >= n:
         raise TPMathError(f"root={root} is not a rank of the group: ranks are 0..{n - 1}",
                           f"root={root} 不在通信组内：rank 只能是 0..{n - 1}", field="root")
-    inputs = seed_inputs(n)
+    inputs = core.example_inputs(n)
     res = core.run_collective(name, inputs, op=op, root=root)
     rows = [[rank(r), fmt.vec(inputs[r]), _out(res["outputs"][r])] for r in range(n)]
 

@@ -61,8 +61,12 @@ def within(x: Any, tol: float) -> str:
         return "NaN"
     if x >= tol:
         return err(x)
-    mant, exp = f"{tol:.0e}".split("e")
-    return f"< {mant}e{int(exp)}".replace("-", MINUS)
+    # The bound shown is tol rounded *up* to one significant digit, so "< bound" stays true.
+    exp = math.floor(math.log10(tol))
+    mant = math.ceil(tol / 10.0 ** exp * (1 - 1e-12))
+    if mant == 10:
+        mant, exp = 1, exp + 1
+    return f"< {mant}e{exp}".replace("-", MINUS)
 
 
 def vec(v: Any, decimals: int = 4) -> str:

@@ -75,23 +75,9 @@ def linear_controls(values: dict) -> dict:
     return {"tp": tp, "batch": batch, "d_in": d_in, "d_out": d_out, "seed": seed}
 
 
-def example_inputs(c: dict) -> dict:
-    """X (B, D), A (D, O), dY (B, O): the core's standard-normal draws for ``seed``, rounded to
-    one decimal so that every cell of the tables stays short enough to read; an entry that
-    would round to 0 becomes ±0.1 (a zero could hide a wrong slice)."""
-    inp = row_linear.random_inputs(c["seed"], c["batch"], c["d_in"], c["d_out"])
-    return {k: readable(v) for k, v in inp.items()}
-
-
-def readable(v: np.ndarray) -> np.ndarray:
-    """``v`` rounded to one decimal, with no zeros."""
-    r = np.round(v, 1)
-    return np.where(r == 0, np.copysign(0.1, v), r)
-
-
 def run_both(c: dict) -> tuple[dict, dict]:
     """Row- and column-parallel results on the same X (B, D), A (D, O), dY (B, O)."""
-    inp = example_inputs(c)
+    inp = row_linear.example_inputs(c["seed"], c["batch"], c["d_in"], c["d_out"])
     row = row_linear.run_row_linear(inp["X"], inp["A"], inp["dY"], tp=c["tp"])
     col = row_linear.run_column_linear(inp["X"], inp["A"], inp["dY"], tp=c["tp"], gather_output=True)
     return row, col

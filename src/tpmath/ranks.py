@@ -1,0 +1,591 @@
+"""What every rank of a real run prints, computed by the simulated core.
+
+``torchrun --standalone --nproc-per-node N -m tpmath.real EXAMPLE …`` runs one of the site's
+examples on N real processes with ``torch.distributed`` (:mod:`tpmath.real`); each rank
+prints its *records*, a list of ``(name, value)`` pairs, formatted by :func:`format_rank`
+with the site's number formatting (:mod:`tpmath.views.fmt`).  This module holds everything
+about the examples that does not need torch, so the page (in the browser too) and the
+tests can use it:
+
+* :data:`EXAMPLES` - the examples and their options, defined once: the command line of
+  :mod:`tpmath.real` is built from them, and :func:`command` writes the line the page shows;
+* :func:`plan` - options validated (``TPMathError`` naming the option) into the inputs both
+  the real run and the simulation use, and the world size the example needs;
+* :func:`expected` - what every rank must print, from the numpy core (one entry per rank),
+  plus the lines rank 0 prints after comparing with the unsharded reference.
+
+Letters as in the core modules: tp (= n, shards) ranks, r a rank; B D F (MLP); B D O (linear,
+Megatron's Y = X A with A (D, O)); V K N (vocabulary, ids per rank, positions).
+Record names: ``W1[:, 0:2]`` is rank r's slice of a tensor; ``Y ← all_reduce(SUM)`` is what
+every rank holds after that collective.  Values are arrays, numbers or short texts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import collectives, mismatch, mlp, row_linear, vocab_ce
+from .errors import TPMathError
+from .validate import as_array, as_choice, as_float, as_int, parse_json
+from .views import fmt
+
+LAUNCH = "torchrun --standalone --nproc-per-node"
+MODULE = "tpmath.real"
+OK = "\u2713"       # ✓
+BAD = "\u2717"      # ✗
+MAX_RANKS = 64
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One option of an example: ``--name VALUE`` (``None`` default = not given)."""
+
+    name: str
+    default: str | None
+    help: str
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+
+def _opts(*specs: tuple[str, str | None, str]) -> tuple[Opt, ...]:
+    return tuple(Opt(*s) for s in specs)
+
+
+MLP_STAGES = ("all", "shards", "forward", "partial", "backward", "grad-w", "grad-x")
+LINEAR_STAGES = ("all", "forward", "backward")
+_JSON = "as JSON"
+
+EXAMPLES: dict[str, tuple[str, tuple[Opt, ...]]] = {
+    "mlp": ("column→row MLP (tanh, L = Σ Y⊙G): forward and backward, one process per rank", _opts(
+        ("tp", "2", "tensor-parallel size = number of processes; must divide d_ff"),
+        ("stage", "all", f"which tensors to print: {', '.join(MLP_STAGES)} (the page's stages)"),
+        ("dtype", "float64", "float64 | float32 | float16"),
+        ("x", None, f"X (batch × d_model) {_JSON}; default the seed's [[1,2],[3,-1]]"),
+        ("w1", None, f"W1 (d_model × d_ff) {_JSON}"),
+        ("w2", None, f"W2 (d_ff × d_model) {_JSON}"),
+        ("g", None, f"upstream gradient G = dL/dY (batch × d_model) {_JSON}"),
+        ("seed", None, "random inputs from this seed (with --batch --d-model --d-ff)"),
+        ("batch", None, "random inputs: batch (default 4)"),
+        ("d-model", None, "random inputs: d_model (default 4)"),
+        ("d-ff", None, "random inputs: d_ff (default 24)"),
+    )),
+    "row-linear": ("row-parallel linear Y = X A (A split by rows, X by columns, AllReduce of Y)", _opts(
+        ("tp", "2", "tensor-parallel size = number of processes; must divide d_in"),
+        ("stage", "all", f"which tensors to print: {', '.join(LINEAR_STAGES)}"),
+        ("seed", "0", "the page's example inputs: standard normal draws rounded to one decimal"),
+        ("batch", "2", "example inputs: batch"),
+        ("d-in", "4", "example inputs: input features D"),
+        ("d-out", "4", "example inputs: output features O"),
+        ("x", None, f"X (batch × d_in) {_JSON}; overrides the example"),
+        ("a", None, f"A (d_in × d_out) {_JSON}; overrides the example"),
+        ("dy", None, f"upstream gradient dY (batch × d_out) {_JSON}; overrides the example"),
+        ("bias", None, f"bias b (d_out) {_JSON}; added once, after the AllReduce"),
+    )),
+    "column-linear": ("column-parallel linear Y = X A (A split by columns, AllGather of Y)", _opts(
+        ("tp", "2", "tensor-parallel size = number of processes; must divide d_out"),
+        ("stage", "all", f"which tensors to print: {', '.join(LINEAR_STAGES)}"),
+        ("seed", "0", "the page's example inputs: standard normal draws rounded to one decimal"),
+        ("batch", "2", "example inputs: batch"),
+        ("d-in", "4", "example inputs: input features D"),
+        ("d-out", "4", "example inputs: output features O"),
+        ("x", None, f"X (batch × d_in) {_JSON}; overrides the example"),
+        ("a", None, f"A (d_in × d_out) {_JSON}; overrides the example"),
+        ("dy", None, f"upstream gradient dY (batch × d_out) {_JSON}; overrides the example"),
+        ("bias", None, f"bias b (d_out) {_JSON}; each rank adds its slice"),
+    )),
+    "collective": ("one collective on the site's buffers: rank r holds 10^r·[1, 2, …]", _opts(
+        ("name", "all-reduce", f"one of {', '.join(collectives.NAMES)}"),
+        ("ranks", "2", "number of processes"),
+        ("op", "sum", f"reduction: {', '.join(collectives.OPS)}"),
+        ("root", "0", "root rank of reduce, broadcast, gather, scatter"),
+    )),
+    "vocab-ce": ("vocab-parallel cross-entropy (Megatron's algorithm), one process per vocabulary shard", _opts(
+        ("shards", "2", "vocabulary shards = number of processes (pads V when it does not divide)"),
+        ("target", None, "target token id, or a JSON list for 2-D logits (default the seed's 2)"),
+        ("shift", "0", "constant added to every logit (|shift| ≤ 1e4)"),
+        ("label-smoothing", "0", "ε in [0, 1], as F.cross_entropy(label_smoothing=ε)"),
+        ("ignore-index", "-100", "target value whose positions are ignored"),
+        ("dtype", "float64", "float64 | float32 | float16"),
+        ("logits", None, f"logits (V,) or (positions, V) {_JSON}; default the seed's six"),
+    )),
+    "mismatch": ("a mismatched collective: the checker's verdict, then the real run (with a timeout)", _opts(
+        ("scenario", "order_swapped", f"one of {', '.join(mismatch.SCENARIOS)}"),
+        ("timeout", "10", "seconds a collective may wait before the backend gives up (1–600)"),
+    )),
+}
+
+
+def options(example: str) -> tuple[Opt, ...]:
+    """The options of ``example`` (unknown names raise)."""
+    return EXAMPLES[_example(example)][1]
+
+
+def _example(name: Any) -> str:
+    return as_choice("example", name, tuple(EXAMPLES))
+
+
+def _filled(example: str, given: dict) -> dict:
+    """Options with defaults filled in; an unknown option name is an error."""
+    opts = {o.dest: o.default for o in options(example)}
+    for key, value in given.items():
+        key = key.replace("-", "_")
+        if key not in opts:
+            raise TPMathError(f"{example}: unknown option --{key.replace('_', '-')}",
+                              f"{example}：未知选项 --{key.replace('_', '-')}", field=key)
+        if value is not None:
+            opts[key] = value
+    return opts
+
+
+# ---------------------------------------------------------------------------------- plans
+
+def plan(example: str, given: dict | None = None) -> dict:
+    """Validate the options of ``example`` into what a run needs.
+
+    Returns ``{"example", "world", "options", …}`` plus the example's inputs and the core's
+    result (``"core"``), so the real run uses exactly the numbers the simulation used.
+    """
+    example = _example(example)
+    opts = _filled(example, given or {})
+    out = _PLANS[example](opts)
+    out.update(example=example, options=opts)
+    return out
+
+
+def _plan_mlp(o: dict) -> dict:
+    stage = as_choice("stage", o["stage"], MLP_STAGES)
+    inputs = mlp.command_line_inputs(o["x"], o["w1"], o["w2"], o["g"], seed=o["seed"], batch=o["batch"],
+                                     d_model=o["d_model"], d_ff=o["d_ff"])
+    res = mlp.run_mlp(**inputs, tp=o["tp"], dtype=o["dtype"])
+    return {"world": res["tp"], "stage": stage, "dtype": res["dtype"], "inputs": res["inputs"], "core": res}
+
+
+def _plan_linear(o: dict, kind: str) -> dict:
+    stage = as_choice("stage", o["stage"], LINEAR_STAGES)
+    ex = row_linear.example_inputs(o["seed"], o["batch"], o["d_in"], o["d_out"])
+    X = ex["X"] if o["x"] is None else o["x"]
+    A = ex["A"] if o["a"] is None else o["a"]
+    dY = ex["dY"] if o["dy"] is None and o["x"] is None and o["a"] is None else o["dy"]
+    if kind == "row":
+        res = row_linear.run_row_linear(X, A, dY, tp=o["tp"], bias=o["bias"])
+    else:
+        res = row_linear.run_column_linear(X, A, dY, tp=o["tp"], bias=o["bias"], gather_output=True)
+    return {"world": res["tp"], "stage": stage, "dtype": "float64", "inputs": res["inputs"], "core": res}
+
+
+def _plan_collective(o: dict) -> dict:
+    n = as_int("ranks", o["ranks"], 1, MAX_RANKS)
+    inputs = collectives.example_inputs(n)                  # n × (L,)
+    res = collectives.run_collective(o["name"], inputs, op=o["op"], root=o["root"])
+    return {"world": n, "name": res["name"], "op": res["op"], "root": res["root"], "dtype": "float64",
+            "inputs": inputs, "core": res}
+
+
+def _plan_vocab(o: dict) -> dict:
+    logits = o["logits"]
+    target = o["target"]
+    if logits is not None and isinstance(logits, str):
+        logits = parse_json("logits", logits)
+    if target is not None and isinstance(target, str) and target.strip().startswith("["):
+        target = parse_json("target", target)
+    res = vocab_ce.run_vocab_ce(logits, target, shards=o["shards"], shift=o["shift"],
+                                label_smoothing=o["label_smoothing"], ignore_index=o["ignore_index"],
+                                dtype=o["dtype"])
+    L = as_array("logits", vocab_ce.DEFAULT_LOGITS if logits is None else logits, ndim=(1, 2))
+    return {"world": res["shards"], "dtype": res["dtype"], "logits": L, "core": res}
+
+
+def _plan_mismatch(o: dict) -> dict:
+    scenario = as_choice("scenario", o["scenario"], tuple(mismatch.SCENARIOS))
+    timeout = as_float("timeout", o["timeout"], 1.0, 600.0)
+    calls = mismatch.validate_calls(mismatch.SCENARIOS[scenario])
+    for r, seq in enumerate(calls):
+        for i, c in enumerate(seq):
+            if c["name"] not in REAL_MISMATCH_CALLS:
+                raise TPMathError(f"calls[{r}][{i}]: {c['name']} is not run on real ranks; "
+                                  f"supported: {', '.join(REAL_MISMATCH_CALLS)}",
+                                  f"calls[{r}][{i}]：真实进程不运行 {c['name']}；支持：{', '.join(REAL_MISMATCH_CALLS)}",
+                                  field="scenario")
+    return {"world": len(calls), "scenario": scenario, "timeout": timeout, "calls": calls,
+            "core": mismatch.check_calls(calls)}
+
+
+REAL_MISMATCH_CALLS = ("all-reduce", "all-gather", "broadcast", "barrier")
+
+_PLANS = {
+    "mlp": _plan_mlp,
+    "row-linear": lambda o: _plan_linear(o, "row"),
+    "column-linear": lambda o: _plan_linear(o, "column"),
+    "collective": _plan_collective,
+    "vocab-ce": _plan_vocab,
+    "mismatch": _plan_mismatch,
+}
+
+
+# ------------------------------------------------------------------------- tolerances
+
+# Allowed |TP − unsharded| relative to the largest reference value, per dtype, for examples
+# without a derived bound (the MLP uses mlp.tolerances).  Sharding only reorders additions;
+# these are generous multiples of eps for the small sizes of the examples.
+REL_TOL = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}
+
+
+def tolerance(dtype: str, reference: Any) -> float:
+    """The tolerance for comparing with ``reference`` in ``dtype``."""
+    ref = np.asarray(reference, dtype=np.float64)
+    finite = ref[np.isfinite(ref)]
+    scale = float(np.max(np.abs(finite))) if finite.size else 0.0
+    return REL_TOL[dtype] * max(1.0, scale)
+
+
+def verdict(err: float, tol: float) -> str:
+    """``< tol ✓`` when the difference passes, else its digits and ``✗ (tolerance …)``."""
+    if err < tol:
+        return f"{fmt.within(err, tol)} {OK}"
+    return f"{fmt.err(err)} {BAD} (tolerance {fmt.within(0.0, tol)[2:]})"
+
+
+# ---------------------------------------------------------------------------- records
+
+def cols(a: int, b: int) -> str:
+    return f"[:, {a}:{b}]"
+
+
+def rows(a: int, b: int) -> str:
+    return f"[{a}:{b}, :]"
+
+
+MLP_RECORDS = {
+    "all": ("W1", "W2", "Z", "H", "Y_partial", "Y", "loss", "G_H", "G_Z", "G_W1", "G_W2", "G_X_partial", "G_X"),
+    "shards": ("W1", "W2"),
+    "forward": ("W1", "Z", "H"),
+    "partial": ("W1", "H", "Y_partial", "Y", "loss"),
+    "backward": ("W2", "G_H", "G_Z"),
+    "grad-w": ("W1", "G_W1", "G_W2"),
+    "grad-x": ("W1", "G_Z", "G_X_partial", "G_X"),
+}
+
+
+def mlp_names(r: int, tp: int, d_ff: int) -> dict[str, str]:
+    """Printed name of each MLP record on rank r (its slice of F = d_ff written out)."""
+    k = d_ff // tp
+    a, b = r * k, (r + 1) * k
+    return {"W1": "W1" + cols(a, b), "W2": "W2" + rows(a, b), "Z": "Z", "H": "H", "Y_partial": "Y_partial",
+            "Y": "Y ← all_reduce(SUM)", "loss": "loss = Σ Y⊙G", "G_H": "G_H", "G_Z": "G_Z",
+            "G_W1": "G_W1" + cols(a, b), "G_W2": "G_W2" + rows(a, b), "G_X_partial": "G_X_partial",
+            "G_X": "G_X ← all_reduce(SUM)"}
+
+
+def _expected_mlp(p: dict) -> tuple[list, list]:
+    res = p["core"]
+    tp, d_ff = res["tp"], res["inputs"]["W1"].shape[1]
+    per_rank = []
+    for rk in res["ranks"]:
+        values = {**rk, "Y": res["sharded"]["Y"], "loss": res["sharded"]["loss"], "G_X": res["sharded"]["G_X"]}
+        names = mlp_names(rk["rank"], tp, d_ff)
+        per_rank.append([(names[k], values[k]) for k in MLP_RECORDS[p["stage"]]])
+    check = [(f"max|Δ| {k}", verdict(res["max_abs_err"][k], res["tolerances"][k]))
+             for k in ("loss", "Y", "G_X", "G_W1", "G_W2")]
+    return per_rank, check
+
+
+LINEAR_RECORDS = {
+    "row": {"forward": ("X_shard", "A_shard", "Y_partial", "Y"),
+            "backward": ("dY", "dX_shard", "dA_shard", "db")},
+    "column": {"forward": ("X", "A_shard", "b_shard", "Y_shard", "Y"),
+               "backward": ("dY_shard", "dX_partial", "dX", "dA_shard", "db_shard")},
+}
+
+
+def linear_names(kind: str, r: int, k: int) -> dict[str, str]:
+    """Printed names of the linear layers' records on rank r (k = shard width)."""
+    a, b = r * k, (r + 1) * k
+    if kind == "row":
+        return {"X_shard": "X" + cols(a, b), "A_shard": "A" + rows(a, b), "Y_partial": "Y_partial",
+                "Y": "Y ← all_reduce(SUM) + b", "dY": "dY", "dX_shard": "dX" + cols(a, b),
+                "dA_shard": "dA" + rows(a, b), "db": "db"}
+    return {"X": "X", "A_shard": "A" + cols(a, b), "b_shard": f"b[{a}:{b}]", "Y_shard": "Y" + cols(a, b),
+            "Y": "Y ← all_gather", "dY_shard": "dY" + cols(a, b), "dX_partial": "dX_partial",
+            "dX": "dX ← all_reduce(SUM)", "dA_shard": "dA" + cols(a, b), "db_shard": f"db[{a}:{b}]"}
+
+
+def linear_stage_keys(kind: str, stage: str, has_bias: bool) -> tuple[str, ...]:
+    """Record keys printed for ``stage`` (bias records only when there is a bias)."""
+    stages = ("forward", "backward") if stage == "all" else (stage,)
+    keys = tuple(k for s in stages for k in LINEAR_RECORDS[kind][s])
+    return tuple(k for k in keys if has_bias or k not in ("b_shard", "db", "db_shard"))
+
+
+def _expected_linear(p: dict) -> tuple[list, list]:
+    res = p["core"]
+    kind, tp = res["kind"], res["tp"]
+    inp = res["inputs"]
+    bias = inp["bias"]
+    k = (inp["A"].shape[0] if kind == "row" else inp["A"].shape[1]) // tp
+    per_rank = []
+    for rk in res["ranks"]:
+        r = rk["rank"]
+        values = dict(rk)
+        values.update(Y=res["Y"], dY=inp["dY"], X=inp["X"], dX=res["sharded"]["dX"])
+        if bias is not None:
+            values.update(db=res["sharded"]["db"], b_shard=bias[r * k:(r + 1) * k],
+                          db_shard=res["sharded"]["db"][r * k:(r + 1) * k])
+        names = linear_names(kind, r, k)
+        per_rank.append([(names[key], values[key]) for key in linear_stage_keys(kind, p["stage"], bias is not None)])
+    check = [(f"max|Δ| {key}", verdict(err, tolerance("float64", res["reference"][key])))
+             for key, err in res["max_abs_err"].items()]
+    return per_rank, check
+
+
+# torch.distributed call and reduce op each collective of the site maps to
+TORCH_CALLS = {"all-reduce": "all_reduce", "reduce": "reduce", "broadcast": "broadcast",
+               "all-gather": "all_gather_into_tensor", "reduce-scatter": "reduce_scatter_tensor",
+               "all-to-all": "all_to_all_single", "gather": "gather", "scatter": "scatter"}
+TORCH_OPS = {"sum": "SUM", "avg": "AVG", "max": "MAX", "min": "MIN", "prod": "PRODUCT"}
+
+
+def collective_call(name: str, op: str, root: int) -> str:
+    """``all_reduce(op=SUM)``, ``broadcast(src=1)`` …: the call a rank makes."""
+    args = []
+    if name in collectives.USES_OP:
+        args.append(f"op={TORCH_OPS[op]}")
+    if name in ("reduce", "gather"):
+        args.append(f"dst={root}")
+    elif name in ("broadcast", "scatter"):
+        args.append(f"src={root}")
+    return f"{TORCH_CALLS[name]}({', '.join(args)})"
+
+
+def reference_collective(name: str, inputs: list[np.ndarray], op: str, root: int) -> list[np.ndarray | None]:
+    """What each rank must hold, from the stacked inputs (one formula per collective,
+    written independently of :mod:`tpmath.collectives`'s per-rank loops)."""
+    S = np.stack(inputs)                               # (n, L)
+    n, L = S.shape
+    red = {"sum": S.sum(0), "avg": S.sum(0) / n, "max": S.max(0), "min": S.min(0),
+           "prod": np.prod(S, axis=0)}[op]             # (L,)
+    blocks = S.reshape(n, n, L // n) if L % n == 0 else None   # [src, block]
+    return {
+        "all-reduce": lambda: [red] * n,
+        "reduce": lambda: [red if r == root else None for r in range(n)],
+        "broadcast": lambda: [S[root]] * n,
+        "all-gather": lambda: [S.reshape(-1)] * n,
+        "reduce-scatter": lambda: list(red.reshape(n, L // n)),
+        "all-to-all": lambda: [blocks[:, r].reshape(-1) for r in range(n)],
+        "gather": lambda: [S.reshape(-1) if r == root else None for r in range(n)],
+        "scatter": lambda: list(S[root].reshape(n, L // n)),
+    }[name]()
+
+
+def collective_check(outputs: list, reference: list) -> float:
+    """Largest |output − reference| over every rank (a missing output must be missing)."""
+    worst = 0.0
+    for got, ref in zip(outputs, reference):
+        if (got is None) != (ref is None):
+            return math.inf
+        if got is not None:
+            got, ref = np.asarray(got, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+            worst = max(worst, math.inf if got.shape != ref.shape else float(np.max(np.abs(got - ref))))
+    return worst
+
+
+NOTHING = "— (this rank receives nothing)"
+
+
+def _expected_collective(p: dict) -> tuple[list, list]:
+    res = p["core"]
+    call = collective_call(p["name"], p["op"], p["root"])
+    per_rank = [[("input", x), (f"output ← {call}", NOTHING if y is None else y)]
+                for x, y in zip(res["inputs"], res["outputs"])]
+    ref = reference_collective(p["name"], res["inputs"], p["op"], p["root"])
+    return per_rank, [("max|Δ| outputs", exact_verdict(collective_check(res["outputs"], ref)))]
+
+
+def exact_verdict(err: float) -> str:
+    """Collectives on the site's buffers (small integers times powers of ten) are exact in
+    float64 whatever the order of additions, so the only right difference is 0."""
+    return f"0 {OK}" if err == 0 else f"{fmt.err(err)} {BAD} (expected exactly 0)"
+
+
+def vocab_names(a: int, b: int) -> dict[str, str]:
+    """Printed names of the vocab-parallel CE records of the rank owning ids [a, b)."""
+    return {"ids": "vocab ids", "logits": f"z[{a}:{b}]", "local_max": "local max",
+            "m": "m ← all_reduce(MAX)", "target_shifted": "z_t − m (0 unless t is here)",
+            "t": "z_t − m ← all_reduce(SUM)", "local_sum_exp": "local Σ exp(z − m)",
+            "s": "Σ exp ← all_reduce(SUM)", "local_sum_shifted": "local Σ (z − m)",
+            "sum_shifted": "Σ (z − m) ← all_reduce(SUM)", "loss": "loss",
+            "prob": f"softmax[{a}:{b}]", "grad": f"dL/dz[{a}:{b}]"}
+
+
+def vocab_ids(a: int, b: int, V: int) -> str:
+    """``0–2``, or ``4–5, padding 6–7`` when the shard reaches past V."""
+    real = f"{a}–{min(b, V) - 1}" if min(b, V) > a else "none"
+    return real if b <= V else f"{real}, padding {max(a, V)}–{b - 1}"
+
+
+VOCAB_RECORDS = ("ids", "logits", "local_max", "m", "target_shifted", "t", "local_sum_exp", "s",
+                 "local_sum_shifted", "sum_shifted", "loss", "prob", "grad")
+
+
+def _expected_vocab(p: dict) -> tuple[list, list]:
+    res = p["core"]
+    V, eps = res["vocab"], res["label_smoothing"]
+    ranks = res["ranks"]
+    common = {"m": res["global_max"], "loss": res["loss"],
+              "t": collectives.reduce_all([e["target_shifted"] for e in ranks], "sum"),
+              "s": res["global_sum_exp"]}
+    if eps:
+        common["sum_shifted"] = collectives.reduce_all([e["local_sum_shifted"] for e in ranks], "sum")
+    per_rank = []
+    for e in ranks:
+        a, b = e["vocab_range"]
+        values = {**e, **common, "ids": vocab_ids(a, b, V)}
+        names = vocab_names(a, b)
+        per_rank.append([(names[k], values[k]) for k in VOCAB_RECORDS if k in values])
+    return per_rank, vocab_check(res["loss"], res["reference_loss"], res["grad"], res["reference_grad"],
+                                 res["dtype"], res["counted"])
+
+
+def vocab_check(loss: float, ref_loss: float, grad: Any, ref_grad: Any, dtype: str, counted: int) -> list:
+    """Rank 0's comparison of the vocab-parallel loss and gradient with the unsharded ones."""
+    if counted == 0:
+        # PyTorch's mean over zero positions is NaN; we define the loss as 0 (nothing to learn)
+        return [("loss", "every position ignored: 0 by definition (PyTorch: NaN)")]
+    return [("max|Δ| loss", verdict(abs(float(loss) - float(ref_loss)), tolerance(dtype, ref_loss))),
+            ("max|Δ| dL/dz", verdict(float(np.max(np.abs(np.asarray(grad, np.float64)
+                                                        - np.asarray(ref_grad, np.float64)))),
+                                     tolerance(dtype, ref_grad)))]
+
+
+def call_text(call: dict) -> str:
+    """``#0 all_reduce [4] float32 {0,1}``: a call of a mismatch scenario."""
+    name = call["name"].replace("-", "_")
+    shape = "[" + ",".join(str(s) for s in call["shape"]) + "]"
+    group = "{" + ",".join(str(g) for g in call["group"]) + "}"
+    return f"{name} {shape} {call['dtype']} {group}"
+
+
+def _expected_mismatch(p: dict) -> tuple[list, list]:
+    res = p["core"]
+    hangs = {h["rank"]: h for h in res["hangs"]}
+    per_rank = []
+    for r, seq in enumerate(p["calls"]):
+        recs = []
+        for i, c in enumerate(seq):
+            h = hangs.get(r)
+            if h is None or i < h["call_index"]:
+                predicted = "checker: completes"
+            elif i == h["call_index"]:
+                predicted = f"checker: never completes ({h['code']})"
+            else:
+                predicted = "checker: never reached"
+            recs.append((f"#{i} {call_text(c)}", predicted))
+        per_rank.append(recs)
+    return per_rank, []
+
+
+_EXPECTED = {"mlp": _expected_mlp, "row-linear": _expected_linear, "column-linear": _expected_linear,
+             "collective": _expected_collective, "vocab-ce": _expected_vocab, "mismatch": _expected_mismatch}
+
+
+def expected(p: dict) -> tuple[list[list[tuple[str, Any]]], list[tuple[str, Any]]]:
+    """What each rank of a correct real run prints (one list per rank) and rank 0's check lines."""
+    return _EXPECTED[p["example"]](p)
+
+
+# ---------------------------------------------------------------------------- output
+
+def value_text(value: Any) -> str:
+    """A record's value as the site shows it (matrices one row per line)."""
+    if isinstance(value, str):
+        return value
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        return fmt.num(arr)
+    return fmt.mat(arr)
+
+
+def format_rank(r: int, records: list[tuple[str, Any]], width: int = 0) -> list[str]:
+    """Lines ``[rank r] name  value``; a matrix continues on the next lines under its value.
+    Names are padded to the longest one (at least ``width``)."""
+    if not records:
+        return []
+    width = max(width, *(len(name) for name, _ in records))
+    out = []
+    for name, value in records:
+        for i, line in enumerate(value_text(value).split("\n")):
+            out.append(f"[rank {r}] {(name if i == 0 else ''):<{width}}  {line}".rstrip())
+    return out
+
+
+CHECK_TITLE = "vs the unsharded reference (one process):"
+
+
+def format_check(check: list[tuple[str, Any]]) -> list[str]:
+    """Rank 0's comparison block."""
+    if not check:
+        return []
+    return [f"[rank 0] {CHECK_TITLE}"] + format_rank(0, [("  " + n, v) for n, v in check])
+
+
+def format_output(per_rank: list, check: list) -> str:
+    """The whole output of a run: every rank's records in rank order, then the check."""
+    lines = [line for r, recs in enumerate(per_rank) for line in format_rank(r, recs)]
+    return "\n".join(lines + format_check(check))
+
+
+def records_json(r: int, records: list[tuple[str, Any]], check: list | None = None) -> str:
+    """One JSON line per rank (``--json``): full-precision values, ±inf written as strings."""
+    def plain(v: Any) -> Any:
+        if isinstance(v, str):
+            return v
+        arr = np.asarray(v, dtype=np.float64)
+        out = arr.tolist()
+        return _nonfinite_to_str(out)
+    obj = {"rank": r, "records": [[n, plain(v)] for n, v in records]}
+    if check is not None:
+        obj["check"] = [[n, plain(v)] for n, v in check]
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+
+
+def _nonfinite_to_str(x: Any) -> Any:
+    if isinstance(x, list):
+        return [_nonfinite_to_str(v) for v in x]
+    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "nan")
+
+
+# --------------------------------------------------------------------------- command
+
+def command(example: str, given: dict | None = None) -> str:
+    """The line to type: ``torchrun … -m tpmath.real EXAMPLE`` with the non-default options
+    (validated first, so the page never shows a command that would fail)."""
+    p = plan(example, given)
+    parts = [*LAUNCH.split(), str(p["world"]), "-m", MODULE, p["example"]]
+    for o in options(p["example"]):
+        value = p["options"][o.dest]
+        if value is not None and _arg(value) != o.default:
+            parts += [f"--{o.name}", _arg(value)]
+    return " ".join(shlex.quote(s) for s in parts)
+
+
+def _arg(value: Any) -> str:
+    """An option value as typed: numbers plainly, lists as compact JSON."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return json.dumps(np.asarray(value).tolist(), separators=(",", ":"))
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def expected_output(example: str, given: dict | None = None) -> dict:
+    """``{"command", "output"}``: the line to run and what its ranks print (the page's block)."""
+    p = plan(example, given)
+    per_rank, check = expected(p)
+    return {"command": command(example, given), "output": format_output(per_rank, check)}

@@ -1,0 +1,85 @@
+"""``python -m tpmath.real EXAMPLE [options]``, started by torchrun (one process per rank).
+
+Options are those of :data:`tpmath.ranks.EXAMPLES` plus ``--backend`` and ``--json``.  Bad
+options, a missing torch, a world size that does not fit, or a start without torchrun print
+one ``error:`` line (from rank 0 only) and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+import numpy as np
+
+from .. import ranks
+from ..cli import _join_negative_values, _Parser
+from ..errors import TPMathError
+from . import common
+
+MODULES = {"mlp": "mlp", "row-linear": "linear", "column-linear": "linear", "collective": "collective",
+           "vocab-ce": "vocab", "mismatch": "mismatch"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """One sub-command per example, options from tpmath.ranks.EXAMPLES."""
+    parser = _Parser(prog="torchrun --standalone --nproc-per-node N -m tpmath.real",
+                     description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="example", parser_class=_Parser, metavar="EXAMPLE")
+    for name, (text, opts) in ranks.EXAMPLES.items():
+        p = sub.add_parser(name, help=text, description=text)
+        for o in opts:
+            p.add_argument(f"--{o.name}", dest=o.dest, default=None,
+                           help=o.help + ("" if o.default is None else f" (default {o.default})"))
+        p.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"),
+                       help="gloo on CPU; nccl with one GPU per rank; auto = nccl when there are enough GPUs")
+        p.add_argument("--json", action="store_true",
+                       help="one JSON line per rank with full-precision values (for scripts and tests)")
+    return parser
+
+
+def _plan(argv: list[str]) -> tuple[argparse.Namespace, dict]:
+    parser = build_parser()
+    if not argv or argv[0] in ("-h", "--help"):
+        parser.print_help()
+        raise SystemExit(0 if argv else 2)
+    args = parser.parse_args(_join_negative_values(argv))
+    given = {o.dest: getattr(args, o.dest) for o in ranks.options(args.example)}
+    with np.errstate(all="ignore"):           # the core reports overflow as TPMathError
+        return args, ranks.plan(args.example, given)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Validate, join the group, run the example, print; 0 ok, 2 bad input."""
+    argv = sys.argv[1:] if argv is None else argv
+    quiet = os.environ.get("RANK", "0") != "0"     # one error line per run, not one per rank
+    try:
+        args, p = _plan(argv)                      # validation first: before torch is imported
+        torch = common.import_torch()
+        rank, world, local = common.launch_env(p)
+        backend = common.choose_backend(torch, args.backend, world)
+    except TPMathError as err:
+        if not quiet:
+            print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    timeout = p.get("timeout", 300.0)
+    ctx = common.init(torch, backend, rank, world, local, timeout)
+    module = importlib.import_module(f".{MODULES[p['example']]}", __package__)
+    if p["example"] == "mismatch":
+        module.run(p, ctx)
+        common.flush_and_exit(0)                   # never wait on a broken communicator
+    records, check = module.run(p, ctx)
+    if args.json:
+        common.emit_in_rank_order(ctx, [ranks.records_json(rank, records, check)])
+    else:
+        common.emit_in_rank_order(ctx, ranks.format_rank(rank, records))
+        if rank == 0:
+            print("\n".join(ranks.format_check(check)), flush=True)
+    ctx.dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,194 @@
+"""What every real example shares: the launch, Megatron's f / g / gather operators, output.
+
+Each process is one rank (torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT).
+Tensors stay on the rank's device (CPU for gloo, ``cuda:LOCAL_RANK`` for nccl); they come
+back to numpy only to be printed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import ranks
+from ..errors import TPMathError
+
+TORCH_DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool")
+
+
+def import_torch():
+    """``torch``, or a one-line error saying how to install it (the core never needs it)."""
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError as exc:
+        raise TPMathError(f"PyTorch is needed to run on real ranks and is not installed ({exc}); "
+                          "install it with: pip install 'tpmath[real]'  (or: pip install torch)",
+                          f"在真实进程上运行需要 PyTorch，但未安装（{exc}）；"
+                          "请安装：pip install 'tpmath[real]'（或 pip install torch）") from None
+    if not dist.is_available():
+        raise TPMathError("this PyTorch build has no torch.distributed", "该 PyTorch 构建不含 torch.distributed")
+    return torch
+
+
+def launch_env(p: dict) -> tuple[int, int, int]:
+    """(rank, world size, local rank) from torchrun's environment; errors name the command."""
+    cmd = ranks.command(p["example"], p["options"])
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        raise TPMathError(f"start it with torchrun, one process per rank: {cmd}",
+                          f"请用 torchrun 启动，每个 rank 一个进程：{cmd}")
+    try:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        local = int(os.environ.get("LOCAL_RANK", rank))
+    except ValueError:
+        raise TPMathError(f"RANK={os.environ['RANK']!r} / WORLD_SIZE={os.environ['WORLD_SIZE']!r} are not integers",
+                          f"RANK={os.environ['RANK']!r} / WORLD_SIZE={os.environ['WORLD_SIZE']!r} 不是整数") from None
+    if world != p["world"]:
+        raise TPMathError(f"this example needs {p['world']} processes (one per rank) but torchrun started {world}: "
+                          f"{cmd}",
+                          f"该示例需要 {p['world']} 个进程（每个 rank 一个），torchrun 却启动了 {world} 个：{cmd}")
+    return rank, world, local
+
+
+def choose_backend(torch, requested: str, world: int) -> str:
+    """gloo on CPU; nccl when asked for (or ``auto``) and there is one GPU per local rank."""
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    if requested == "auto":
+        return "nccl" if gpus >= local_world and torch.distributed.is_nccl_available() else "gloo"
+    if requested == "nccl" and gpus < local_world:
+        raise TPMathError(f"--backend nccl needs one CUDA device per rank: {local_world} local ranks, {gpus} GPUs; "
+                          "use --backend gloo",
+                          f"--backend nccl 需要每个 rank 一块 CUDA 设备：本机 {local_world} 个 rank，{gpus} 块 GPU；"
+                          "请用 --backend gloo")
+    return requested
+
+
+@dataclass
+class Ctx:
+    """One rank's handle on the run."""
+
+    torch: Any
+    dist: Any
+    rank: int
+    world: int
+    device: Any
+    backend: str
+
+    def tensor(self, a: Any, dtype: str | None = None):
+        """A numpy array on this rank's device (a copy; numpy keeps its own)."""
+        arr = np.asarray(a)
+        t = self.torch.from_numpy(np.ascontiguousarray(arr))
+        if dtype is not None:
+            t = t.to(getattr(self.torch, dtype))
+        return t.to(self.device)
+
+
+def init(torch, backend: str, rank: int, world: int, local: int, timeout_s: float) -> Ctx:
+    """Join the process group (torchrun's env:// rendezvous)."""
+    dist = torch.distributed
+    device = torch.device(f"cuda:{local}") if backend == "nccl" else torch.device("cpu")
+    if backend == "nccl":
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=timeout_s))
+    return Ctx(torch, dist, rank, world, device, backend)
+
+
+def numpy(t: Any) -> np.ndarray:
+    """A tensor as float64 numpy for printing and comparing (float16 widens exactly)."""
+    return t.detach().to("cpu").double().numpy()
+
+
+def emit_in_rank_order(ctx: Ctx, lines: list[str]) -> None:
+    """Every rank prints its own lines; barriers take turns so ranks do not interleave."""
+    for r in range(ctx.world):
+        if r == ctx.rank and lines:
+            print("\n".join(lines), flush=True)
+        ctx.dist.barrier()
+
+
+# ----------------------------------------------------------------- Megatron's operators
+# f and g of Megatron-LM §3 (megatron/core/tensor_parallel/mappings.py): conjugate pairs.
+# An autograd Function's backward receives dL/d(output) on this rank only, so the
+# collective that makes the gradient whole must be written into the backward by hand.
+
+def _functions(torch):
+    dist = torch.distributed
+
+    class CopyToTensorParallel(torch.autograd.Function):
+        """f: identity forward; AllReduce(SUM) backward (every rank used the same input,
+        each computed only its part of dL/dinput)."""
+
+        @staticmethod
+        def forward(ctx, x):
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            grad = grad.clone()
+            dist.all_reduce(grad)
+            return grad
+
+    class ReduceFromTensorParallel(torch.autograd.Function):
+        """g: AllReduce(SUM) forward (each rank holds a partial sum); identity backward
+        (the upstream gradient is already whole on every rank: summing it again would
+        multiply it by tp)."""
+
+        @staticmethod
+        def forward(ctx, x):
+            y = x.clone()
+            dist.all_reduce(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    class GatherFromTensorParallel(torch.autograd.Function):
+        """AllGather along the last dim forward; backward keeps this rank's slice."""
+
+        @staticmethod
+        def forward(ctx, x):
+            world, rank = dist.get_world_size(), dist.get_rank()
+            parts = [torch.empty_like(x) for _ in range(world)]
+            dist.all_gather(parts, x.contiguous())
+            ctx.rank, ctx.width = rank, x.shape[-1]
+            return torch.cat(parts, dim=-1)
+
+        @staticmethod
+        def backward(ctx, grad):
+            a = ctx.rank * ctx.width
+            return grad[..., a:a + ctx.width].contiguous()
+
+    return CopyToTensorParallel, ReduceFromTensorParallel, GatherFromTensorParallel
+
+
+def operators(torch):
+    """(f, g, gather) as functions of a tensor."""
+    f, g, gather = _functions(torch)
+    return f.apply, g.apply, gather.apply
+
+
+def all_gather_cat(ctx: Ctx, t: Any, dim: int):
+    """Every rank's ``t`` concatenated along ``dim`` (used to assemble shards for the check)."""
+    parts = [ctx.torch.empty_like(t) for _ in range(ctx.world)]
+    ctx.dist.all_gather(parts, t.contiguous())
+    return ctx.torch.cat(parts, dim=dim)
+
+
+def max_abs(a: Any, b: Any) -> float:
+    """max |a − b| in float64."""
+    return float(np.max(np.abs(numpy(a) - numpy(b)))) if a.numel() else 0.0
+
+
+def flush_and_exit(code: int) -> None:
+    """Leave without tearing the process group down (after a mismatch it may never return)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
