@@ -59,14 +59,14 @@ def _opts(*specs: tuple[str, str | None, str]) -> tuple[Opt, ...]:
     return tuple(Opt(*s) for s in specs)
 
 
-MLP_STAGES = ("all", "shards", "forward", "partial", "backward", "grad-w", "grad-x")
+MLP_STAGES = ("all", "shards", "forward", "partial", "backward", "grad-w", "grad-x", "grads")
 LINEAR_STAGES = ("all", "forward", "backward")
 _JSON = "as JSON"
 
 EXAMPLES: dict[str, tuple[str, tuple[Opt, ...]]] = {
     "mlp": ("column→row MLP (tanh, L = Σ Y⊙G): forward and backward, one process per rank", _opts(
         ("tp", "2", "tensor-parallel size = number of processes; must divide d_ff"),
-        ("stage", "all", f"which tensors to print: {', '.join(MLP_STAGES)} (the page's stages)"),
+        ("stage", "all", f"which tensors to print: {', '.join(MLP_STAGES)} (the page's stages; grads = every gradient)"),
         ("dtype", "float64", "float64 | float32 | float16"),
         ("x", None, f"X (batch × d_model) {_JSON}; default the seed's [[1,2],[3,-1]]"),
         ("w1", None, f"W1 (d_model × d_ff) {_JSON}"),
@@ -271,6 +271,7 @@ MLP_RECORDS = {
     "backward": ("W2", "G_H", "G_Z"),
     "grad-w": ("W1", "G_W1", "G_W2"),
     "grad-x": ("W1", "G_Z", "G_X_partial", "G_X"),
+    "grads": ("G_H", "G_Z", "G_W1", "G_W2", "G_X_partial", "G_X"),
 }
 
 
@@ -566,7 +567,11 @@ def _nonfinite_to_str(x: Any) -> Any:
 def command(example: str, given: dict | None = None) -> str:
     """The line to type: ``torchrun … -m tpmath.real EXAMPLE`` with the non-default options
     (validated first, so the page never shows a command that would fail)."""
-    p = plan(example, given)
+    return command_for(plan(example, given))
+
+
+def command_for(p: dict) -> str:
+    """:func:`command` of an existing plan."""
     parts = [*LAUNCH.split(), str(p["world"]), "-m", MODULE, p["example"]]
     for o in options(p["example"]):
         value = p["options"][o.dest]
@@ -588,4 +593,4 @@ def expected_output(example: str, given: dict | None = None) -> dict:
     """``{"command", "output"}``: the line to run and what its ranks print (the page's block)."""
     p = plan(example, given)
     per_rank, check = expected(p)
-    return {"command": command(example, given), "output": format_output(per_rank, check)}
+    return {"command": command_for(p), "output": format_output(per_rank, check)}

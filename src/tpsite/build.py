@@ -374,6 +374,8 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
             base, wheel, csp_extra = install_runtime(tmp, runtime)
         with timer.phase("render"):
             n_static = copy_static(templates / "static", tmp)
+            # The readers' download for "run it on real ranks" (pure Python, any runtime mode).
+            importlib.import_module("tpsite.wheel").build_wheel(tmp, full=True)
             try:
                 n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel},
                                      csp_header(csp_extra))

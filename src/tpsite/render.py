@@ -26,6 +26,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 from .errors import BuildError
+from .wheel import download_path
 
 PYDEMO_TIMEOUT = 60  # seconds
 
@@ -152,7 +153,9 @@ def demo_model(section, result: dict, t: Translator) -> dict:
         })
     notes = [{"name": k, "text": t.cell(v)} for k, v in result.get("notes", {}).items()]
     return {"name": name, "controls": controls, "values": values, "tables": tables, "notes": notes,
-            "status": t("runtime.loading") if t.has("runtime.loading") else ""}
+            "status": t("runtime.loading") if t.has("runtime.loading") else "",
+            "real": result.get("real", []), "download": "../" + download_path(),
+            "download_name": download_path().rsplit("/", 1)[1]}
 
 
 def render_demo(env: jinja2.Environment, section, result: dict, t: Translator) -> str:

@@ -20,8 +20,13 @@ import tpmath
 
 # 1980-01-01, the earliest date a zip entry can carry (like SOURCE_DATE_EPOCH=315532800).
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
-# Modules the browser part must never import (the builder's dependencies).
-FORBIDDEN_IMPORTS = ("jinja2", "markdown", "latex2mathml", "pygments", "tpsite")
+# Modules the browser part must never import (the builder's dependencies, and torch).
+FORBIDDEN_IMPORTS = ("jinja2", "markdown", "latex2mathml", "pygments", "tpsite", "torch")
+# Subpackages left out of the browser's wheel: tpmath.real runs on real ranks with torch
+# (``pip install 'tpmath[real]'``); nothing in the browser imports it.
+EXCLUDED_PACKAGES = ("real",)
+REAL_TORCH = "2.13"          # the extra's lower bound (the version the real-rank tests ran with)
+DOWNLOAD_DIR = "download"    # the readers' wheel: site/download/tpmath-<version>-py3-none-any.whl
 
 
 class WheelError(RuntimeError):
@@ -33,10 +38,12 @@ def package_dir() -> Path:
     return Path(tpmath.__file__).resolve().parent
 
 
-def package_files(root: Path) -> list[Path]:
-    """Every ``.py`` file and ``py.typed`` under ``root``, sorted, caches skipped."""
+def package_files(root: Path, full: bool = False) -> list[Path]:
+    """Every ``.py`` file and ``py.typed`` under ``root``, sorted, caches skipped, and
+    :data:`EXCLUDED_PACKAGES` too unless ``full``."""
     files = [p for p in root.rglob("*")
-             if p.is_file() and "__pycache__" not in p.parts and (p.suffix == ".py" or p.name == "py.typed")]
+             if p.is_file() and "__pycache__" not in p.parts and (p.suffix == ".py" or p.name == "py.typed")
+             and (full or p.relative_to(root).parts[0] not in EXCLUDED_PACKAGES)]
     return sorted(files, key=lambda p: p.relative_to(root).as_posix())
 
 
@@ -75,13 +82,18 @@ def _record_hash(data: bytes) -> str:
     return f"sha256={digest}"
 
 
-def wheel_entries(version: str) -> list[tuple[str, bytes]]:
-    """``(archive name, bytes)`` of every file of the wheel, RECORD last."""
+def wheel_entries(version: str, full: bool = False) -> list[tuple[str, bytes]]:
+    """``(archive name, bytes)`` of every file of the wheel, RECORD last.
+
+    The browser's wheel (default) has the slimmed core and views only; ``full`` is the
+    readers' download: readable sources, ``tpmath.real`` included, and the ``real`` extra
+    (torch) declared, so ``pip install "./tpmath-…whl[real]"`` gives everything.
+    """
     root = package_dir()
     entries = []
-    for path in package_files(root):
+    for path in package_files(root, full=full):
         data = path.read_bytes()
-        if path.suffix == ".py":
+        if path.suffix == ".py" and not full:
             check_imports(path, data.decode("utf-8"))
             data = slim_source(data.decode("utf-8"))
         entries.append((f"tpmath/{path.relative_to(root).as_posix()}", data))
@@ -89,6 +101,8 @@ def wheel_entries(version: str) -> list[tuple[str, bytes]]:
     metadata = (f"Metadata-Version: 2.1\nName: tpmath\nVersion: {version}\n"
                 "Summary: Tensor parallelism explained: the numpy core and view functions\n"
                 "Requires-Python: >=3.11\nRequires-Dist: numpy>=2.0\n")
+    if full:
+        metadata += f"Provides-Extra: real\nRequires-Dist: torch>={REAL_TORCH}; extra == \"real\"\n"
     wheel = ("Wheel-Version: 1.0\nGenerator: tpsite.wheel\nRoot-Is-Purelib: true\n"
              "Tag: py3-none-any\n")
     entries += [(f"{dist}/METADATA", metadata.encode()), (f"{dist}/WHEEL", wheel.encode()),
@@ -99,17 +113,23 @@ def wheel_entries(version: str) -> list[tuple[str, bytes]]:
     return entries
 
 
-def build_wheel(out_dir: Path) -> str:
-    """Write ``static/tpmath-<version>-py3-none-any.whl`` under ``out_dir`` (``site/``).
+def download_path() -> str:
+    """Where the readers' wheel lives, relative to the site root."""
+    return f"{DOWNLOAD_DIR}/tpmath-{tpmath.__version__}-py3-none-any.whl"
+
+
+def build_wheel(out_dir: Path, full: bool = False) -> str:
+    """Write ``static/tpmath-<version>-py3-none-any.whl`` under ``out_dir`` (``site/``), or
+    with ``full`` the readers' wheel at :func:`download_path`.
 
     Returns the wheel's path relative to ``out_dir`` (POSIX separators).
     """
     version = tpmath.__version__
-    rel = f"static/tpmath-{version}-py3-none-any.whl"
+    rel = download_path() if full else f"static/tpmath-{version}-py3-none-any.whl"
     target = Path(out_dir) / rel
     target.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(target, "w") as zf:
-        for name, data in wheel_entries(version):
+        for name, data in wheel_entries(version, full=full):
             info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16

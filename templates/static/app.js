@@ -331,6 +331,17 @@
     }
     setTexts(sec.demo, "data-value", result.values || {});
     setTexts(sec.demo, "data-note", result.notes || {});
+    // The real-ranks block: the command and every rank's output follow the controls.
+    (result.real || []).forEach(function (run, i) {
+      setTexts(sec.demo, "data-real-command", mapOf(String(i), run.command));
+      setTexts(sec.demo, "data-real-output", mapOf(String(i), run.output));
+    });
+  }
+
+  function mapOf(key, value) {
+    var m = {};
+    m[key] = value;
+    return m;
   }
 
   function findIn(scope, attr, name) {

@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         common.emit_in_rank_order(ctx, ranks.format_rank(rank, records))
         if rank == 0:
-            print("\n".join(ranks.format_check(check)), flush=True)
+            common.say(ranks.format_check(check))
     ctx.dist.destroy_process_group()
     return 0
 

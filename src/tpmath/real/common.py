@@ -38,7 +38,7 @@ def import_torch():
 
 def launch_env(p: dict) -> tuple[int, int, int]:
     """(rank, world size, local rank) from torchrun's environment; errors name the command."""
-    cmd = ranks.command(p["example"], p["options"])
+    cmd = ranks.command_for(p)
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         raise TPMathError(f"start it with torchrun, one process per rank: {cmd}",
                           f"请用 torchrun 启动，每个 rank 一个进程：{cmd}")
@@ -105,11 +105,19 @@ def numpy(t: Any) -> np.ndarray:
     return t.detach().to("cpu").double().numpy()
 
 
+def say(lines: list[str]) -> None:
+    """Write whole lines with one system call each: ranks share torchrun's stdout, and a
+    pipe write of at most PIPE_BUF (4096) bytes is never mixed with another process's."""
+    sys.stdout.flush()
+    for line in lines:
+        os.write(sys.stdout.fileno(), (line + "\n").encode("utf-8"))
+
+
 def emit_in_rank_order(ctx: Ctx, lines: list[str]) -> None:
     """Every rank prints its own lines; barriers take turns so ranks do not interleave."""
     for r in range(ctx.world):
-        if r == ctx.rank and lines:
-            print("\n".join(lines), flush=True)
+        if r == ctx.rank:
+            say(lines)
         ctx.dist.barrier()
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ranks
-from .common import Ctx, numpy
+from .common import Ctx, numpy, say
 
 
 def _groups(ctx: Ctx, calls: list[list[dict]], timeout) -> dict:
@@ -65,6 +65,7 @@ def _failure(exc: BaseException, timeout_s: float) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if text.startswith("[") and "] " in text:
         text = text.split("] ", 1)[1]
+    text = text.split(". ", 1)[0].rstrip(".")      # the first sentence says what happened
     if "timed out" in text.lower() or "timeout" in text.lower():
         return f"{ranks.BAD} timed out after {timeout_s:g} s ({text[:120]})"
     return f"{ranks.BAD} failed: {text[:160]}"
@@ -76,19 +77,18 @@ def run(p: dict, ctx: Ctx) -> None:
     per_rank, _ = ranks.expected(p)
     mine = p["calls"][ctx.rank]
     width = max((len(n) for n, _ in per_rank[ctx.rank]), default=0)
-    for line in ranks.format_rank(ctx.rank, per_rank[ctx.rank]):
-        print(line, flush=True)
+    say(ranks.format_rank(ctx.rank, per_rank[ctx.rank]))
     groups = _groups(ctx, p["calls"], datetime.timedelta(seconds=p["timeout"]))
     for i, call in enumerate(mine):
         name = f"#{i} {ranks.call_text(call)}"
         try:
             out = _call(ctx, call, groups[call["group"]])
         except Exception as exc:   # noqa: BLE001 - whatever the backend raises is the outcome
-            print(ranks.format_rank(ctx.rank, [(name, "real: " + _failure(exc, p["timeout"]))], width)[0], flush=True)
+            say(ranks.format_rank(ctx.rank, [(name, "real: " + _failure(exc, p["timeout"]))], width))
             return                 # the communicator is now unusable: this rank stops here
         want = _matched_result(call)
         if want is None or (out.shape == tuple(want.shape) and np.array_equal(numpy(out), want)):
             outcome = f"real: completed {ranks.OK}"
         else:
             outcome = f"real: {ranks.BAD} completed with wrong data: got {ranks.value_text(numpy(out))}"
-        print(ranks.format_rank(ctx.rank, [(name, outcome)], width)[0], flush=True)
+        say(ranks.format_rank(ctx.rank, [(name, outcome)], width))

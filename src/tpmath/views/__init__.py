@@ -17,7 +17,12 @@ and returns a JSON-ready result::
                               "rows": [[cell, ...], ...],
                               "foot": [[cell, ...], ...]}},
      "values": {"loss": "0.7384", ...},                  # formatted strings
-     "notes": {"name": cell}}                            # optional dynamic sentences
+     "notes": {"name": cell},                            # optional dynamic sentences
+     "real": [{"command": "torchrun …", "output": "[rank 0] …"}]}   # optional, see below
+
+``real`` (sections that declare ``Section.real``): the command that runs the same example on
+real processes (``python -m tpmath.real``) and what every rank prints, computed here by
+:func:`tpmath.ranks.expected_output` from the core, so it follows the controls.
 
 A cell is either a formatted string (shown verbatim) or ``{"key": "i18n.key",
 "args": {...}}`` for text that must be translated (row labels and sentences).
@@ -78,6 +83,8 @@ class Section:
     render: Callable[[dict, str], dict]
     tables: tuple[str, ...] = field(default=())   # data-table names it produces, in page order
     values: tuple[str, ...] = field(default=())   # data-value names it produces
+    # normalised controls -> [(tpmath.real example, its options)] run on real ranks
+    real: Callable[[dict], list[tuple[str, dict]]] | None = None
 
 
 def sections() -> dict[str, Section]:
@@ -125,6 +132,11 @@ def render(section: str, controls: dict | None = None, lang: str = "en") -> dict
     result.setdefault("notes", {})
     result["section"] = section
     result.setdefault("controls", values)
+    if sec.real is not None:
+        from .. import ranks   # only sections with a real-ranks block need it
+        with np.errstate(all="ignore"):
+            result["real"] = [ranks.expected_output(example, given)
+                              for example, given in sec.real(result["controls"])]
     return result
 
 

@@ -118,6 +118,7 @@ SECTIONS = {
     "backward": Section(
         name="backward",
         controls=(Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS)),),
+        real=lambda c: [("mlp", {"tp": c["tp"], "stage": "grads"})],
         render=render_backward,
         tables=("backward-grads", "grad-check"),
         values=("fd-step",),

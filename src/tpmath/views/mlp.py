@@ -100,5 +100,6 @@ SECTIONS = {
         render=render_mlp,
         tables=("mlp-ranks",),
         values=("loss", "reference-loss", "max-abs-err"),
+        real=lambda c: [("mlp", {"tp": c["tp"], "stage": c["stage"]})],
     ),
 }

@@ -287,13 +287,22 @@ def render_pairing(values: dict, lang: str) -> dict:
     }
 
 
+def real_runs(c: dict, stage: str) -> list[tuple[str, dict]]:
+    """Both layers of the section on real ranks, with the page's example inputs."""
+    given = {"tp": c["tp"], "seed": c["seed"], "batch": c["batch"], "d_in": c["d_in"], "d_out": c["d_out"],
+             "stage": stage}
+    return [("row-linear", given), ("column-linear", given)]
+
+
 SECTIONS = {
     "row-linear": Section("row-linear", _linear_controls_spec(), render_linear,
                           tables=("row-inputs", "row-ranks", "col-ranks"),
-                          values=("row-max-abs-err", "col-max-abs-err")),
+                          values=("row-max-abs-err", "col-max-abs-err"),
+                          real=lambda c: real_runs(c, "forward")),
     "row-backward": Section("row-backward", _linear_controls_spec(), render_backward,
                             tables=("row-bwd-ranks", "col-bwd-ranks", "row-comm"),
-                            values=("row-bwd-max-abs-err", "col-bwd-max-abs-err")),
+                            values=("row-bwd-max-abs-err", "col-bwd-max-abs-err"),
+                            real=lambda c: real_runs(c, "backward")),
     "row-pairing": Section("row-pairing", (
         Control("tp", "select", 4, options=PAIRING_TP_CHOICES, label="ctl.row_tp"),
         Control("tokens", "number", 8192, min=1, max=10**7, step=1, label="ctl.row_tokens"),

@@ -1,0 +1,271 @@
+"""The site's examples on real processes: ``torchrun -m tpmath.real`` vs the simulated core.
+
+Every case launches torchrun (``python -m torch.distributed.run``, which is what the
+``torchrun`` script runs) with 2 or 4 gloo processes on 127.0.0.1, in its own process
+group with a hard deadline (killed, and the test failed, if it does not finish).  Each
+rank's printed lines must equal, character for character, what :func:`tpmath.ranks.expected`
+computes with the numpy core and the same formatting; rank 0's comparison with the
+unsharded computation (done in torch, in one process) must pass.  Low-precision runs and
+random shapes are compared numerically from ``--json`` output.
+
+The mismatch scenarios run with a 3 s collective timeout: the test asserts that the run
+ends, that every call the checker says completes did complete with the right data, and that
+no call the checker says never completes was reported as a correct completion.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from tpmath import collectives, mismatch, ranks  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+ROOT = Path(__file__).resolve().parents[1]
+WORLD_SIZES = (2, 4)
+DEADLINE_S = 120
+
+
+def launch(n: int, argv: list[str], deadline: float = DEADLINE_S) -> subprocess.CompletedProcess:
+    """``torchrun --standalone --nproc-per-node n -m tpmath.real *argv`` with this checkout's code."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n),
+           "-m", "tpmath.real", *argv]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=ROOT, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)      # torchrun and every rank it started
+        out, err = proc.communicate()
+        pytest.fail(f"{' '.join(argv)} on {n} ranks did not finish in {deadline} s\n{out}\n{err[-2000:]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def rank_lines(stdout: str, n: int) -> tuple[list[list[str]], list[str]]:
+    """Each rank's ``[rank r]`` lines (check block of rank 0 separated out)."""
+    per = [[] for _ in range(n)]
+    check: list[str] = []
+    in_check = False
+    for line in stdout.splitlines():
+        if not line.startswith("[rank "):
+            continue
+        r = int(line[6:line.index("]")])
+        if r == 0 and line == f"[rank 0] {ranks.CHECK_TITLE}":
+            in_check = True
+        (check if in_check and r == 0 else per[r]).append(line)
+    return per, check
+
+
+def assert_same_as_core(n: int, example: str, given: dict, argv: list[str]) -> None:
+    """Real run's printed lines == the core's expected lines, rank by rank; the check passes."""
+    p = ranks.plan(example, given)
+    assert p["world"] == n
+    want_ranks, want_check = ranks.expected(p)
+    run = launch(n, argv)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got_ranks, got_check = rank_lines(run.stdout, n)
+    for r in range(n):
+        assert got_ranks[r] == ranks.format_rank(r, want_ranks[r]), f"rank {r}\n{run.stdout}"
+    assert got_check == ranks.format_check(want_check), run.stdout
+    assert all(line.endswith(ranks.OK) for line in got_check[1:]), got_check
+
+
+def _argv(example: str, given: dict) -> list[str]:
+    args = [example]
+    for key, value in given.items():
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    return args
+
+
+def text_cases():
+    for n in WORLD_SIZES:
+        yield n, "mlp", {"tp": n}
+        yield n, "mlp", {"tp": n, "stage": "partial"}
+        yield n, "row-linear", {"tp": n}
+        yield n, "row-linear", {"tp": n, "bias": "[0.5,-1,2,0.25]", "seed": 7, "batch": 3}
+        yield n, "column-linear", {"tp": n}
+        yield n, "column-linear", {"tp": n, "bias": "[1,2,3,4]", "d_in": 3, "stage": "backward"}
+        for i, name in enumerate(collectives.NAMES):
+            op = collectives.OPS[i % len(collectives.OPS)]
+            yield n, "collective", {"name": name, "ranks": n, "op": op, "root": n - 1}
+        yield n, "vocab-ce", {"shards": n}
+        yield n, "vocab-ce", {"shards": n, "target": 4, "shift": -3.5}
+        yield n, "vocab-ce", {"shards": n, "label_smoothing": 0.1, "target": 0}
+
+
+@pytest.mark.parametrize("n, example, given", [
+    pytest.param(n, ex, g, id=f"n{n}-{ex}-" + "-".join(f"{k}={v}" for k, v in g.items()))
+    for n, ex, g in text_cases()])
+def test_every_rank_prints_what_the_core_computes(n, example, given):
+    assert_same_as_core(n, example, given, _argv(example, given))
+
+
+# ------------------------------------------------------------------------ numeric (--json)
+
+def json_ranks(stdout: str, n: int) -> list[dict]:
+    rows = [json.loads(line) for line in stdout.splitlines() if line.startswith('{"rank"')]
+    assert sorted(r["rank"] for r in rows) == list(range(n)), stdout
+    return sorted(rows, key=lambda r: r["rank"])
+
+
+NONFINITE = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
+
+
+def _num(v):
+    """A JSON record value: text stays text; numbers (±inf written as strings) become arrays."""
+    if isinstance(v, str) and v not in NONFINITE:
+        return v
+    return np.asarray(_inf(v), dtype=np.float64)
+
+
+def _inf(v):
+    if isinstance(v, list):
+        return [_inf(x) for x in v]
+    return NONFINITE.get(v, v) if isinstance(v, str) else v
+
+
+NUMERIC_CASES = [
+    # (n, example, options, relative tolerance of each printed value vs the core)
+    (2, "mlp", {"tp": 2, "seed": 3, "batch": 3, "d_model": 5, "d_ff": 8}, 1e-12),
+    (4, "mlp", {"tp": 4, "seed": 11, "batch": 2, "d_model": 3, "d_ff": 12}, 1e-12),
+    (2, "mlp", {"tp": 2, "dtype": "float32"}, 1e-5),
+    (4, "mlp", {"tp": 4, "dtype": "float16"}, 4e-3),
+    (4, "vocab-ce", {"shards": 4, "logits": "[[1.2,-0.5,2,0.1,1.4,-1],[0,3,-2,1,0.5,0.25],[2,2,2,2,2,2]]",
+                     "target": "[2,-100,5]", "label_smoothing": 0.2}, 1e-12),
+    (2, "vocab-ce", {"shards": 2, "dtype": "float32", "shift": 1000}, 1e-5),
+    (4, "vocab-ce", {"shards": 4, "dtype": "float16", "label_smoothing": 0.1}, 4e-3),
+    (2, "row-linear", {"tp": 2, "x": "[[1e3,-2],[3,4]]", "a": "[[1,2,3],[4,5,6]]", "dy": "[[1,0,-1],[2,1,0]]"},
+     1e-12),
+]
+
+
+@pytest.mark.parametrize("n, example, given, rtol", [
+    pytest.param(*c, id=f"n{c[0]}-{c[1]}-" + "-".join(f"{k}={v}" for k, v in c[2].items())[:60])
+    for c in NUMERIC_CASES])
+def test_json_values_match_the_core(n, example, given, rtol):
+    p = ranks.plan(example, given)
+    want_ranks, want_check = ranks.expected(p)
+    run = launch(n, _argv(example, given) + ["--json"])
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json_ranks(run.stdout, n)
+    for r in range(n):
+        names = [name for name, _ in got[r]["records"]]
+        assert names == [name for name, _ in want_ranks[r]], f"rank {r}"
+        for (name, value), (_, want) in zip(got[r]["records"], want_ranks[r]):
+            value = _num(value)
+            if isinstance(want, str):
+                assert value == want, (r, name)
+                continue
+            want = np.asarray(want, dtype=np.float64)
+            scale = max(1.0, float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0)))
+            assert value.shape == want.shape, (r, name)
+            assert np.array_equal(np.isinf(value), np.isinf(want)), (r, name)
+            fin = np.isfinite(want)
+            np.testing.assert_allclose(value[fin], want[fin], rtol=0, atol=rtol * scale, err_msg=f"rank {r} {name}")
+    assert [name for name, _ in got[0]["check"]] == [name for name, _ in want_check]
+    assert all(v.endswith(ranks.OK) for _, v in got[0]["check"]), got[0]["check"]
+
+
+# ------------------------------------------------------------------------------ mismatch
+
+@pytest.mark.parametrize("scenario", list(mismatch.SCENARIOS))
+def test_mismatch_is_reported_not_left_hanging(scenario):
+    p = ranks.plan("mismatch", {"scenario": scenario, "timeout": 3})
+    n = p["world"]
+    run = launch(n, ["mismatch", "--scenario", scenario, "--timeout", "3"], deadline=90)
+    per, _ = rank_lines(run.stdout, n)
+    want, _ = ranks.expected(p)
+    hangs = {h["rank"]: h["call_index"] for h in p["core"]["hangs"]}
+    for r in range(n):
+        checker = [line for line in per[r] if "checker:" in line]
+        assert checker == ranks.format_rank(r, want[r]), run.stdout
+        real = {int(line.split("#", 1)[1].split()[0]): line.split("real: ", 1)[1]
+                for line in per[r] if "real: " in line}
+        stuck_at = hangs.get(r)
+        for i in range(len(p["calls"][r])):
+            if stuck_at is None or i < stuck_at:
+                assert real.get(i) == f"completed {ranks.OK}", (r, i, run.stdout, run.stderr[-2000:])
+            elif i == stuck_at:
+                # gloo may time out, fail, kill the rank (no line) or complete with wrong data;
+                # it must never look like a correct completion.
+                assert real.get(i) != f"completed {ranks.OK}", (r, i, run.stdout)
+            else:
+                assert i not in real, (r, i, run.stdout)
+    if not hangs:
+        assert run.returncode == 0, run.stderr[-2000:]
+
+
+# ------------------------------------------------------------------------------- errors
+
+def _plain_run(argv: list[str], extra_env: dict | None = None, python_args: list[str] | None = None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        env.pop(key, None)
+    env.update(extra_env or {})
+    return subprocess.run([sys.executable, *(python_args or ["-m", "tpmath.real"]), *argv],
+                          capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+
+
+def _one_error_line(run) -> str:
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert run.returncode == 2, run.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), run.stderr
+    assert "Traceback" not in run.stderr
+    return lines[0]
+
+
+def test_without_torchrun_prints_the_command_to_use():
+    line = _one_error_line(_plain_run(["mlp", "--tp", "4", "--stage", "forward"]))
+    assert "torchrun --standalone --nproc-per-node 4 -m tpmath.real mlp --tp 4 --stage forward" in line
+
+
+def test_world_size_that_does_not_fit_is_one_clear_error():
+    run = launch(2, ["mlp", "--tp", "4"])
+    assert run.returncode != 0
+    errors = [line for line in run.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, run.stderr          # rank 0 speaks for the group
+    assert "needs 4 processes" in errors[0] and "started 2" in errors[0]
+    assert "--nproc-per-node 4" in errors[0]
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["mlp", "--tp", "3"], "tp"),
+    (["mlp", "--dtype", "int8"], "dtype"),
+    (["vocab-ce", "--shift", "-1e9"], "shift"),
+    (["collective", "--name", "all-sum"], "all-sum"),
+    (["collective", "--root", "5"], "root"),
+    (["mismatch", "--timeout", "0"], "timeout"),
+    (["row-linear", "--x", "[[1,2],[3]]"], "ragged"),
+    (["nonsense"], "nonsense"),
+])
+def test_bad_options_are_one_line_before_any_launch(argv, needle):
+    line = _one_error_line(_plain_run(argv))
+    assert needle in line
+
+
+def test_missing_torch_is_one_clear_error():
+    # A Python whose `import torch` fails, as on a machine without the [real] extra.
+    code = ("import sys, runpy; sys.modules['torch'] = None; sys.argv = ['tpmath.real', 'mlp'];"
+            "runpy.run_module('tpmath.real', run_name='__main__')")
+    line = _one_error_line(_plain_run([], {"RANK": "0", "WORLD_SIZE": "2"}, ["-c", code]))
+    assert "pip install 'tpmath[real]'" in line
+
+
+def test_core_and_site_never_import_torch():
+    code = ("import sys, tpmath, tpmath.ranks, tpmath.views, tpmath.cli, tpsite.build;"
+            "import tpmath.views.mlp, tpmath.views.row, tpmath.views.vocab, tpmath.views.collectives;"
+            "print('torch' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), cwd=ROOT)
+    assert run.stdout.strip() == "False", run.stderr
