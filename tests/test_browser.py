@@ -48,7 +48,10 @@ SNAPSHOT_FN = """function snapshot(demo) {
   const texts = (attr) => Object.fromEntries(Array.from(demo.querySelectorAll("[" + attr + "]"))
       .map(e => [e.getAttribute(attr), e.textContent]));
   const form = demo.querySelector("form.controls");
-  return {tables, values: texts("data-value"), notes: texts("data-note"), scopes,
+  const real = Array.from(demo.querySelectorAll("[data-real-command]")).map(c => ({
+      command: c.textContent,
+      output: demo.querySelector('[data-real-output="' + c.getAttribute("data-real-command") + '"]').textContent}));
+  return {tables, values: texts("data-value"), notes: texts("data-note"), real, scopes,
           msg: form.querySelector(".control-msg").textContent,
           invalid: Array.from(form.elements).filter(e => e.getAttribute("aria-invalid") === "true").map(e => e.name),
           controls: Object.fromEntries(Array.from(form.elements).filter(e => e.name).map(e => [e.name, e.value])),
@@ -113,7 +116,8 @@ def expected(section: str, controls: dict, lang: str) -> dict:
             "foot": [[cell_text(c, lang) for c in row] for row in spec.get("foot", [])],
         }
     return {"tables": tables, "values": {k: cell_text(v, lang) for k, v in result["values"].items()},
-            "notes": {k: cell_text(v, lang) for k, v in result["notes"].items()}}
+            "notes": {k: cell_text(v, lang) for k, v in result["notes"].items()},
+            "real": result.get("real", [])}
 
 
 def expected_error(section: str, controls: dict, lang: str) -> TPMathError | None:
@@ -180,6 +184,8 @@ def diff(where: str, got: dict, want: dict) -> list[str]:
                         out.append(f"{where} {name} {part}[{i}]: {len(gr)} cells != {len(wr)}")
             else:
                 out.append(f"{where} {name} {part}: live {g[part]!r} != {w[part]!r}")
+    if got.get("real", []) != want.get("real", []):   # the real-ranks block: command + per-rank output
+        out.append(f"{where} real-ranks block: live {got.get('real')!r} != {want.get('real')!r}")
     for kind in ("values", "notes"):
         for k, v in want[kind].items():
             if got[kind].get(k, v) != v:
@@ -446,7 +452,8 @@ def test_bad_values_show_message_in_page_language_and_keep_tables(live_pages):
                 tried += 1
                 if err is None:       # a valid value: tables follow it
                     assert state["msg"] == "" and state["invalid"] == []
-                    assert state["tables"] == expected(section, sent, live.lang)["tables"]
+                    want = expected(section, sent, live.lang)
+                    assert state["tables"] == want["tables"] and state["real"] == want["real"]
                     good = state
                     continue
                 errors_seen += 1
@@ -456,6 +463,7 @@ def test_bad_values_show_message_in_page_language_and_keep_tables(live_pages):
                 if err.field:
                     assert state["invalid"] == [err.field]
                 assert state["tables"] == good["tables"], "the last good tables must stay"
+                assert state["real"] == good["real"], "the last good real-ranks command must stay"
         restored = live.set(section, base)
         assert restored["msg"] == "" and restored["invalid"] == []
     if controls_by:

@@ -269,3 +269,72 @@ def test_core_and_site_never_import_torch():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), cwd=ROOT)
     assert run.stdout.strip() == "False", run.stderr
+
+
+# ------------------------------------------------------------------- from the page, run
+
+def page_blocks(site: Path, lang: str) -> list[tuple[str, str, str, str]]:
+    """(page, section, command, output) of every real-ranks block of the built pages."""
+    from html_tree import parse
+    out = []
+    for page in sorted((site / lang).glob("*.html")):
+        tree = parse(page.read_text(encoding="utf-8"))
+        for block in tree.find_all("details", class_="real-ranks"):
+            section = block.attrs["data-real"]
+            for code in block.find_all("code", data_real_command=True):
+                i = code.attrs["data-real-command"]
+                output = block.find("pre", data_real_output=i)
+                out.append((page.name, section, code.text(), output.text()))
+    return out
+
+
+def test_every_section_with_an_example_has_a_block_in_both_languages(built_site):
+    en, zh = page_blocks(built_site, "en"), page_blocks(built_site, "zh")
+    assert {s for _, s, _, _ in en} == {"mlp", "backward", "collectives", "mismatch", "vocab-ce", "vocab-extras",
+                                        "row-linear", "row-backward"}
+    # commands and outputs are language-neutral: the same on both pages
+    assert [(p, s, c, o) for p, s, c, o in en] == [(p, s, c, o) for p, s, c, o in zh]
+
+
+def test_the_command_copied_from_the_page_prints_the_page_output(built_site):
+    """What a reader does: copy the command, run it, compare with the block, line by line."""
+    import shlex
+    for page, section, command, output in page_blocks(built_site, "en"):
+        argv = shlex.split(command)
+        assert argv[:3] == ["torchrun", "--standalone", "--nproc-per-node"], command
+        n = int(argv[3])
+        assert argv[4:6] == ["-m", "tpmath.real"]
+        if argv[6] == "mismatch":
+            argv += ["--timeout", "3"]                    # the page's default waits 10 s per call
+        run = launch(n, argv[6:])
+        got = [line for line in run.stdout.splitlines() if line.startswith("[rank ")]
+        if argv[6] == "mismatch":                         # the real run adds its "real:" lines
+            got = [line for line in got if "real: " not in line]
+            assert sorted(got) == sorted(output.splitlines()), (page, section, run.stdout)
+            continue
+        assert run.returncode == 0, (page, section, run.stderr[-2000:])
+        assert got == output.splitlines(), (page, section, command, run.stdout)
+
+
+def test_the_readers_wheel_runs_on_real_ranks(built_site, tmp_path):
+    """The page's download: metadata declares the [real] extra; unpacked alone (not this
+    checkout's src/) it runs an example under torchrun and prints the expected lines."""
+    import zipfile
+    wheels = list((built_site / "download").glob("tpmath-*-py3-none-any.whl"))
+    assert len(wheels) == 1
+    with zipfile.ZipFile(wheels[0]) as zf:
+        names = zf.namelist()
+        meta = next(zf.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
+        zf.extractall(tmp_path)
+    assert "tpmath/real/__main__.py" in names and "tpmath/ranks.py" in names
+    assert "Provides-Extra: real" in meta and 'Requires-Dist: torch>=' in meta and 'extra == "real"' in meta
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), OMP_NUM_THREADS="1")
+    where = subprocess.run([sys.executable, "-c", "import tpmath; print(tpmath.__file__)"], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    assert where.stdout.strip().startswith(str(tmp_path)), where
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "tpmath.real", "collective", "--name", "reduce-scatter", "--op", "max"]
+    run = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=DEADLINE_S)
+    assert run.returncode == 0, run.stderr[-2000:]
+    want = ranks.expected_output("collective", {"name": "reduce-scatter", "op": "max"})["output"]
+    assert [line for line in run.stdout.splitlines() if line.startswith("[rank ")] == want.splitlines()

@@ -9,8 +9,8 @@ with ``collective(...)`` on the same buffers.
 
 What gloo supports in torch 2.13.0 (probed, recorded per call in the results):
 all_reduce with SUM / AVG / MAX / MIN / PRODUCT, reduce, broadcast,
-all_gather_into_tensor (and the list ``all_gather``), reduce_scatter_tensor /
-``reduce_scatter_single`` and the list ``reduce_scatter``, all_to_all_single,
+all_gather_into_tensor (and the list ``all_gather``), reduce_scatter_tensor and
+the list ``reduce_scatter``, all_to_all_single,
 all_to_all, gather, scatter.  Older torch versions lacked AVG and reduce_scatter
 on gloo: a call gloo refuses is reported as a skip naming the error, never as a pass.
 """
@@ -31,6 +31,8 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from tpmath.collectives import collective  # noqa: E402
+from tpmath.real import collective as real_collective  # noqa: E402
+from tpmath.real.common import Ctx  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -66,55 +68,32 @@ def _variants(name: str) -> list[str]:
     }[name]
 
 
-def _run_one(api: str, name: str, op: str, root: int, rank: int, n: int, x: "torch.Tensor"):
+# The tensor APIs are called through tpmath.real.collective.call (what `python -m tpmath.real
+# collective` runs), so this cross-check also covers the real-ranks example; the list APIs here.
+TENSOR_API = {"all_reduce": "all-reduce", "reduce": "reduce", "broadcast": "broadcast",
+              "all_gather_into_tensor": "all-gather", "reduce_scatter_tensor": "reduce-scatter",
+              "all_to_all_single": "all-to-all", "gather": "gather", "scatter": "scatter"}
+
+
+def _run_one(api: str, name: str, op: str, root: int, ctx, x: "torch.Tensor"):
     """Call one torch.distributed API; return this rank's output tensor or None."""
+    if api in TENSOR_API:
+        return real_collective.call(ctx, TENSOR_API[api], op, root, x)
     red = getattr(dist.ReduceOp, OPS[op])
+    n = ctx.world
     blk = x.numel() // n
-    if api == "all_reduce":
-        y = x.clone()
-        dist.all_reduce(y, op=red)
-        return y
-    if api == "reduce":
-        y = x.clone()
-        dist.reduce(y, dst=root, op=red)
-        return y if rank == root else None
-    if api == "broadcast":
-        y = x.clone()
-        dist.broadcast(y, src=root)
-        return y
-    if api == "all_gather_into_tensor":
-        y = torch.empty(n * x.numel(), dtype=x.dtype)
-        dist.all_gather_into_tensor(y, x)
-        return y
     if api == "all_gather":
         parts = [torch.empty_like(x) for _ in range(n)]
         dist.all_gather(parts, x)
         return torch.cat(parts)
-    if api == "reduce_scatter_tensor":
-        y = torch.empty(blk, dtype=x.dtype)
-        fn = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-        fn(y, x.clone(), op=red)
-        return y
     if api == "reduce_scatter":
         y = torch.empty(blk, dtype=x.dtype)
         dist.reduce_scatter(y, list(x.clone().chunk(n)), op=red)
-        return y
-    if api == "all_to_all_single":
-        y = torch.empty_like(x)
-        dist.all_to_all_single(y, x)
         return y
     if api == "all_to_all":
         parts = [torch.empty(blk, dtype=x.dtype) for _ in range(n)]
         dist.all_to_all(parts, list(x.chunk(n)))
         return torch.cat(parts)
-    if api == "gather":
-        parts = [torch.empty_like(x) for _ in range(n)] if rank == root else None
-        dist.gather(x, parts, dst=root)
-        return torch.cat(parts) if rank == root else None
-    if api == "scatter":
-        y = torch.empty(blk, dtype=x.dtype)
-        dist.scatter(y, list(x.chunk(n)) if rank == root else None, src=root)
-        return y
     raise ValueError(api)
 
 
@@ -123,13 +102,14 @@ def _worker(rank: int, n: int, port: int, outdir: str) -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=n,
                             timeout=datetime.timedelta(seconds=30))
     x = torch.from_numpy(rank_input(rank, n))
+    ctx = Ctx(torch, dist, rank, n, torch.device("cpu"), "gloo")
     results = {}
     try:
         for name, op, root in _cases(n):
             for api in _variants(name):
                 key = f"{name}|{op}|{root}|{api}"
                 try:
-                    y = _run_one(api, name, op, root, rank, n, x)
+                    y = _run_one(api, name, op, root, ctx, x)
                     results[key] = {"ok": True, "out": None if y is None else y.tolist()}
                 except (RuntimeError, ValueError, NotImplementedError) as exc:
                     # gloo refused the call on every rank alike (checked before any data moves)

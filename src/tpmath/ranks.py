@@ -59,9 +59,27 @@ def _opts(*specs: tuple[str, str | None, str]) -> tuple[Opt, ...]:
     return tuple(Opt(*s) for s in specs)
 
 
-MLP_STAGES = ("all", "shards", "forward", "partial", "backward", "grad-w", "grad-x", "grads")
 LINEAR_STAGES = ("all", "forward", "backward")
 _JSON = "as JSON"
+
+
+def _linear_opts(split: str, bias: str) -> tuple[Opt, ...]:
+    """Options of the two linear examples (they differ in the split dimension)."""
+    return _opts(
+        ("tp", "2", f"tensor-parallel size = number of processes; must divide {split}"),
+        ("stage", "all", f"which tensors to print: {', '.join(LINEAR_STAGES)}"),
+        ("seed", "0", "the page's example inputs: standard normal draws rounded to one decimal"),
+        ("batch", "2", "example inputs: batch"),
+        ("d-in", "4", "example inputs: input features D"),
+        ("d-out", "4", "example inputs: output features O"),
+        ("x", None, f"X (batch × d_in) {_JSON}; overrides the example"),
+        ("a", None, f"A (d_in × d_out) {_JSON}; overrides the example"),
+        ("dy", None, f"upstream gradient dY (batch × d_out) {_JSON}; overrides the example"),
+        ("bias", None, f"bias b (d_out) {_JSON}; {bias}"),
+    )
+
+
+MLP_STAGES = ("all", "shards", "forward", "partial", "backward", "grad-w", "grad-x", "grads")
 
 EXAMPLES: dict[str, tuple[str, tuple[Opt, ...]]] = {
     "mlp": ("column→row MLP (tanh, L = Σ Y⊙G): forward and backward, one process per rank", _opts(
@@ -77,30 +95,10 @@ EXAMPLES: dict[str, tuple[str, tuple[Opt, ...]]] = {
         ("d-model", None, "random inputs: d_model (default 4)"),
         ("d-ff", None, "random inputs: d_ff (default 24)"),
     )),
-    "row-linear": ("row-parallel linear Y = X A (A split by rows, X by columns, AllReduce of Y)", _opts(
-        ("tp", "2", "tensor-parallel size = number of processes; must divide d_in"),
-        ("stage", "all", f"which tensors to print: {', '.join(LINEAR_STAGES)}"),
-        ("seed", "0", "the page's example inputs: standard normal draws rounded to one decimal"),
-        ("batch", "2", "example inputs: batch"),
-        ("d-in", "4", "example inputs: input features D"),
-        ("d-out", "4", "example inputs: output features O"),
-        ("x", None, f"X (batch × d_in) {_JSON}; overrides the example"),
-        ("a", None, f"A (d_in × d_out) {_JSON}; overrides the example"),
-        ("dy", None, f"upstream gradient dY (batch × d_out) {_JSON}; overrides the example"),
-        ("bias", None, f"bias b (d_out) {_JSON}; added once, after the AllReduce"),
-    )),
-    "column-linear": ("column-parallel linear Y = X A (A split by columns, AllGather of Y)", _opts(
-        ("tp", "2", "tensor-parallel size = number of processes; must divide d_out"),
-        ("stage", "all", f"which tensors to print: {', '.join(LINEAR_STAGES)}"),
-        ("seed", "0", "the page's example inputs: standard normal draws rounded to one decimal"),
-        ("batch", "2", "example inputs: batch"),
-        ("d-in", "4", "example inputs: input features D"),
-        ("d-out", "4", "example inputs: output features O"),
-        ("x", None, f"X (batch × d_in) {_JSON}; overrides the example"),
-        ("a", None, f"A (d_in × d_out) {_JSON}; overrides the example"),
-        ("dy", None, f"upstream gradient dY (batch × d_out) {_JSON}; overrides the example"),
-        ("bias", None, f"bias b (d_out) {_JSON}; each rank adds its slice"),
-    )),
+    "row-linear": ("row-parallel linear Y = X A (A split by rows, X by columns, AllReduce of Y)",
+                   _linear_opts("d_in", "added once, after the AllReduce")),
+    "column-linear": ("column-parallel linear Y = X A (A split by columns, AllGather of Y)",
+                      _linear_opts("d_out", "each rank adds its slice")),
     "collective": ("one collective on the site's buffers: rank r holds 10^r·[1, 2, …]", _opts(
         ("name", "all-reduce", f"one of {', '.join(collectives.NAMES)}"),
         ("ranks", "2", "number of processes"),
