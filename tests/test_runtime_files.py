@@ -175,9 +175,13 @@ def test_wheel_contents_and_record(tmp_path):
         names = zf.namelist()
         assert names == sorted(n for n in names if not n.startswith("tpmath-")) + \
             [n for n in names if n.startswith("tpmath-")]
+        # every module except tpmath.real (torch, for real ranks: not in the browser's wheel)
         sources = sorted("tpmath/" + p.relative_to(ROOT / "src" / "tpmath").as_posix()
-                         for p in (ROOT / "src" / "tpmath").rglob("*.py") if "__pycache__" not in p.parts)
+                         for p in (ROOT / "src" / "tpmath").rglob("*.py")
+                         if "__pycache__" not in p.parts and p.relative_to(ROOT / "src" / "tpmath").parts[0] != "real")
         assert sorted(n for n in names if n.endswith(".py")) == sources
+        assert "tpmath/ranks.py" in names and not any("torch" in zf.read(n).decode() and "import torch" in
+                                                      zf.read(n).decode() for n in names if n.endswith(".py"))
         record = zf.read("tpmath-0.1.0.dist-info/RECORD").decode().splitlines()
         rows = dict((r.split(",")[0], r.split(",", 1)[1]) for r in record)
         assert set(rows) == set(names)
@@ -233,3 +237,19 @@ def test_wheel_refuses_builder_imports():
     with pytest.raises(WheelError, match="jinja2"):
         check_imports(Path("x.py"), "import os\nfrom jinja2 import Template\n")
     check_imports(Path("x.py"), "import numpy as np\n# markdown is not imported here\n")
+
+
+def test_readers_wheel_has_everything_and_the_real_extra(tmp_path):
+    """site/download/'s wheel: readable sources of every module (tpmath.real included) and
+    the [real] extra; the browser's wheel stays without tpmath.real."""
+    rel = build_wheel(tmp_path, full=True)
+    assert rel == "download/tpmath-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(tmp_path / rel) as zf:
+        names = zf.namelist()
+        sources = sorted("tpmath/" + p.relative_to(ROOT / "src" / "tpmath").as_posix()
+                         for p in (ROOT / "src" / "tpmath").rglob("*.py") if "__pycache__" not in p.parts)
+        assert sorted(n for n in names if n.endswith(".py")) == sources
+        for name in sources:   # unslimmed: byte for byte the source
+            assert zf.read(name) == (ROOT / "src" / name).read_bytes()
+        meta = zf.read("tpmath-0.1.0.dist-info/METADATA").decode()
+    assert "Provides-Extra: real" in meta and 'Requires-Dist: torch>=2.13; extra == "real"' in meta

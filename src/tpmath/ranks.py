@@ -304,12 +304,12 @@ LINEAR_RECORDS = {
 }
 
 
-def linear_names(kind: str, r: int, k: int) -> dict[str, str]:
+def linear_names(kind: str, r: int, k: int, has_bias: bool) -> dict[str, str]:
     """Printed names of the linear layers' records on rank r (k = shard width)."""
     a, b = r * k, (r + 1) * k
     if kind == "row":
         return {"X_shard": "X" + cols(a, b), "A_shard": "A" + rows(a, b), "Y_partial": "Y_partial",
-                "Y": "Y ← all_reduce(SUM) + b", "dY": "dY", "dX_shard": "dX" + cols(a, b),
+                "Y": "Y ← all_reduce(SUM)" + (" + b" if has_bias else ""), "dY": "dY", "dX_shard": "dX" + cols(a, b),
                 "dA_shard": "dA" + rows(a, b), "db": "db"}
     return {"X": "X", "A_shard": "A" + cols(a, b), "b_shard": f"b[{a}:{b}]", "Y_shard": "Y" + cols(a, b),
             "Y": "Y ← all_gather", "dY_shard": "dY" + cols(a, b), "dX_partial": "dX_partial",
@@ -337,7 +337,7 @@ def _expected_linear(p: dict) -> tuple[list, list]:
         if bias is not None:
             values.update(db=res["sharded"]["db"], b_shard=bias[r * k:(r + 1) * k],
                           db_shard=res["sharded"]["db"][r * k:(r + 1) * k])
-        names = linear_names(kind, r, k)
+        names = linear_names(kind, r, k, bias is not None)
         per_rank.append([(names[key], values[key]) for key in linear_stage_keys(kind, p["stage"], bias is not None)])
     check = [(f"max|Δ| {key}", verdict(err, tolerance("float64", res["reference"][key])))
              for key, err in res["max_abs_err"].items()]

@@ -46,6 +46,9 @@ def _plan(argv: list[str]) -> tuple[argparse.Namespace, dict]:
         parser.print_help()
         raise SystemExit(0 if argv else 2)
     args = parser.parse_args(_join_negative_values(argv))
+    if args.json and args.example == "mismatch":
+        raise TPMathError("--json is not available for mismatch: its ranks report as the calls happen",
+                          "mismatch 不支持 --json：各 rank 在调用发生时逐行报告")
     given = {o.dest: getattr(args, o.dest) for o in ranks.options(args.example)}
     with np.errstate(all="ignore"):           # the core reports overflow as TPMathError
         return args, ranks.plan(args.example, given)

@@ -59,7 +59,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
         assembled = {"Y": Y, "dX": X.grad, "dA": all_gather_cat(ctx, A_r.grad, dim=1)}
         if bias is not None:
             assembled["db"] = all_gather_cat(ctx, b_r.grad, dim=0)
-    names = ranks.linear_names(kind, r, k)
+    names = ranks.linear_names(kind, r, k, bias is not None)
     records = [(names[key], numpy(v[key])) for key in ranks.linear_stage_keys(kind, p["stage"], bias is not None)]
     if r != 0:
         return records, None
