@@ -61,6 +61,8 @@ def _opts(*specs: tuple[str, str | None, str]) -> tuple[Opt, ...]:
 
 LINEAR_STAGES = ("all", "forward", "backward")
 _JSON = "as JSON"
+_DTYPE_HELP = ("float64 | float32 | float16 (float16: PyTorch's CPU kernels accumulate in float32, the "
+               "simulation rounds every float16 operation, so the last printed digits can differ)")
 
 
 def _linear_opts(split: str, bias: str) -> tuple[Opt, ...]:
@@ -85,7 +87,7 @@ EXAMPLES: dict[str, tuple[str, tuple[Opt, ...]]] = {
     "mlp": ("column→row MLP (tanh, L = Σ Y⊙G): forward and backward, one process per rank", _opts(
         ("tp", "2", "tensor-parallel size = number of processes; must divide d_ff"),
         ("stage", "all", f"which tensors to print: {', '.join(MLP_STAGES)} (the page's stages; grads = every gradient)"),
-        ("dtype", "float64", "float64 | float32 | float16"),
+        ("dtype", "float64", _DTYPE_HELP),
         ("x", None, f"X (batch × d_model) {_JSON}; default the seed's [[1,2],[3,-1]]"),
         ("w1", None, f"W1 (d_model × d_ff) {_JSON}"),
         ("w2", None, f"W2 (d_ff × d_model) {_JSON}"),
@@ -111,7 +113,7 @@ EXAMPLES: dict[str, tuple[str, tuple[Opt, ...]]] = {
         ("shift", "0", "constant added to every logit (|shift| ≤ 1e4)"),
         ("label-smoothing", "0", "ε in [0, 1], as F.cross_entropy(label_smoothing=ε)"),
         ("ignore-index", "-100", "target value whose positions are ignored"),
-        ("dtype", "float64", "float64 | float32 | float16"),
+        ("dtype", "float64", _DTYPE_HELP),
         ("logits", None, f"logits (V,) or (positions, V) {_JSON}; default the seed's six"),
     )),
     "mismatch": ("a mismatched collective: the checker's verdict, then the real run (with a timeout)", _opts(
