@@ -27,6 +27,7 @@ differences of the float64 loss.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -362,3 +363,11 @@ def run_mlp(X: Any = None, W1: Any = None, W2: Any = None, G: Any = None, tp: An
         "tolerances": tols,
         "within_tolerance": all(errs[k] <= tols[k] for k in errs),
     }
+
+
+@functools.lru_cache(maxsize=None)
+def default_run(tp: int, dtype: str = "float64") -> dict:
+    """:func:`run_mlp` on :func:`default_inputs`, computed once per (tp, dtype): several page
+    sections and their real-ranks blocks show it, and a stage change must not recompute the
+    finite differences.  The result is shared: callers must not modify it."""
+    return run_mlp(tp=tp, dtype=dtype)

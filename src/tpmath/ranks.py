@@ -32,7 +32,7 @@ import numpy as np
 
 from . import collectives, mismatch, mlp, row_linear, vocab_ce
 from .errors import TPMathError
-from .validate import as_array, as_choice, as_float, as_int, parse_json
+from .validate import as_array, as_choice, as_dtype, as_float, as_int, parse_json
 from .views import fmt
 
 LAUNCH = "torchrun --standalone --nproc-per-node"
@@ -164,7 +164,11 @@ def _plan_mlp(o: dict) -> dict:
     stage = as_choice("stage", o["stage"], MLP_STAGES)
     inputs = mlp.command_line_inputs(o["x"], o["w1"], o["w2"], o["g"], seed=o["seed"], batch=o["batch"],
                                      d_model=o["d_model"], d_ff=o["d_ff"])
-    res = mlp.run_mlp(**inputs, tp=o["tp"], dtype=o["dtype"])
+    if all(v is None for v in inputs.values()):      # the page's inputs: computed once per (tp, dtype)
+        d_ff = mlp.default_inputs()["W1"].shape[1]
+        res = mlp.default_run(mlp.validate_tp(o["tp"], d_ff), as_dtype("dtype", o["dtype"]).name)
+    else:
+        res = mlp.run_mlp(**inputs, tp=o["tp"], dtype=o["dtype"])
     return {"world": res["tp"], "stage": stage, "dtype": res["dtype"], "inputs": res["inputs"], "core": res}
 
 

@@ -21,7 +21,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     k = (inp["A"].shape[0] if kind == "row" else inp["A"].shape[1]) // tp
     a, b = r * k, (r + 1) * k
     dY = ctx.tensor(inp["dY"])                          # (B, O) upstream gradient, replicated
-    bias = None if inp["bias"] is None else inp["bias"]
+    bias = inp["bias"]                                  # (O,) or None
     v = {}
     if kind == "row":
         X_r = ctx.tensor(inp["X"][:, a:b]).requires_grad_()      # (B, D/tp) input_is_parallel

@@ -38,7 +38,7 @@ _GRADS = (
 def render_backward(controls: dict, lang: str) -> dict:
     """Per-rank gradients and the two independent checks of the assembled ones."""
     tp = select_int("tp", controls["tp"], TP_OPTIONS)
-    res = mlp.run_mlp(tp=tp)
+    res = mlp.default_run(tp)
     rows = [[rank(rk["rank"]), fmt.mat(rk["G_H"]), fmt.mat(rk["G_Z"]), fmt.mat(rk["G_W1"]),
              fmt.mat(rk["G_W2"]), fmt.mat(rk["G_X_partial"])] for rk in res["ranks"]]
     check = [[label(name_key), label(how_key), fmt.mat(res["sharded"][key]),

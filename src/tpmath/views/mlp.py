@@ -11,8 +11,6 @@ the largest absolute difference.  The reference for the intermediate values
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from .. import mlp as core
@@ -46,11 +44,10 @@ def _merge(parts: list[np.ndarray], how: str) -> np.ndarray:
     return np.concatenate(parts, axis=1 if how == "cols" else 0)
 
 
-@functools.lru_cache(maxsize=None)
 def _run(tp: int) -> dict:
     """run_mlp on the fixed default inputs: a pure function of tp, computed once per tp
     (a stage change only picks other columns; nothing here modifies the result)."""
-    return core.run_mlp(tp=tp)
+    return core.default_run(tp)
 
 
 def render_mlp(controls: dict, lang: str) -> dict:
