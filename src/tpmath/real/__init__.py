@@ -7,5 +7,6 @@ every rank prints is also computed without torch by :mod:`tpmath.ranks` (the pag
 next to each section, and the tests compare both).
 
 This package is the only part of tpmath that imports torch (an optional extra:
-``pip install 'tpmath[real]'``); the core and the site never import it.
+``pip install -e '.[real]'`` in a checkout, or the site's wheel with ``[real]``); the core and
+the site never import it.
 """

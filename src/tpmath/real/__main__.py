@@ -2,7 +2,8 @@
 
 Options are those of :data:`tpmath.ranks.EXAMPLES` plus ``--backend`` and ``--json``.  Bad
 options, a missing torch, a world size that does not fit, or a start without torchrun print
-one ``error:`` line (from rank 0 only) and exit with status 2.
+one ``error:`` line (from rank 0 only) and exit with status 2 (under torchrun, torchrun then
+adds its own report of the processes that failed and exits with 1).
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _plan(argv: list[str]) -> tuple[argparse.Namespace, dict]:
     parser = build_parser()
     if not argv or argv[0] in ("-h", "--help"):
-        parser.print_help()
+        if os.environ.get("RANK", "0") == "0":       # once per run, not once per rank
+            parser.print_help()
         raise SystemExit(0 if argv else 2)
+    if any(a in ("-h", "--help") for a in argv) and os.environ.get("RANK", "0") != "0":
+        raise SystemExit(0)
     args = parser.parse_args(_join_negative_values(argv))
     if args.json and args.example == "mismatch":
         raise TPMathError("--json is not available for mismatch: its ranks report as the calls happen",

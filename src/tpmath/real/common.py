@@ -18,9 +18,6 @@ import numpy as np
 from .. import ranks
 from ..errors import TPMathError
 
-TORCH_DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool")
-
-
 def import_torch():
     """``torch``, or a one-line error saying how to install it (the core never needs it)."""
     try:
@@ -28,9 +25,10 @@ def import_torch():
         import torch.distributed as dist
     except ImportError as exc:
         raise TPMathError(f"PyTorch is needed to run on real ranks and is not installed ({exc}); "
-                          "install it with: pip install 'tpmath[real]'  (or: pip install torch)",
+                          "install it with: pip install torch  (in a checkout of this project: "
+                          "pip install -e '.[real]')",
                           f"在真实进程上运行需要 PyTorch，但未安装（{exc}）；"
-                          "请安装：pip install 'tpmath[real]'（或 pip install torch）") from None
+                          "请安装：pip install torch（在本项目的源码目录里：pip install -e '.[real]'）") from None
     if not dist.is_available():
         raise TPMathError("this PyTorch build has no torch.distributed", "该 PyTorch 构建不含 torch.distributed")
     return torch

@@ -2,8 +2,10 @@
 
 Rank r holds the logits of vocabulary ids [r·K, (r+1)·K) (K = Vp / tp; ids ≥ V are padding,
 masked with −inf).  Three AllReduces make the loss: MAX of the local maxima, SUM of the
-target's shifted logit (non-zero on the owning rank only), SUM of the local Σ exp; label
-smoothing adds a SUM of the local Σ (z − m).  The backward is local, as in Megatron: the
+target's shifted logit (non-zero on the owning rank only), SUM of the local Σ exp.  Label
+smoothing follows F.cross_entropy (ε spread over the V true ids), which needs one more SUM of
+the local Σ (z − m); Megatron's own smoothing averages over the rank's K ids instead (no extra
+AllReduce, a different loss: the page's label-smoothing table compares the two).  The backward is local, as in Megatron: the
 gradient softmax − one-hot needs only this rank's ids and the already reduced Σ exp.
 (Differentiating through a differentiable all_reduce instead would sum the replicated loss
 gradient over ranks and scale the gradient by tp.)
