@@ -175,10 +175,11 @@ def test_wheel_contents_and_record(tmp_path):
         names = zf.namelist()
         assert names == sorted(n for n in names if not n.startswith("tpmath-")) + \
             [n for n in names if n.startswith("tpmath-")]
-        # every module except tpmath.real (torch, for real ranks: not in the browser's wheel)
+        # every module except tpmath.real (torch) and the command line: the page imports neither
         sources = sorted("tpmath/" + p.relative_to(ROOT / "src" / "tpmath").as_posix()
                          for p in (ROOT / "src" / "tpmath").rglob("*.py")
-                         if "__pycache__" not in p.parts and p.relative_to(ROOT / "src" / "tpmath").parts[0] != "real")
+                         if "__pycache__" not in p.parts
+                         and p.relative_to(ROOT / "src" / "tpmath").parts[0] not in ("real", "cli", "__main__.py"))
         assert sorted(n for n in names if n.endswith(".py")) == sources
         assert "tpmath/ranks.py" in names and not any("torch" in zf.read(n).decode() and "import torch" in
                                                       zf.read(n).decode() for n in names if n.endswith(".py"))
@@ -253,3 +254,12 @@ def test_readers_wheel_has_everything_and_the_real_extra(tmp_path):
             assert zf.read(name) == (ROOT / "src" / name).read_bytes()
         meta = zf.read("tpmath-0.1.0.dist-info/METADATA").decode()
     assert "Provides-Extra: real" in meta and 'Requires-Dist: torch>=2.13; extra == "real"' in meta
+
+
+@pytest.mark.parametrize("line", ["from .cli import main", "from ..real import common", "import tpmath.cli",
+                                  "from tpmath.real.common import Ctx", "from . import cli", "from .. import real, ranks"])
+def test_a_browser_module_importing_a_left_out_part_is_refused(line):
+    from tpsite.wheel import WheelError, check_imports
+    with pytest.raises(WheelError, match="leaves out"):
+        check_imports(Path("views/x.py"), f"import numpy\n{line}\n")
+    check_imports(Path("views/x.py"), "from .. import ranks\nfrom .fmt import num\n")   # fine

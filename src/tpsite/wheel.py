@@ -22,9 +22,10 @@ import tpmath
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 # Modules the browser part must never import (the builder's dependencies, and torch).
 FORBIDDEN_IMPORTS = ("jinja2", "markdown", "latex2mathml", "pygments", "tpsite", "torch")
-# Subpackages left out of the browser's wheel: tpmath.real runs on real ranks with torch
-# (``pip install 'tpmath[real]'``); nothing in the browser imports it.
-EXCLUDED_PACKAGES = ("real",)
+# Left out of the browser's wheel (nothing the page runs imports them; check_imports makes
+# sure): tpmath.real (real ranks, torch) and the command line (tpmath.cli, tpmath/__main__.py).
+# The readers' download (full=True) has everything.
+EXCLUDED_PACKAGES = ("real", "cli", "__main__.py")
 REAL_TORCH = "2.13"          # the extra's lower bound (the version the real-rank tests ran with)
 DOWNLOAD_DIR = "download"    # the readers' wheel: site/download/tpmath-<version>-py3-none-any.whl
 
@@ -48,10 +49,27 @@ def package_files(root: Path, full: bool = False) -> list[Path]:
 
 
 def check_imports(path: Path, text: str) -> None:
-    """Refuse a module that imports a builder-only package (it would fail in Pyodide)."""
+    """Refuse a module that imports a builder-only package or a part of tpmath left out of the
+    browser's wheel (it would fail in Pyodide)."""
     for mod in FORBIDDEN_IMPORTS:
         if re.search(rf"^\s*(import|from)\s+{mod}\b", text, re.MULTILINE):
             raise WheelError(f"{path} imports {mod}, which the browser runtime does not have")
+    left_out = {name.removesuffix(".py") for name in EXCLUDED_PACKAGES}
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            targets = [a.name.removeprefix("tpmath.").split(".")[0] for a in node.names if a.name.startswith("tpmath.")]
+        elif isinstance(node, ast.ImportFrom):
+            module = (node.module or "").removeprefix("tpmath.") if node.level or (node.module or "").startswith(
+                "tpmath") else None
+            if module is None:
+                continue
+            targets = [module.split(".")[0]] if module and module != "tpmath" else [a.name for a in node.names]
+        else:
+            continue
+        bad = [t for t in targets if t in left_out]
+        if bad:
+            raise WheelError(f"{path} (line {node.lineno}) imports tpmath.{bad[0]}, which the browser's wheel "
+                             "leaves out")
 
 
 def slim_source(text: str) -> bytes:
