@@ -235,6 +235,12 @@ def test_without_torchrun_prints_the_command_to_use():
     assert "torchrun --standalone --nproc-per-node 4 -m tpmath.real mlp --tp 4 --stage forward" in line
 
 
+def test_the_hint_keeps_the_runs_own_flags():
+    line = _one_error_line(_plain_run(["collective", "--ranks", "3", "--backend", "gloo", "--json"]))
+    assert line.endswith("torchrun --standalone --nproc-per-node 3 -m tpmath.real collective --ranks 3 "
+                         "--backend gloo --json"), line
+
+
 def test_world_size_that_does_not_fit_is_one_clear_error():
     run = launch(2, ["mlp", "--tp", "4"])
     assert run.returncode != 0

@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args, p = _plan(argv)                      # validation first: before torch is imported
         torch = common.import_torch()
-        rank, world, local = common.launch_env(p)
+        extra = (("--backend", args.backend) if args.backend != "auto" else ()) + (("--json",) if args.json else ())
+        rank, world, local = common.launch_env(p, extra)
         backend = common.choose_backend(torch, args.backend, world)
     except TPMathError as err:
         if not quiet:

@@ -34,9 +34,10 @@ def import_torch():
     return torch
 
 
-def launch_env(p: dict) -> tuple[int, int, int]:
-    """(rank, world size, local rank) from torchrun's environment; errors name the command."""
-    cmd = ranks.command_for(p)
+def launch_env(p: dict, extra: tuple[str, ...] = ()) -> tuple[int, int, int]:
+    """(rank, world size, local rank) from torchrun's environment; errors name the command
+    (with ``extra``, the run's own flags such as ``--backend nccl``)."""
+    cmd = " ".join([ranks.command_for(p), *extra])
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         raise TPMathError(f"start it with torchrun, one process per rank: {cmd}",
                           f"请用 torchrun 启动，每个 rank 一个进程：{cmd}")
