@@ -194,16 +194,21 @@ def _plan_collective(o: dict) -> dict:
 
 
 def _plan_vocab(o: dict) -> dict:
-    logits = o["logits"]
+    logits = None if o["logits"] is None else as_array("logits", o["logits"], ndim=(1, 2))
     target = o["target"]
-    if logits is not None and isinstance(logits, str):
-        logits = parse_json("logits", logits)
-    if target is not None and isinstance(target, str) and target.strip().startswith("["):
+    if isinstance(target, str) and target.strip().startswith("["):
         target = parse_json("target", target)
-    res = vocab_ce.run_vocab_ce(logits, target, shards=o["shards"], shift=o["shift"],
-                                label_smoothing=o["label_smoothing"], ignore_index=o["ignore_index"],
-                                dtype=o["dtype"])
-    L = as_array("logits", vocab_ce.DEFAULT_LOGITS if logits is None else logits, ndim=(1, 2))
+    if logits is None and not isinstance(target, (list, tuple)) and as_int("ignore_index", o["ignore_index"]) == -100:
+        # the page's logits: the same memoised run as the section's tables
+        res = vocab_ce.default_run(as_int("target", vocab_ce.DEFAULT_TARGET if target is None else target),
+                                   as_int("shards", o["shards"]), as_float("shift", o["shift"]),
+                                   as_float("label_smoothing", o["label_smoothing"]),
+                                   as_dtype("dtype", o["dtype"]).name)
+    else:
+        res = vocab_ce.run_vocab_ce(logits, target, shards=o["shards"], shift=o["shift"],
+                                    label_smoothing=o["label_smoothing"], ignore_index=o["ignore_index"],
+                                    dtype=o["dtype"])
+    L = as_array("logits", vocab_ce.DEFAULT_LOGITS, ndim=1) if logits is None else logits
     return {"world": res["shards"], "dtype": res["dtype"], "logits": L, "core": res}
 
 

@@ -50,6 +50,7 @@ ignored PyTorch returns NaN (0/0).  This module never shows NaN: it returns loss
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -473,3 +474,13 @@ def run_vocab_parallel_head(hidden: Any = None, W_out: Any = None, target: Any =
         "comm": ce["comm"][:-1] + [{"phase": "backward", "collective": "all-reduce (sum)",
                                      "elements": int(Hm.size)}],
     }
+
+
+@functools.lru_cache(maxsize=128)
+def default_run(target: int, shards: int, shift: float = 0.0, label_smoothing: float = 0.0,
+                dtype: str = "float64") -> dict:
+    """:func:`run_vocab_ce` of :data:`DEFAULT_LOGITS`, memoised: a page section and its
+    real-ranks block ask for the same run on every control change.  The result is shared:
+    callers must not modify it."""
+    return run_vocab_ce(DEFAULT_LOGITS, target, shards=shards, shift=shift, label_smoothing=label_smoothing,
+                        dtype=dtype)

@@ -79,13 +79,10 @@ class Ctx:
     device: Any
     backend: str
 
-    def tensor(self, a: Any, dtype: str | None = None):
-        """A numpy array on this rank's device (a copy; numpy keeps its own)."""
-        arr = np.asarray(a)
-        t = self.torch.from_numpy(np.ascontiguousarray(arr))
-        if dtype is not None:
-            t = t.to(getattr(self.torch, dtype))
-        return t.to(self.device)
+    def tensor(self, a: Any):
+        """A numpy array as a new tensor on this rank's device (a copy: the inputs may be a
+        memoised core result shared with other callers)."""
+        return self.torch.tensor(np.asarray(a), device=self.device)
 
 
 def init(torch, backend: str, rank: int, world: int, local: int, timeout_s: float) -> Ctx:

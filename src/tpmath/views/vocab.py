@@ -51,8 +51,8 @@ def render_vocab_ce(controls: dict, lang: str) -> dict:
     shards = select_int("shards", controls["shards"], SHARD_OPTIONS)
     target = select_int("target", controls["target"], TARGET_OPTIONS)
     shift = as_float("shift", controls["shift"], -core.SHIFT_LIMIT, core.SHIFT_LIMIT)
-    res = core.run_vocab_ce(core.DEFAULT_LOGITS, target, shards=shards, shift=shift)
-    unshifted = core.run_vocab_ce(core.DEFAULT_LOGITS, target, shards=shards)   # the same, shift 0
+    res = core.default_run(target, shards, shift)
+    unshifted = core.default_run(target, shards)   # the same, shift 0
     rank_rows = [[rank(e["rank"]), _range_cell(e), fmt.vec(e["logits"]), fmt.num(e["local_max"]),
                   fmt.num(e["local_sum_exp"]), fmt.num(e["target_shifted"])] for e in res["ranks"]]
     token_rows = [[fmt.integer(t["token"]), rank(t["rank"]), fmt.num(t["prob"]), fmt.num(t["grad"])]
@@ -117,7 +117,7 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
     """Padding rule, label smoothing per rank, ignore_index and the hidden-state gradient."""
     tp = select_int("tp", controls["tp"], SHARD_OPTIONS)
     eps = as_float("smoothing", controls["smoothing"], 0.0, 1.0)
-    smooth = core.run_vocab_ce(core.DEFAULT_LOGITS, core.DEFAULT_TARGET, shards=tp, label_smoothing=eps)
+    smooth = core.default_run(core.DEFAULT_TARGET, tp, label_smoothing=eps)
     s_rows, s_foot = _smoothing_rows(smooth, eps)
 
     ign = core.run_vocab_ce(IGNORE_LOGITS, IGNORE_TARGETS, shards=tp, ignore_index=IGNORE_INDEX)
