@@ -422,7 +422,9 @@ def flat(d, prefix=""):
     return out
 
 
-STRINGS = {lang: flat(tomllib.loads((ROOT / "content" / "i18n" / f"{lang}.toml").read_text("utf-8")))
+STRINGS = {lang: {k: v for path in sorted((ROOT / "content" / "i18n").glob(f"{lang}*.toml"))
+                    if path.name.split(".")[0] == lang
+                    for k, v in flat(tomllib.loads(path.read_text("utf-8"))).items()}
            for lang in ("en", "zh")}
 
 SETTINGS = {
