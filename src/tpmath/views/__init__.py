@@ -18,6 +18,7 @@ and returns a JSON-ready result::
                               "foot": [[cell, ...], ...]}},
      "values": {"loss": "0.7384", ...},                  # formatted strings
      "notes": {"name": cell},                            # optional dynamic sentences
+     "control_state": {"op": {"disabled": True, "why": cell}},   # optional, see ARCHITECTURE.md
      "real": [{"command": "torchrun …", "output": "[rank 0] …"}]}   # optional, see below
 
 ``real`` (sections that declare ``Section.real``): the command that runs the same example on
@@ -68,6 +69,11 @@ class Control:
     max: float | None = None
     step: float | str | None = None
     label: str = ""                # i18n key; defaults to "ctl.<name>"
+    # A range slider beside the control, for values a reader scrubs: True (a select's options in
+    # order, or a number on min…max), "log" (a number on powers of two: sizes spanning decades),
+    # "symlog" (a signed number spanning decades either side of 0).  The page keeps ``name`` on the
+    # control itself (the exact-entry box); the slider is an extra, unnamed input.
+    slider: bool | str = False
 
     @property
     def label_key(self) -> str:

@@ -45,7 +45,7 @@ def render_collectives(controls: dict, lang: str) -> dict:
     op = as_choice("op", controls["op"], core.OPS)
     n = select_int("ranks", controls["ranks"], RANK_OPTIONS)
     root = select_int("root", controls["root"], ROOT_OPTIONS)
-    if root >= n:
+    if name in core.USES_ROOT and root >= n:
         raise TPMathError(f"root={root} is not a rank of the group: ranks are 0..{n - 1}",
                           f"root={root} 不在通信组内：rank 只能是 0..{n - 1}", field="root")
     inputs = core.example_inputs(n)
@@ -60,9 +60,14 @@ def render_collectives(controls: dict, lang: str) -> dict:
     rs_rows = [[rank(r), fmt.vec(rs[r]), fmt.vec(ag[r]), fmt.vec(ar[r]),
                 fmt.err(np.max(np.abs(ag[r] - ar[r])))] for r in range(n)]
     notes = {"what": label(f"note.coll_{name.replace('-', '_')}", root=rank(root), op=op)}
-    if not res["uses_op"] and op != "sum":
-        notes["unused"] = label("note.op_unused", op=op)
+    # Controls this collective ignores are disabled on the page, with the reason next to them.
+    state = {}
+    if not res["uses_op"]:
+        state["op"] = {"disabled": True, "why": label("note.op_unused", op=op)}
+    if not res["uses_root"]:
+        state["root"] = {"disabled": True, "why": label("note.root_unused", name=res["nccl_name"])}
     return {
+        "control_state": state,
         "controls": {"collective": name, "op": op, "ranks": str(n), "root": str(root)},
         "tables": {
             "collective": table("cap.collective", ["col.rank", "col.input", "col.output"], rows),
@@ -113,7 +118,7 @@ def render_mismatch(controls: dict, lang: str) -> dict:
 
 def _bytes(n: int) -> str:
     """An exact byte count (the per-rank table is about counting, not rounding)."""
-    return fmt.integer(n) + " B"
+    return fmt.integer(n) + "\u00a0B"
 
 
 def _transfers(step: dict) -> str:
@@ -173,7 +178,7 @@ SECTIONS = {
         controls=(
             Control("collective", "select", "all-to-all", options=core.NAMES),
             Control("op", "select", "sum", options=core.OPS),
-            Control("ranks", "select", "2", options=tuple(str(r) for r in RANK_OPTIONS)),
+            Control("ranks", "select", "2", options=tuple(str(r) for r in RANK_OPTIONS), slider=True),
             Control("root", "select", "0", options=tuple(str(r) for r in ROOT_OPTIONS)),
         ),
         render=render_collectives,
@@ -194,9 +199,9 @@ SECTIONS = {
     "ring": Section(
         name="ring",
         controls=(
-            Control("ranks", "select", "4", options=int_range(2, 8)),
+            Control("ranks", "select", "4", options=int_range(2, 8), slider=True),
             Control("algorithm", "select", "ring", options=schedules.ALGORITHMS),
-            Control("count", "number", 8, min=1, max=MAX_COUNT, step=1),
+            Control("count", "number", 8, min=1, max=MAX_COUNT, step=1, slider="log"),
         ),
         render=render_ring,
         tables=("ring-steps", "ring-bytes"),

@@ -96,11 +96,16 @@ def render_cost(values: dict, lang: str) -> dict:
         ],
     }
     notes = {"comm-convention": r["convention_zh"] if lang == "zh" else r["convention_en"]}
+    state = {}
     if c["preset"] != CUSTOM:
         notes["comm-preset"] = {"key": "note.row_preset", "args": {
             "name": cc.PRESETS[c["preset"]]["label"], "hidden": fmt.integer(c["hidden"]),
             "seq": fmt.integer(c["seq"]), "layers": fmt.integer(c["layers"])}}
+        # The preset's fields show its values and are not editable ("Custom" frees them).
+        why = {"key": "note.row_set_by_preset", "args": {"name": cc.PRESETS[c["preset"]]["label"]}}
+        state = {k: {"disabled": True, "value": str(c[k]), "why": why} for k in ("hidden", "seq", "layers")}
     return {
+        "control_state": state,
         "controls": c,
         "tables": {"comm-layer": layer, "comm-time": time},
         "values": {
@@ -123,12 +128,12 @@ _D = _defaults()
 SECTIONS = {
     "comm-cost": Section("comm-cost", (
         Control("preset", "select", DEFAULT_PRESET, options=PRESET_CHOICES, label="ctl.row_preset"),
-        Control("batch", "number", 1, min=1, max=4096, step=1, label="ctl.row_batch"),
-        Control("seq", "number", _D["seq"], min=1, max=10**6, step=1, label="ctl.row_seq"),
-        Control("hidden", "number", _D["hidden"], min=1, max=10**6, step=1, label="ctl.row_hidden"),
-        Control("tp", "number", 8, min=1, max=512, step=1, label="ctl.row_tp"),
+        Control("batch", "number", 1, min=1, max=4096, step=1, label="ctl.row_batch", slider="log"),
+        Control("seq", "number", _D["seq"], min=1, max=10**6, step=1, label="ctl.row_seq", slider="log"),
+        Control("hidden", "number", _D["hidden"], min=1, max=10**6, step=1, label="ctl.row_hidden", slider="log"),
+        Control("tp", "number", 8, min=1, max=512, step=1, label="ctl.row_tp", slider="log"),
         Control("dtype_bytes", "select", 2, options=DTYPE_BYTES, label="ctl.row_dtype_bytes"),
-        Control("layers", "number", _D["layers"], min=1, max=1000, step=1, label="ctl.row_layers"),
+        Control("layers", "number", _D["layers"], min=1, max=1000, step=1, label="ctl.row_layers", slider="log"),
         Control("link_gbps", "number", 3600, min=0.001, step="any", label="ctl.row_link_gbps"),
         Control("tflops", "number", 400, min=0.001, step="any", label="ctl.row_tflops"),
     ), render_cost, tables=("comm-layer", "comm-time"),

@@ -105,8 +105,8 @@ SECTIONS = {
     "mlp": Section(
         name="mlp",
         controls=(
-            Control("stage", "select", "partial", options=STAGES),
-            Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS)),
+            Control("stage", "select", "partial", options=STAGES, slider=True),
+            Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS), slider=True),
         ),
         render=render_mlp,
         tables=("mlp-inputs", "mlp-ranks"),

@@ -85,10 +85,10 @@ def run_both(c: dict) -> tuple[dict, dict]:
 
 def _linear_controls_spec() -> tuple[Control, ...]:
     return (
-        Control("tp", "select", 2, options=TP_CHOICES, label="ctl.row_tp"),
-        Control("batch", "number", 2, min=1, max=4, step=1, label="ctl.row_batch"),
-        Control("d_in", "number", 4, min=1, max=8, step=1, label="ctl.row_d_in"),
-        Control("d_out", "number", 4, min=1, max=8, step=1, label="ctl.row_d_out"),
+        Control("tp", "select", 2, options=TP_CHOICES, label="ctl.row_tp", slider=True),
+        Control("batch", "number", 2, min=1, max=4, step=1, label="ctl.row_batch", slider=True),
+        Control("d_in", "number", 4, min=1, max=8, step=1, label="ctl.row_d_in", slider=True),
+        Control("d_out", "number", 4, min=1, max=8, step=1, label="ctl.row_d_out", slider=True),
         Control("seed", "number", 0, min=0, max=2**32 - 1, step=1, label="ctl.row_seed"),
     )
 
@@ -304,9 +304,9 @@ SECTIONS = {
                             values=("row-bwd-max-abs-err", "col-bwd-max-abs-err"),
                             real=lambda c: real_runs(c, "backward")),
     "row-pairing": Section("row-pairing", (
-        Control("tp", "select", 4, options=PAIRING_TP_CHOICES, label="ctl.row_tp"),
-        Control("tokens", "number", 8192, min=1, max=10**7, step=1, label="ctl.row_tokens"),
-        Control("hidden", "number", 4096, min=1, max=10**6, step=1, label="ctl.row_hidden"),
-        Control("ffn", "number", 16384, min=1, max=10**6, step=1, label="ctl.row_ffn"),
+        Control("tp", "select", 4, options=PAIRING_TP_CHOICES, label="ctl.row_tp", slider=True),
+        Control("tokens", "number", 8192, min=1, max=10**7, step=1, label="ctl.row_tokens", slider="log"),
+        Control("hidden", "number", 4096, min=1, max=10**6, step=1, label="ctl.row_hidden", slider="log"),
+        Control("ffn", "number", 16384, min=1, max=10**6, step=1, label="ctl.row_ffn", slider="log"),
     ), render_pairing, tables=("row-pairing",), values=("pairing-ring-factor",)),
 }
