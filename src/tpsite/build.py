@@ -97,7 +97,7 @@ def _views_module():
 def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None:
     """Render every demo block (default control values) and run every Python demo."""
     views = None
-    outputs: dict[str, tuple[str, str]] = {}
+    outputs: dict[Path, tuple[str, str]] = {}
     for key in sorted(prepared):
         prep = prepared[key]
         t = render.Translator(content.strings[prep.page.lang], prep.page.lang, prep.page.path)
@@ -121,13 +121,17 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None
                         raise
                     raise BuildError(f"{{{{demo {sc.name}}}}}: {err.message}", prep.page.path, sc.line) from None
             else:
-                path = content.demos_dir / f"{sc.name}.py"
+                # content/demos/<lang>/NAME.py (comments and printed labels in the page's
+                # language) when there is one, else content/demos/NAME.py.
+                path = content.demos_dir / prep.page.lang / f"{sc.name}.py"
+                if not path.is_file():
+                    path = content.demos_dir / f"{sc.name}.py"
                 if not path.is_file():
                     raise BuildError(f"Python demo {display_path(path)} not found", prep.page.path, sc.line)
-                if sc.name not in outputs:
+                if path not in outputs:
                     code = path.read_text(encoding="utf-8")
-                    outputs[sc.name] = (code, render.run_pydemo(path, src_dir, display_path(path)))
-                code, output = outputs[sc.name]
+                    outputs[path] = (code, render.run_pydemo(path, src_dir, display_path(path)))
+                code, output = outputs[path]
                 try:
                     prep.blocks.append(render.render_pydemo(env, sc.name, code, output, t))
                 except BuildError as err:

@@ -5,7 +5,8 @@ Layout::
     content/<lang>/<slug>.md        +++ TOML front matter +++ then Markdown
     content/i18n/<lang>.toml        nested TOML, keys used flattened with dots
     content/i18n/<lang>.*.toml      more strings for <lang>, merged (a key twice = error)
-    content/demos/<name>.py         runnable demos ({{pydemo name}})
+    content/demos/<name>.py         runnable demos ({{pydemo name}}); content/demos/<lang>/<name>.py,
+                                    when present, is the page language's copy (comments, labels)
 
 A slug present in one language must be present in every language (a translation),
 and every string key must exist in every language.  Problems raise
