@@ -402,3 +402,28 @@ def test_real_site_is_deterministic(real_site, tmp_path):
     for name, digest in tree_hashes(real_site).items():
         if name.endswith(".css") or name.endswith(".js"):
             assert a[name] == digest, name
+
+
+def test_demo_sources_share_their_code_across_languages():
+    """content/demos/<lang>/NAME.py is a translation: the same code (comments and strings aside)
+    and, run, the same numbers."""
+    import io
+    import tokenize
+
+    def code_tokens(path):
+        skip = {tokenize.COMMENT, tokenize.NL, tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", -1)}
+        toks = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+        return [(t.type, t.string) for t in toks if t.type not in skip]
+
+    def numbers(path):
+        out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=True).stdout
+        return re.findall(r"-?\d+(?:\.\d+)?", out)
+
+    pairs = 0
+    for path in sorted((ROOT / "content" / "demos").glob("*/*.py")):
+        base = ROOT / "content" / "demos" / path.name
+        assert base.is_file(), f"{path} translates no demo"
+        assert code_tokens(path) == code_tokens(base), path
+        assert numbers(path) == numbers(base), path
+        pairs += 1
+    assert pairs >= 1

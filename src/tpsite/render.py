@@ -86,6 +86,9 @@ def make_env(templates_dir: Path) -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["json_script"] = json_script
+    # The page's ES modules (templates/static/js/), preloaded by page.html so the browser fetches
+    # them all at once instead of discovering app.js's imports level by level.
+    env.globals["js_modules"] = sorted(p.name for p in (templates_dir / "static" / "js").glob("*.js"))
     return env
 
 

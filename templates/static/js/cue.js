@@ -16,37 +16,37 @@ function leaves(root) {
 }
 
 /** Push onto `cue` the leaves of `fresh` whose text differs from the same leaf of `old`.
- * Leaves are matched by data-key where both have one, else by position; when the shapes differ
- * (another rank count, another stage layout) nothing is marked: everything changed. */
+ * A leaf with a data-key (a number in a figure) is matched by its key; the others by position,
+ * and only when both have as many leaves (another rank count or stage layout changes the shape:
+ * then only keyed numbers can be compared). */
 export function markChanged(old, fresh, cue) {
   if (!cue) return;
   const a = leaves(old), b = leaves(fresh);
-  if (a.length !== b.length) return;
   const byKey = new Map();
   for (const el of a) if (el.hasAttribute("data-key")) byKey.set(el.getAttribute("data-key"), el);
+  const sameShape = a.length === b.length;
   b.forEach((el, i) => {
     const key = el.getAttribute("data-key");
-    const before = key !== null && byKey.has(key) ? byKey.get(key) : a[i];
-    if (before.tagName !== el.tagName) return;
+    const before = key !== null ? byKey.get(key) : sameShape ? a[i] : undefined;
+    if (!before || before.tagName !== el.tagName) return;
     if (before.textContent !== el.textContent) cue.push(el);
   });
 }
 
 let timer = null;
-const marked = new Set();
+let marked = [];
 
-/** Mark `els` now (replacing an earlier cue) and unmark them after CUE_MS. */
+function clear() {
+  for (const el of marked) el.classList.remove("tp-changed");
+  marked = [];
+}
+
+/** Mark `els` now, replacing the previous cue (its marks go at once), and unmark them after CUE_MS. */
 export function showCue(els) {
-  if (!els.length) return;
-  for (const el of els) {
-    el.classList.remove("tp-changed");
-    marked.add(el);
-  }
-  void document.body.offsetWidth;   // restart the animation on elements marked again
-  for (const el of els) el.classList.add("tp-changed");
+  clear();
   clearTimeout(timer);
-  timer = setTimeout(() => {
-    for (const el of marked) el.classList.remove("tp-changed");
-    marked.clear();
-  }, CUE_MS);
+  if (!els.length) return;
+  marked = els;
+  for (const el of els) el.classList.add("tp-changed");
+  timer = setTimeout(clear, CUE_MS);
 }

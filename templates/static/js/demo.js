@@ -26,16 +26,13 @@ export class Demo {
     this.error = "";            // message of the last refused state
     this.note = "";             // a value from the link was ignored (kept until the reader acts)
     this.fromUrl = new Set();   // controls set from the link and not yet confirmed by a result
+    this.done = null;           // the control values of the last answer (applied or refused)
     this.defaults = this.values();
     this.shown = { ...this.defaults };   // the control values the tables show
   }
 
   controls() {
     return Array.from(this.form.elements).filter((el) => el.name && /^(INPUT|SELECT|TEXTAREA)$/.test(el.tagName));
-  }
-
-  control(name) {
-    return this.controls().find((el) => el.name === name) || null;
   }
 
   values() {
@@ -95,6 +92,12 @@ export class Demo {
     if (!this.runtime.ready || this.inflight !== null) return;
     const controls = this.values();
     this.dirty = false;
+    if (sameValues(controls, this.done)) {   // already answered (e.g. the change event ending a drag)
+      this.cue = false;
+      this.setPending(false);
+      this.el.removeAttribute("aria-busy");
+      return;
+    }
     this.el.setAttribute("aria-busy", "true");
     this.inflight = this.runtime.send({ type: "render", section: this.name, controls, lang: pageLang() },
       (msg) => this.onReply(msg, controls),
@@ -122,12 +125,15 @@ export class Demo {
 
   onReply(msg, sent) {
     this.inflight = null;
-    if (this.dirty) { this.request(); return; }   // stale: compute the latest state instead
+    if (this.dirty && !sameValues(this.values(), sent)) { this.request(); return; }   // stale: compute the latest instead
+    this.dirty = false;
+    this.done = sent;
     const payload = msg.payload || {};
     if (!payload.ok && this.fromUrl.size) {        // the link's values are refused together
       this.note = this.ignoredNote([...this.fromUrl].map((n) => [n, sent[n]]), cellText(payload.error));
       this.setValues(Object.fromEntries([...this.fromUrl].map((n) => [n, this.defaults[n]])));
       this.fromUrl.clear();
+      this.done = null;
       this.request();
       return;
     }
@@ -140,7 +146,7 @@ export class Demo {
       const changed = applyResult(this.el, result);
       if (result.control_state) this.applyControlState(result.control_state);
       this.shown = this.values();
-      if (this.cue) showCue(changed);
+      if (this.cue) showCue(changed);   // (an empty list still ends the previous cue)
       if (!firstLive) { firstLive = true; if (window.performance && performance.mark) performance.mark("tp-first-live"); }
     } else {
       this.error = cellText(payload.error) || tr("runtime.failed");
@@ -186,4 +192,10 @@ export class Demo {
     if (why.textContent !== text) why.textContent = text;
     el.setAttribute("aria-describedby", id);
   }
+}
+
+function sameValues(a, b) {
+  if (!a || !b) return false;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }

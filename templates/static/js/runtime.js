@@ -11,7 +11,7 @@
  * Requests are tracked here: a reply goes to its callback; a request lost with a dead worker is
  * reported to its `lost` callback so its owner can send it again to the next worker. */
 
-const BOOT_TIMEOUT_MS = 60000;
+const STALL_TIMEOUT_MS = 60000;   // a boot stage (download, python, numpy) that makes no progress
 const REQUEST_TIMEOUT_MS = 15000;
 const MAX_RESTARTS = 2;
 
@@ -86,10 +86,17 @@ export class Runtime {
         else this.died();
       };
       worker.postMessage({ type: "boot", base, wheel });
-      this.bootTimer = setTimeout(() => { if (this.booting) this.bootFailed("timeout"); }, BOOT_TIMEOUT_MS);
+      this.watchBoot();
     } catch (err) {
       this.bootFailed("failed");
     }
+  }
+
+  /** Give up on a boot that stalls: each stage gets STALL_TIMEOUT_MS (a slow network or a busy
+   * machine still moves from stage to stage; a hung download or start does not). */
+  watchBoot() {
+    clearTimeout(this.bootTimer);
+    this.bootTimer = setTimeout(() => { if (this.booting) this.bootFailed("timeout"); }, STALL_TIMEOUT_MS);
   }
 
   stopWorker() {
@@ -118,6 +125,7 @@ export class Runtime {
   onMessage(msg) {
     if (msg.type === "status") {
       if (!this.booting) return;
+      this.watchBoot();
       if (msg.stage === "ready") this.to("ready", "ready");
       else if (msg.stage === "failed") this.bootFailed("failed");
       else if (this.state === "loading") this.to("loading", msg.stage);

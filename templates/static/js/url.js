@@ -5,9 +5,9 @@
  *   Disabled controls are left out (another control, e.g. a preset, decides them).
  * - On load, the query's values are put in the controls; a value the control cannot hold (not an
  *   option, not a number, outside min/max, off its step) is ignored and the demo says so.
- * - The language links (.lang-switch) carry the query and the heading the reader is at: the one
- *   that last scrolled past the top of the window, or the demo last changed (ids are equal
- *   across languages). */
+ * - The language links (.lang-switch) carry the query and the heading the reader is at (ids are
+ *   equal across languages): the one in view when the reader was last below the header, else
+ *   the heading of the demo last changed. */
 
 import { tr } from "./i18n.js";
 import { toSlider } from "./sliders.js";
@@ -132,10 +132,15 @@ function langLinks() {
   return document.querySelectorAll(".lang-switch[href]");
 }
 
+let place = "";   // the heading in view, as last seen while the language links were out of view
+
 function updateLangLinks() {
-  let place = headingInView();
-  if (!place && lastChanged) place = anchorOf(lastChanged);
-  const hash = place ? "#" + place : window.location.hash;
+  // The reader scrolls back up to the header to reach the links: the place is where they were
+  // reading before the header came into view, not the top of the page.
+  const links = langLinks();
+  if (!links.length || links[0].getBoundingClientRect().bottom <= 0) place = headingInView() || place;
+  const at = place || (lastChanged ? anchorOf(lastChanged) : "");
+  const hash = at ? "#" + at : window.location.hash;
   for (const a of langLinks()) {
     if (!a.hasAttribute("data-base-href")) a.setAttribute("data-base-href", a.getAttribute("href").split(/[?#]/)[0]);
     const href = a.getAttribute("data-base-href") + window.location.search + hash;
