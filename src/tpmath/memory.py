@@ -288,5 +288,5 @@ def _differences(o: dict) -> list[str]:
     if o["ffn"] != 4 * o["hidden"]:
         out.append("ffn")               # the MLP term 19sbh assumes f = 4h
     if o["arch"] == "llama":
-        out += ["swiglu", "no-dropout", "rmsnorm"]
+        out += ["swiglu", "no-dropout"]   # RMSNorm stores its input like LayerNorm: no departure
     return out
