@@ -21,7 +21,7 @@ from ..errors import TPMathError
 from . import common
 
 MODULES = {"mlp": "mlp", "row-linear": "linear", "column-linear": "linear", "collective": "collective",
-           "vocab-ce": "vocab", "mismatch": "mismatch"}
+           "vocab-ce": "vocab", "mismatch": "mismatch", "sp-layer": "sp_layer"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,7 +16,7 @@ import numpy as np
 from ..schedules import bus_bandwidth_factor
 from . import fmt
 from .fig_parts import NUM_CHAR, PAD, TEXT_CHAR, cell_width, coll_panel, grid_panel, heading, key, lane_badge, rect, single
-from .tree import CELL_H, LABEL_H, NARROW_W, Panel, figure, text
+from .tree import CELL_H, LABEL_H, NARROW_W, Panel, Row, figure, text
 
 GAP = 10.0              # tree.flow's gap between panels
 CAPTION_W = 170.0       # the width a translated caption above a merged result may take
@@ -31,27 +31,32 @@ def _op(symbol: str, h: float) -> Panel:
     """A multiplication or equals sign between two matrices, centred on their rows."""
     y = LABEL_H + max(h - LABEL_H - 16, CELL_H) / 2
     w = max(16.0, 9.0 * len(symbol) + 4)
-    return Panel(w, h, [text(w / 2, y, symbol, "stage-name", "middle", **{"dominant-baseline": "central"})])
+    # joins: an operator never ends a wrapped line, it goes along with the matrix it applies to
+    return Panel(w, h, [text(w / 2, y, symbol, "stage-name", "middle", **{"dominant-baseline": "central"})],
+                 joins=True)
 
 
-def _lane(r: int, parts: list) -> list[Panel]:
-    """badge | panel (op panel)… : ``parts`` alternates panels and operator symbols."""
+def _lane(r: int, parts: list) -> Row:
+    """Rank r's lane (tinted behind): badge | matrix (operator) matrix …; ``parts`` are
+    panels and operator symbols.  A phone wraps it, indented past the badge."""
     h = max(p.h for p in parts if isinstance(p, Panel))
     out = [lane_badge(r, h)]
     for p in parts:
         out.append(_op(p, h) if isinstance(p, str) else p)
-    return out
+    return Row(out, rank=r, hang=True)
 
 
-def _last(p: int) -> str:
-    return "R" + fmt.integer(p - 1)
+def _sub(what: str, p: int) -> dict:
+    """What the collective does with the ranks' results ("adds R0…R3"); with one rank, nothing."""
+    return key("rl_one_rank") if p == 1 else key(what, last="R" + fmt.integer(p - 1))
 
 
-def _merge(lanes: list[list[Panel]], label: Any, sub: Any, results: list[Panel], part: str,
+def _merge(lanes: list, label: Any, sub: Any, results: list[Panel], part: str,
            cls: str = "coll") -> list[list[Panel]]:
     """The collective as a band under the lanes (as wide as they are, at most a phone column),
     and what the ranks hold after it."""
-    w = max(sum(p.w for p in lane) + GAP * (len(lane) - 1) for lane in lanes)
+    panels = [lane.panels if isinstance(lane, Row) else lane for lane in lanes]
+    w = max(sum(p.w for p in row) + GAP * (len(row) - 1) for row in panels)
     return [[coll_panel(label, sub, min(w, NARROW_W - 16), part=part, cls=cls)], results]
 
 
@@ -79,7 +84,7 @@ def _row_forward(row: dict, cw: float) -> list[list[Panel]]:
                        _dims("B×O", rk["Y_partial"])),
         ]))
     Y = grid_panel(row["Y"], key("rl_every_rank", name="Y"), None, "Y.row", cw, sy, _err(row["max_abs_err"]["Y"]), min_w=CAPTION_W)
-    out += _merge(out[1:], key("rl_allreduce", op="g"), key("rl_sum", last=_last(p)), [Y], "allreduce-g")
+    out += _merge(out[1:], key("rl_allreduce", op="g"), _sub("rl_sum", p), [Y], "allreduce-g")
     return out
 
 
@@ -97,7 +102,7 @@ def _col_forward(col: dict, cw: float) -> list[list[Panel]]:
         ]))
     Y = grid_panel(col["Y"], key("rl_every_rank", name="Y"), None, "Y.col", cw, sy, _err(col["max_abs_err"]["Y"]),
                    blocks=p, axis=1, min_w=CAPTION_W)
-    out += _merge(out[2:], "AllGather", key("rl_concat", last=_last(p)), [Y], "allgather")
+    out += _merge(out[2:], "AllGather", _sub("rl_concat", p), [Y], "allgather")
     return out
 
 
@@ -148,7 +153,7 @@ def _col_backward(col: dict, cw: float) -> list[list[Panel]]:
         ]))
     dX = grid_panel(col["sharded"]["dX"], key("rl_every_rank", name="dX"), None, "dX.col", cw, sdx,
                     _err(col["max_abs_err"]["dX"]), min_w=CAPTION_W)
-    out += _merge(out[1:], key("rl_allreduce", op="f"), key("rl_sum", last=_last(p)), [dX], "allreduce-f")
+    out += _merge(out[1:], key("rl_allreduce", op="f"), _sub("rl_sum", p), [dX], "allreduce-f")
     return out
 
 
