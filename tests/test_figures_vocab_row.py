@@ -261,20 +261,22 @@ def test_row_linear_partials_sum_to_xa(tp, b, d, o, seed):
 
 
 def _check_blocks(svg: dict, expect: dict) -> None:
-    """A matrix drawn without numbers has one cell per entry, tinted by its owner (None: replicated)."""
+    """A matrix drawn without numbers is a block of its shape (one rule per row and column
+    boundary, square entries), tinted by its owner (None: replicated)."""
     groups = {n["a"]["data-part"]: n for n in tree.walk(svg) if n["t"] == "g" and "data-part" in n.get("a", {})}
     for part, ((rows, cols), owner) in expect.items():
-        cells = [c for c in groups[part]["c"] if "cell" in c["a"]["class"].split()]
-        assert len(cells) == rows * cols, part
-        frame = next(c for c in groups[part]["c"] if "frame" in c["a"]["class"].split())
-        cw = float(cells[0]["a"]["width"])
-        assert float(frame["a"]["width"]) == pytest.approx(cols * cw, abs=0.1)
-        assert float(frame["a"]["height"]) == pytest.approx(rows * float(cells[0]["a"]["height"]), abs=0.1)
-        for cell in cells:
+        kids = groups[part]["c"]
+        frame = next(c for c in kids if "frame" in c["a"]["class"].split())
+        w, h = float(frame["a"]["width"]), float(frame["a"]["height"])
+        assert w / cols == pytest.approx(h / rows, abs=0.05), part
+        rules = [c for c in kids if c["t"] == "path"]
+        d = rules[0]["a"]["d"] if rules else ""
+        assert (d.count("v"), d.count("h")) == (cols - 1, rows - 1), part
+        for shape in (c for c in kids if c["t"] == "rect"):
             if owner is None:
-                assert "rep" in cell["a"]["class"].split() and "data-rank" not in cell["a"]
+                assert "rep" in shape["a"]["class"].split() and "data-rank" not in shape["a"]
             else:
-                assert cell["a"]["data-rank"] == str(owner)
+                assert shape["a"]["data-rank"] == str(owner)
 
 
 @pytest.mark.parametrize("tp,b,d,o,seed", ROW_CASES)

@@ -27,8 +27,11 @@ def _labelled(x: float, y: float, w: float, cls: str, label: str, part: str, out
     nodes = [rect(x, y, w, BAR_H, {"class": cls}, **{"data-key": part})]
     if NUM_CHAR * len(label) + 6 <= w:
         nodes.append(text(x + w / 2, y + BAR_H / 2 + 4, label, "num", "middle"))
-    elif outside == "below":
-        nodes.append(text(x + w, y + BAR_H + 13, label, "num", "end"))
+    elif outside == "below":     # under the segment, from its left end unless that runs past the bar
+        if x + NUM_CHAR * len(label) <= PAD + BAR_W:
+            nodes.append(text(x, y + BAR_H + 13, label, "num"))
+        else:
+            nodes.append(text(x + w, y + BAR_H + 13, label, "num", "end"))
     else:
         nodes.append(text(x + w + 6, y + BAR_H / 2 + 4, label, "num"))
     return nodes
@@ -75,7 +78,7 @@ def figure_comm_cost(r: dict, layers: int) -> dict:
     # Perfect overlap: both start together; the step ends with the slower one.
     nodes.append(text(PAD, y + 12, key("cc_overlap"), "cap"))
     by = y + 18
-    nodes += _labelled(PAD, by, calc * unit, "seg-calc", _ms(calc), "overlap.calc")
+    nodes += _labelled(PAD, by, calc * unit, "seg-calc", _ms(calc), "overlap.calc", "right")
     nodes += _labelled(PAD, by + BAR_H + 4, comm * unit, "seg-comm", _ms(comm), "overlap.comm", "right")
     nodes.append(text(PAD, by + 2 * BAR_H + 20, key("cc_overlap_total", total=_ms(r["t_overlap_s"])), "dimtext"))
     y = by + 2 * BAR_H + 26

@@ -95,19 +95,29 @@ BLOCK = 12.0            # one entry of a matrix drawn without its numbers (its s
 
 def _cells(a: np.ndarray, x: float, y: float, rank: int | None, cw: float, ch: float, scale: float | None,
            key: str | None) -> list[dict]:
-    """The shaded cells of a matrix, its numbers when ``key`` is given (the text attributes that
-    every number shares sit once on the group: SVG inherits them), and its frame."""
+    """The shaded cells of a matrix with its numbers (the text attributes that every number
+    shares sit once on the group: SVG inherits them), and its frame."""
     level = shades(a, scale)
-    kids = []
-    for (i, j), v in np.ndenumerate(a):
-        kids.append(el("rect", {**rank_attrs(rank, f"cell v{int(level[i, j])}"), "x": n(x + j * cw),
-                                "y": n(y + i * ch), "width": n(cw), "height": n(ch)}))
-    if key is not None:
-        # y: the centre of the cell plus about half the height of an 11 px digit
-        kids += [el("text", {"x": n(x + (j + 0.5) * cw), "y": n(y + (i + 0.5) * ch + 4), "class": "num",
-                             "data-key": f"{key}.{i}.{j}"}, text=fmt.num(v)) for (i, j), v in np.ndenumerate(a)]
+    kids = [el("rect", {**rank_attrs(rank, f"cell v{int(level[i, j])}"), "x": n(x + j * cw),
+                        "y": n(y + i * ch), "width": n(cw), "height": n(ch)}) for (i, j), _ in np.ndenumerate(a)]
+    # y: the centre of the cell plus about half the height of an 11 px digit
+    kids += [el("text", {"x": n(x + (j + 0.5) * cw), "y": n(y + (i + 0.5) * ch + 4), "class": "num",
+                         "data-key": f"{key}.{i}.{j}"}, text=fmt.num(v)) for (i, j), v in np.ndenumerate(a)]
     kids.append(el("rect", {**rank_attrs(rank, "frame"), "x": n(x), "y": n(y), "width": n(a.shape[1] * cw),
                             "height": n(a.shape[0] * ch)}))
+    return kids
+
+
+def _block(a: np.ndarray, x: float, y: float, rank: int | None) -> list[dict]:
+    """A matrix whose shape is the point: one tinted rectangle ruled into its entries."""
+    rows, cols = a.shape
+    w, h = cols * BLOCK, rows * BLOCK
+    rules = "".join(f"M{n(x + j * BLOCK)} {n(y)}v{n(h)}" for j in range(1, cols))
+    rules += "".join(f"M{n(x)} {n(y + i * BLOCK)}h{n(w)}" for i in range(1, rows))
+    kids = [el("rect", {**rank_attrs(rank, "cell v1"), "x": n(x), "y": n(y), "width": n(w), "height": n(h)})]
+    if rules:
+        kids.append(el("path", {"class": "rules", "d": rules}))
+    kids.append(el("rect", {**rank_attrs(rank, "frame"), "x": n(x), "y": n(y), "width": n(w), "height": n(h)}))
     return kids
 
 
@@ -125,7 +135,7 @@ def _shape_lines(shape: Any, grid_w: float) -> list:
 def grid_panel(m, caption: Any, rank: int | None, key: str, cell_w: float | None, scale: float | None = None,
                shape: Any = None, blocks: int = 0, axis: int = 1, min_w: float = 40.0) -> Panel:
     """A captioned matrix (caption above, ``shape`` below): with its numbers in cells of width
-    ``cell_w``, or, with ``cell_w=None``, as small shaded squares without numbers.
+    ``cell_w`` shaded by value, or, with ``cell_w=None``, as a small ruled block without numbers.
 
     ``blocks`` > 0: the matrix is the concatenation of ``blocks`` equal rank blocks along
     ``axis`` (1: columns, 0: rows), each drawn in the tint of the rank it came from."""
@@ -133,17 +143,18 @@ def grid_panel(m, caption: Any, rank: int | None, key: str, cell_w: float | None
     if a.ndim < 2:
         a = a.reshape(1, -1)
     cw, ch = (cell_w, CELL_H) if cell_w else (BLOCK, BLOCK)
-    key_of = (lambda k: k) if cell_w else (lambda k: None)
+
+    def draw(m, x, y, r, k):
+        return _cells(m, x, y, r, cw, ch, scale, k) if cell_w else _block(m, x, y, r)
     parts = []
     if blocks:
         k = a.shape[axis] // blocks
         for r in range(blocks):
             part = a[:, r * k:(r + 1) * k] if axis == 1 else a[r * k:(r + 1) * k, :]
             x, y = (r * k * cw, 0.0) if axis == 1 else (0.0, r * k * ch)
-            parts.append(el("g", {"data-part": f"{key}.b{r}"},
-                            _cells(part, x, LABEL_H + y, r, cw, ch, scale, key_of(f"{key}.b{r}"))))
+            parts.append(el("g", {"data-part": f"{key}.b{r}"}, draw(part, x, LABEL_H + y, r, f"{key}.b{r}")))
     else:
-        parts += _cells(a, 0, LABEL_H, rank, cw, ch, scale, key_of(key))
+        parts += draw(a, 0, LABEL_H, rank, key)
     g = el("g", {"data-part": key, "text-anchor": "middle"} if cell_w else {"data-part": key}, parts)
     nodes = [text(0, LABEL_H - 5, caption, "cap"), g]
     grid_w, h = a.shape[1] * cw, LABEL_H + a.shape[0] * ch

@@ -111,7 +111,8 @@ def figure_row_linear(row: dict, col: dict) -> dict:
     mats = [row["inputs"]["X"], row["inputs"]["A"], row["Y"]] + [rk["Y_partial"] for rk in row["ranks"]]
     cw = cell_width(*mats)
     title = key("rl_title", p=fmt.integer(row["tp"]))
-    return figure("row-linear", title, lambda: _row_forward(row, cw) + _col_forward(col, cw))
+    rows = _row_forward(row, cw) + _col_forward(col, cw)
+    return figure("row-linear", title, lambda: rows)      # flow only places panels: both layouts share them
 
 
 # ---------------------------------------------------------------- backward
@@ -163,7 +164,8 @@ def figure_row_backward(row: dict, col: dict) -> dict:
     mats += [rk["dX_partial"] for rk in col["ranks"]]
     cw = cell_width(*mats)
     title = key("rb_title", p=fmt.integer(row["tp"]))
-    return figure("row-backward", title, lambda: _row_backward(row, cw) + _col_backward(col, cw))
+    rows = _row_backward(row, cw) + _col_backward(col, cw)
+    return figure("row-backward", title, lambda: rows)
 
 
 # ---------------------------------------------------------------- pairing
