@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from . import fmt
 import numpy as np
 
+from . import fmt
 from .tree import CELL_H, LABEL_H, Panel, arrow_head, check, el, figure_svg, n, rank_attrs, shades, text
 
 NUM_CHAR = 6.8          # px per character of an 11 px monospace number
@@ -27,6 +27,7 @@ def num_w(s: str) -> float:
 
 
 def widest(strings: Iterable[str]) -> float:
+    """Width of the widest of some ``num`` texts."""
     return max((num_w(s) for s in strings), default=0.0)
 
 
@@ -53,11 +54,6 @@ def down_arrow(x: float, y1: float, y2: float, cls: str = "arrow") -> list[dict]
     """A short vertical arrow from y1 down to y2 (tip at y2)."""
     return [el("line", {"class": cls, "x1": n(x), "y1": n(y1), "x2": n(x), "y2": n(y2 - 5)}),
             arrow_head(x, y2, 90, 7)]
-
-
-def right_arrow(x1: float, x2: float, y: float) -> list[dict]:
-    return [el("line", {"class": "arrow", "x1": n(x1), "y1": n(y), "x2": n(x2 - 5), "y2": n(y)}),
-            arrow_head(x2, y, 0, 7)]
 
 
 def rect(x: float, y: float, w: float, h: float, attrs: dict, **more: str) -> dict:
