@@ -66,10 +66,10 @@ MISTAKES = ("none", "f-and-g-swapped", "kv-not-replicated", "kv-grad-not-summed"
 RESULT_KEYS = ("Y", "loss", "G_X", "G_W_q", "G_W_k", "G_W_v", "G_W_o")
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
 
-MAX_TP = 16
-MAX_HEADS = 32
-MAX_HIDDEN = 256
-MAX_SEQ = 32
+MAX_TP = 8
+MAX_HEADS = 16
+MAX_HIDDEN = 128
+MAX_SEQ = 16
 MAX_BATCH = 4
 MAX_SEED = 2**32 - 1
 DEFAULTS = {"tp": 2, "heads": 4, "kv_heads": None, "seq": 4, "batch": 1, "hidden": 8, "seed": 0}

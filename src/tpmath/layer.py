@@ -41,7 +41,7 @@ from .validate import as_int, check_divides
 
 LN_EPS = 1e-5                  # torch.nn.LayerNorm's default
 GELU_C = math.sqrt(2.0 / math.pi)
-MAX_FFN = 1024
+MAX_FFN = 512
 PARAMS = ("gamma1", "beta1", "W_q", "W_k", "W_v", "W_o", "b_o", "gamma2", "beta2", "W1", "b1", "W2", "b2")
 RESULT_KEYS = ("Y", "loss", "G_X") + tuple("G_" + p for p in PARAMS)
 REPLICATED = ("gamma1", "beta1", "b_o", "gamma2", "beta2", "b2")
