@@ -52,6 +52,7 @@ heads); an entry that would round to 0 becomes ±0.1 / ±0.01 (a zero could hide
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
@@ -60,7 +61,7 @@ import numpy as np
 
 from .collectives import reduce_all
 from .errors import TPMathError
-from .validate import as_choice, as_int
+from .validate import as_choice, as_flag, as_int
 
 MISTAKES = ("none", "f-and-g-swapped", "kv-not-replicated", "kv-grad-not-summed", "scale-local-width")
 RESULT_KEYS = ("Y", "loss", "G_X", "G_W_q", "G_W_k", "G_W_v", "G_W_o")
@@ -110,19 +111,6 @@ class Config:
         return max(1, self.tp // self.kv_heads)
 
 
-def _flag(name: str, value: Any) -> bool:
-    """A yes/no option: a bool, or 0/1/true/false/yes/no as typed."""
-    if isinstance(value, (bool, np.bool_)) or value is None:
-        return bool(value)
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise TPMathError(f"{name}: {value!r} is not one of true, false, 1, 0",
-                      f"{name}：{value!r} 不是 true、false、1、0 之一", field=name)
-
-
 def validate_config(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any = 4, batch: Any = 1,
                     hidden: Any = 8, causal: Any = False, mistake: Any = "none") -> Config:
     """Sizes in range and the head split possible; every message names the rule broken."""
@@ -149,7 +137,7 @@ def validate_config(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any 
     if D % H:
         raise TPMathError(f"hidden={D} is not divisible by heads={H}: the head size hidden/heads must be an integer",
                           f"hidden={D} 不能被 heads={H} 整除：头维度 hidden/heads 必须是整数", field="hidden")
-    cfg = Config(tp, H, K, S, B, D, _flag("causal", causal), mistake)
+    cfg = Config(tp, H, K, S, B, D, as_flag("causal", causal), mistake)
     needs = mistake_needs(cfg)
     if needs is not None:
         raise TPMathError(f"mistake={mistake} needs {needs[0]}; here tp={tp}, heads={H}, kv_heads={K}",
@@ -554,3 +542,17 @@ def run_attention(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any = 
             **compare(tp_run["sharded"], reference),
             "ranks": tp_run["ranks"], "comm": tp_run["comm"], "replica_spread": tp_run["replica_spread"],
             "kv_replication": kv_replication_cost(cfg, dtype_bytes)}
+
+
+@functools.lru_cache(maxsize=32)
+def _cached(cfg: Config, seed: int) -> dict:
+    return run_attention(cfg.tp, cfg.heads, cfg.kv_heads, cfg.seq, cfg.batch, cfg.hidden, seed, cfg.causal,
+                         cfg.mistake)
+
+
+def cached_run(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any = 4, batch: Any = 1, hidden: Any = 8,
+               seed: Any = 0, causal: Any = False, mistake: Any = "none") -> dict:
+    """:func:`run_attention` memoised per validated configuration: a page section and its
+    real-ranks block show the same run.  The result is shared: callers must not modify it."""
+    cfg = validate_config(tp, heads, kv_heads, seq, batch, hidden, causal, mistake)
+    return _cached(cfg, as_int("seed", seed, 0, MAX_SEED))
