@@ -388,3 +388,39 @@ def test_cli_defaults_and_help():
     layer = json.loads(cli("layer", "--tp", "2", "--kv-heads", "1", "--json").stdout)
     assert set(layer["sharded"]) == set(lay.RESULT_KEYS) and layer["matches_reference"]
     assert layer["config"]["ffn"] == 32 and layer["config"]["activation"] == "gelu-tanh"
+
+
+# ------------------------------------------------------------------- real-ranks registry
+
+@pytest.mark.parametrize("given", [{}, {"tp": 4, "heads": 8, "kv_heads": 2, "causal": True},
+                                   {"tp": 4, "heads": 4, "kv_heads": 1, "stage": "backward", "seed": 3},
+                                   {"mistake": "f-and-g-swapped", "causal": "true"}])
+def test_real_ranks_command_parses_back_to_the_same_plan(given):
+    """The command the page will show, given to tpmath.real's own parser, is the same run."""
+    import shlex
+
+    from tpmath import ranks
+    from tpmath.real.__main__ import build_parser
+    cmd = ranks.command("attention", given)
+    argv = shlex.split(cmd)
+    args = build_parser().parse_args(argv[6:])
+    again = ranks.plan("attention", {o.dest: getattr(args, o.dest) for o in ranks.options("attention")})
+    p = ranks.plan("attention", given)
+    assert int(argv[3]) == p["world"] == again["world"]
+    assert ("--causal" in argv) == att.validate_config(causal=given.get("causal", False)).causal
+    assert ranks.format_output(*ranks.expected(again)) == ranks.format_output(*ranks.expected(p))
+
+
+def test_real_ranks_records_follow_the_core():
+    """What rank r prints are the core's values for rank r, as (B·S, ·) matrices."""
+    from tpmath import ranks
+    p = ranks.plan("attention", {"tp": 2, "heads": 4, "kv_heads": 1, "batch": 2, "seq": 3})
+    per_rank, check = ranks.expected(p)
+    for r, recs in enumerate(per_rank):
+        rk = p["core"]["ranks"][r]
+        got = dict(recs)
+        assert np.array_equal(got["Q"], rk["Q"].reshape(6, -1))
+        assert np.array_equal(got[f"P (head {2 * r + 1})"], rk["probs"][:, 1].reshape(6, 3))
+        assert np.array_equal(got["G_W_k[:, 0:2] ← all_reduce(SUM, ranks 0,1)"], rk["G_W_k"])
+        assert np.array_equal(got["Y ← all_reduce(SUM)"], p["core"]["sharded"]["Y"].reshape(6, -1))
+    assert [n for n, _ in check] == [f"max|Δ| {k}" for k in ranks.ATTENTION_CHECK]
