@@ -424,3 +424,32 @@ def test_real_ranks_records_follow_the_core():
         assert np.array_equal(got["G_W_k[:, 0:2] ← all_reduce(SUM, ranks 0,1)"], rk["G_W_k"])
         assert np.array_equal(got["Y ← all_reduce(SUM)"], p["core"]["sharded"]["Y"].reshape(6, -1))
     assert [n for n, _ in check] == [f"max|Δ| {k}" for k in ranks.ATTENTION_CHECK]
+
+
+# -------------------------------------------------------------------- fused QKV layout
+
+@pytest.mark.parametrize("tp, H, K", SPLITS)
+@pytest.mark.parametrize("E", (1, 2))
+def test_fused_qkv_split_megatron_layout_is_usable_exactly_when_k_ge_tp(tp, H, K, E):
+    """Megatron's per-group layout [q… k v | q… k v] split into tp column blocks gives every rank
+    whole heads it needs iff tp | K; the concatenated [Q | K | V] layout only on one rank."""
+    for layout in att.QKV_LAYOUTS:
+        res = att.fused_qkv_split(tp=tp, heads=H, kv_heads=K, head_dim=E, layout=layout)
+        assert res["columns"] == (H + 2 * K) * E
+        if res["ranks"] is None:
+            assert res["columns"] % tp and K < tp
+            continue
+        widths = [p["cols"][1] - p["cols"][0] for rk in res["ranks"] for p in rk["pieces"]]
+        assert sum(widths) == res["columns"] and all(w > 0 for w in widths)
+        usable = all(rk["usable"] for rk in res["ranks"])
+        if layout == "megatron":
+            assert usable == (K >= tp), res
+        else:
+            assert usable == (tp == 1), res
+
+
+def test_fused_qkv_split_matches_megatrons_own_example():
+    """Megatron-core's comment: q1 q2 q3 q4 k1 v1 | q5 … k2 v2 over 4 ranks (heads 8, groups 2)."""
+    res = att.fused_qkv_split(tp=4, heads=8, kv_heads=2, head_dim=1, layout="megatron")
+    names = [[p["part"] + str(p["head"]) for p in rk["pieces"]] for rk in res["ranks"]]
+    assert names == [["q0", "q1", "q2"], ["q3", "k0", "v0"], ["q4", "q5", "q6"], ["q7", "k1", "v1"]]

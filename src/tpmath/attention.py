@@ -506,6 +506,49 @@ def kv_replication_cost(cfg: Config, dtype_bytes: int = 2) -> dict:
             "overhead_factor": exact(w / w_even)}
 
 
+QKV_LAYOUTS = ("megatron", "concatenated")
+
+
+def qkv_blocks(heads: int, kv_heads: int, layout: str) -> list[tuple[str, int]]:
+    """The head blocks of a fused QKV weight's output columns, in order, each E columns wide.
+
+    ``megatron``: per KV group g, its H/K query heads then k_g then v_g (Megatron-core's
+    linear_qkv: [ng, (np/ng + 2)·hn]); ``concatenated``: [q_0 … q_{H−1} | k_0 … | v_0 …].
+    """
+    if layout == "concatenated":
+        return [("q", h) for h in range(heads)] + [("k", k) for k in range(kv_heads)] + \
+            [("v", k) for k in range(kv_heads)]
+    per = heads // kv_heads
+    return [blk for g in range(kv_heads) for blk in [("q", g * per + i) for i in range(per)] + [("k", g), ("v", g)]]
+
+
+def fused_qkv_split(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, head_dim: Any = 1,
+                    layout: Any = "megatron") -> dict:
+    """What each rank gets when a fused QKV weight (D, (H + 2K)·E) is split into tp equal
+    column blocks, as ColumnParallelLinear splits it: per rank the pieces of head blocks it holds
+    (``{"part": q|k|v, "head", "cols": [a, b)}`` within the head's E columns) and whether they
+    are exactly the whole query heads of :func:`rank_heads` and the whole KV heads those read
+    (``usable``: the rank can run attention without any communication)."""
+    E = as_int("head_dim", head_dim, 1, MAX_HIDDEN)
+    cfg = validate_config(tp, heads, kv_heads, hidden=as_int("heads", heads, 1, MAX_HEADS) * E)
+    layout = as_choice("layout", layout, QKV_LAYOUTS)
+    blocks = qkv_blocks(cfg.heads, cfg.kv_heads, layout)
+    total = len(blocks) * E
+    if total % cfg.tp:
+        return {"layout": layout, "columns": total, "columns_per_rank": total / cfg.tp, "ranks": None}
+    width = total // cfg.tp
+    ranks = []
+    for r in range(cfg.tp):
+        lo, hi = r * width, (r + 1) * width
+        pieces = [{"part": part, "head": h, "cols": [max(lo, i * E) - i * E, min(hi, (i + 1) * E) - i * E]}
+                  for i, (part, h) in enumerate(blocks) if i * E < hi and (i + 1) * E > lo]
+        q, kv = rank_heads(cfg, r)
+        whole = sorted((p["part"], p["head"]) for p in pieces if p["cols"] == [0, E])
+        needed = sorted([("q", h) for h in q] + [(x, k) for k in kv for x in "kv"])
+        ranks.append({"rank": r, "pieces": pieces, "usable": len(whole) == len(pieces) and whole == needed})
+    return {"layout": layout, "columns": total, "columns_per_rank": width, "ranks": ranks}
+
+
 def max_abs(a: Any, b: Any) -> float:
     return float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))))
 
