@@ -253,13 +253,13 @@ def _plan_attention(o: dict) -> dict:
 
 
 _PLANS = {
-    "attention": _plan_attention,
     "mlp": _plan_mlp,
     "row-linear": lambda o: _plan_linear(o, "row"),
     "column-linear": lambda o: _plan_linear(o, "column"),
     "collective": _plan_collective,
     "vocab-ce": _plan_vocab,
     "mismatch": _plan_mismatch,
+    "attention": _plan_attention,
 }
 
 
@@ -542,7 +542,8 @@ def _expected_mismatch(p: dict) -> tuple[list, list]:
     return per_rank, []
 
 
-def attention_records(cfg: "attention.Config", r: int, q_heads: list, kv_heads: list, stage: str) -> list:
+def attention_records(cfg: attention.Config, r: int, q_heads: list, kv_heads: list,
+                      stage: str) -> list[tuple[str, str]]:
     """(key, printed name) of what rank r prints for ``stage``; keys index a rank's values
     (``P<j>`` = the probabilities of its j-th local head).  Names say which collective made a
     value, and under a mistake what the rank really does."""
@@ -551,8 +552,8 @@ def attention_records(cfg: "attention.Config", r: int, q_heads: list, kv_heads: 
     c, d = kv_heads[0] * E, (kv_heads[-1] + 1) * E
     swapped = m == "f-and-g-swapped"
     reduced = " ← all_reduce(SUM)" if tp > 1 else ""
-    group = attention.kv_groups([attention.rank_heads(cfg, q)[1] for q in range(tp)])
-    mine = next(g for g in group if r in g)
+    groups = attention.kv_groups([attention.rank_heads(cfg, q)[1] for q in range(tp)])
+    mine = next(g for g in groups if r in g)
     kv_sum = (f" ← all_reduce(SUM, ranks {','.join(map(str, mine))})"
               if cfg.kv_heads < tp and m != "kv-grad-not-summed" else "")
     fwd = [("W_q", "W_q" + cols(a, b)), ("W_k", "W_k" + cols(c, d)), ("W_v", "W_v" + cols(c, d)),
@@ -593,8 +594,9 @@ def _expected_attention(p: dict) -> tuple[list, list]:
     return per_rank, check
 
 
-_EXPECTED = {"attention": _expected_attention, "mlp": _expected_mlp, "row-linear": _expected_linear, "column-linear": _expected_linear,
-             "collective": _expected_collective, "vocab-ce": _expected_vocab, "mismatch": _expected_mismatch}
+_EXPECTED = {"mlp": _expected_mlp, "row-linear": _expected_linear, "column-linear": _expected_linear,
+             "collective": _expected_collective, "vocab-ce": _expected_vocab, "mismatch": _expected_mismatch,
+             "attention": _expected_attention}
 
 
 def expected(p: dict) -> tuple[list[list[tuple[str, Any]]], list[tuple[str, Any]]]:
