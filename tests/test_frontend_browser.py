@@ -52,6 +52,7 @@ SER_FN = """function ser(el) {
     if (a.name === "hidden") continue;
     let v = a.value;
     if (a.name === "class") v = v.split(/\\s+/).filter(c => c && c !== "tp-changed").join(" ");
+    if (a.name === "class" && v === "" && a.value.includes("tp-changed")) continue;   // only the cue's
     attrs.push([a.name, v]);
   }
   attrs.sort((x, y) => x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0);
@@ -83,6 +84,25 @@ def py_ser(node: dict, lang: str, svg: bool = False) -> list:
         return [tag, attrs, cell_text(node["x"], lang)]
     kids = node.get("c", [])
     return [tag, attrs, [py_ser(c, lang, svg) for c in kids] if kids else ""]
+
+
+def first_difference(a, b, path: str = "") -> str:
+    """Where two serialised trees first differ (for the failure message)."""
+    if a == b:
+        return ""
+    if not (isinstance(a, list) and isinstance(b, list) and len(a) == 3 and len(b) == 3):
+        return f"{path}: {str(a)[:120]} != {str(b)[:120]}"
+    if a[0] != b[0] or a[1] != b[1]:
+        return f"{path}/{a[0]}: {a[0]} {a[1]} != {b[0]} {b[1]}"
+    if isinstance(a[2], str) or isinstance(b[2], str) or len(a[2]) != len(b[2]):
+        return f"{path}/{a[0]}: content {str(a[2])[:120]} != {str(b[2])[:120]}"
+    return next((d for i, (x, y) in enumerate(zip(a[2], b[2])) if (d := first_difference(x, y, f"{path}/{a[0]}[{i}]"))), "")
+
+
+def figures_difference(a: dict, b: dict) -> str:
+    if set(a) != set(b):
+        return f"figures {sorted(a)} != {sorted(b)}"
+    return "; ".join(f"{k}{first_difference(a[k], b[k])}" for k in a if a[k] != b[k])
 
 
 def demo_handle(page, section):
@@ -125,10 +145,11 @@ def test_static_figures_equal_live_figures_and_cpython_trees(opened):
         now = live.page.evaluate(FIGURES_JS, live.demo(section))
         where = f"{live.lang}/{live.slug_file} {section}"
         if now != static:
-            problems.append(f"{where}: live figures at the defaults differ from the build's")
+            problems.append(f"{where}: live figures at the defaults differ from the build's: "
+                            + figures_difference(static, now))
         want = {k: py_ser(v, live.lang) for k, v in views.render(section, base, live.lang)["figures"].items()}
         if now != want:
-            problems.append(f"{where}: live figures differ from CPython's trees")
+            problems.append(f"{where}: live figures differ from CPython's trees: " + figures_difference(want, now))
         for setting in settings_for_figures(section):
             controls = {**base, **setting}
             state = live.set(section, controls)
@@ -137,7 +158,8 @@ def test_static_figures_equal_live_figures_and_cpython_trees(opened):
             got = live.page.evaluate(FIGURES_JS, live.demo(section))
             want = {k: py_ser(v, live.lang) for k, v in views.render(section, controls, live.lang)["figures"].items()}
             if got != want:
-                problems.append(f"{where} {setting}: live figures differ from CPython's trees")
+                problems.append(f"{where} {setting}: live figures differ from CPython's trees: "
+                                + figures_difference(want, got))
             checked += 1
         live.set(section, base)
         checked += 1

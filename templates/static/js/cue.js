@@ -37,7 +37,10 @@ let timer = null;
 let marked = [];
 
 function clear() {
-  for (const el of marked) el.classList.remove("tp-changed");
+  for (const el of marked) {
+    el.classList.remove("tp-changed");
+    if (!el.classList.length) el.removeAttribute("class");   // as built: no empty class="" left
+  }
   marked = [];
 }
 
