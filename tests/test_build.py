@@ -271,6 +271,12 @@ BAD_CASES = {
                                      ("i18n/zh.toml", None)),
     "duplicate string key": lambda c: ((c / "i18n/en.extra.toml").write_text('[label]\nfixture = "again"\n'),
                                        ("i18n/en.extra.toml", None)),
+    # a key in one language only names the file where it is missing (the counterpart of its own)
+    "string key in one language only": lambda c: (
+        (c / "i18n/en.errors.toml").write_text('[error]\nbad = "Bad {value}"\n'), ("i18n/zh.errors.toml", None)),
+    "placeholders differ across languages": lambda c: (
+        (c / "i18n/en.errors.toml").write_text('[error]\nbad = "Bad {value}"\n'),
+        (c / "i18n/zh.errors.toml").write_text('[error]\nbad = "错 {valeur}"\n'), ("i18n/zh.errors.toml", None))[1:],
     "missing translation": lambda c: ((c / "en/extra.md").write_text('+++\ntitle = "Extra"\n+++\n\nText.\n'),
                                       ("zh/extra.md", None)),
     "shortcode inside a paragraph": lambda c: (_edit(c / "en/index.md", "{{pydemo hello}}", "Text\n{{pydemo hello}}"),

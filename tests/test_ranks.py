@@ -10,7 +10,7 @@ import pytest
 
 from tpmath import TPMathError, collectives, ranks, views
 from tpmath.real.__main__ import build_parser
-from tpmath.views import fmt
+from tpmath import fmt
 
 
 def records_by_name(per_rank: list, r: int) -> dict[str, str]:

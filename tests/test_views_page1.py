@@ -18,7 +18,9 @@ import pytest
 
 from tpmath import TPMathError
 from tpmath.mlp import default_inputs
-from tpmath.views import fmt, render, render_json, sections
+from tpmath import fmt
+from tpmath.i18n import text
+from tpmath.views import render, render_json, sections
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE1 = ("mlp", "backward", "dp-tp", "precision", "collectives", "mismatch", "ring", "vocab-ce", "vocab-extras")
@@ -232,7 +234,7 @@ def test_mismatch_scenarios():
     early = render("mismatch", {"scenario": "early_exit"}, "zh")
     hang = rows(early, "mismatch-hangs")
     assert [h[:3] for h in hang] == [["R0", "#1", {"key": "label.hang_early_exit"}]]
-    assert re.search(r"[\u4e00-\u9fff]", hang[0][3])            # the Chinese explanation on the zh page
+    assert re.search(r"[\u4e00-\u9fff]", text(hang[0][3], "zh"))   # the Chinese explanation on the zh page
     assert early["values"]["matched"] == "1"
     swapped = render("mismatch", {"scenario": "order_swapped"})
     assert [h[0] for h in rows(swapped, "mismatch-hangs")] == ["R0", "R1"]
@@ -405,9 +407,9 @@ def test_bad_controls(section, controls, field):
         quoted.append(repr(float(bad)))                           # as the number it was parsed to
     except ValueError:
         pass
-    assert any(q in info.value.en for q in quoted) and any(q in info.value.zh for q in quoted)
+    assert any(q in info.value.message("en") for q in quoted) and any(q in info.value.message("zh") for q in quoted)
     out = json.loads(render_json(section, json.dumps(controls), "zh"))
-    assert out["ok"] is False and out["field"] == field and re.search(r"[\u4e00-\u9fff]", out["error"])
+    assert out["ok"] is False and out["field"] == field and re.search(r"[\u4e00-\u9fff]", text(out["error"], "zh"))
 
 
 # ------------------------------------------------------------------------------ i18n
@@ -422,7 +424,8 @@ def flat(d, prefix=""):
     return out
 
 
-STRINGS = {lang: flat(tomllib.loads((ROOT / "content" / "i18n" / f"{lang}.toml").read_text("utf-8")))
+STRINGS = {lang: {k: v for path in sorted((ROOT / "content" / "i18n").glob(f"{lang}*.toml"))
+                  for k, v in flat(tomllib.loads(path.read_text("utf-8"))).items()}
            for lang in ("en", "zh")}
 
 SETTINGS = {

@@ -33,7 +33,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import fmt
 from .errors import TPMathError
+from .errors import name as field_name
+from .i18n import Text
 from .validate import as_array, as_choice, as_int, check_finite, parse_json
 
 NAMES = ("all-reduce", "reduce", "broadcast", "all-gather", "reduce-scatter",
@@ -60,59 +63,39 @@ def as_inputs(value: Any, name: str = "inputs") -> list[np.ndarray]:
     value = parse_json(name, value)
     if isinstance(value, np.ndarray):
         if value.ndim < 2:
-            raise TPMathError(
-                f"{name}: expected one buffer per rank (first axis = rank), got shape {value.shape}",
-                f"{name}：需要每个 rank 一个缓冲区（第一维为 rank），收到形状 {value.shape}", field=name)
+            raise TPMathError("buffers_no_rank_axis", name, name=field_name(name), shape=fmt.shape(value.shape))
         value = list(value)
     if not isinstance(value, (list, tuple)) or len(value) == 0:
-        raise TPMathError(f"{name}: expected a non-empty list with one buffer per rank, got {value!r:.60}",
-                          f"{name}：需要非空列表，每个 rank 一个缓冲区，收到 {value!r:.60}", field=name)
-    bufs = [_as_buffer(f"{name}[{r}]", v, name) for r, v in enumerate(value)]
+        raise TPMathError("buffers_not_a_list", name, name=field_name(name), value=value)
+    bufs = [_as_buffer(r, v, name) for r, v in enumerate(value)]
     ref = bufs[0]
     for r, b in enumerate(bufs[1:], start=1):
         if b.shape != ref.shape:
-            raise TPMathError(
-                f"{name}: rank {r} has shape {b.shape} but rank 0 has {ref.shape}; "
-                "every rank must pass the same count",
-                f"{name}：rank {r} 的形状为 {b.shape}，而 rank 0 为 {ref.shape}；各 rank 的元素数必须相同",
-                field=name)
+            raise TPMathError("buffers_shape_differs", name, rank=r, shape=fmt.shape(b.shape),
+                              shape0=fmt.shape(ref.shape))
         if b.dtype != ref.dtype:
-            raise TPMathError(
-                f"{name}: rank {r} has dtype {b.dtype} but rank 0 has {ref.dtype}; "
-                "every rank must pass the same dtype",
-                f"{name}：rank {r} 的 dtype 为 {b.dtype}，而 rank 0 为 {ref.dtype}；各 rank 的 dtype 必须相同",
-                field=name)
+            raise TPMathError("buffers_dtype_differs", name, rank=r, dtype=b.dtype.name, dtype0=ref.dtype.name)
     return bufs
 
 
-def _as_buffer(label: str, value: Any, field: str) -> np.ndarray:
-    """One rank's buffer: 1-D or 2-D, numeric, finite, non-empty."""
+def _as_buffer(r: int, value: Any, field: str) -> np.ndarray:
+    """Rank r's buffer: 1-D or 2-D, numeric, finite, non-empty (errors name the rank)."""
+    label = Text("name.rank_buffer", rank=str(r))
     if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
         if value.ndim not in (1, 2) or value.size == 0:
-            raise TPMathError(f"{label}: expected a non-empty 1-D or 2-D buffer, got shape {value.shape}",
-                              f"{label}：需要非空的一维或二维缓冲区，收到形状 {value.shape}", field=field)
+            raise TPMathError("wrong_ndim", field, name=label, want="1-D/2-D", shape=fmt.shape(value.shape))
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
-            raise TPMathError(f"{label}: contains a non-finite value ({value[~np.isfinite(value)][0]})",
-                              f"{label}：含有非有限值（{value[~np.isfinite(value)][0]}）", field=field)
+            raise TPMathError("not_finite_entry", field, name=label, value=value[~np.isfinite(value)][0])
         return value.copy()
-    try:
-        return as_array(label, value, ndim=(1, 2))
-    except TPMathError as err:
-        raise TPMathError(err.en, err.zh, field=field) from None
+    return as_array(field, value, ndim=(1, 2), label=label)
 
 
 def _split(buf: np.ndarray, n: int, what: str) -> list[np.ndarray]:
     """n equal blocks along axis 0 (elements for 1-D, rows for 2-D); n must divide."""
     rows = buf.shape[0]
     if rows % n != 0:
-        unit = "elements" if buf.ndim == 1 else "rows"
-        unit_zh = "个元素" if buf.ndim == 1 else "行"
-        raise TPMathError(
-            f"{what}: {rows} {unit} per rank cannot be split into n={n} equal blocks "
-            f"({rows} % {n} = {rows % n}); NCCL needs count = n·recvcount",
-            f"{what}：每个 rank 有 {rows} {unit_zh}，无法平均分成 n={n} 块"
-            f"（{rows} % {n} = {rows % n}）；NCCL 要求 count = n·recvcount",
-            field="inputs")
+        code = "blocks_uneven_elements" if buf.ndim == 1 else "blocks_uneven_rows"
+        raise TPMathError(code, "inputs", collective=NCCL_NAMES[what], count=rows, n=n, rest=rows % n)
     return np.split(buf, n, axis=0)
 
 
@@ -149,13 +132,11 @@ def collective(name: str, inputs: Any, op: str = "sum", root: int = 0) -> list[n
     n = len(bufs)
     root = as_int("root", root, 0, n - 1 if name in USES_ROOT else None)
     if op == "avg" and bufs[0].dtype.kind in "iu" and name in ("all-reduce", "reduce", "reduce-scatter"):
-        raise TPMathError(
-            f"op: avg on integer dtype {bufs[0].dtype} would truncate; pass a float dtype",
-            f"op：整数 dtype {bufs[0].dtype} 上的 avg 会截断；请使用浮点 dtype", field="op")
+        raise TPMathError("avg_on_integers", "op", dtype=bufs[0].dtype.name)
     with np.errstate(over="ignore", invalid="ignore"):   # reported just below, as an error
         outputs = _RUN[name](bufs, op, root)
     # A reduction of finite inputs can still overflow (1e308 + 1e308): never hand back inf/NaN.
-    check_finite(bufs[0].dtype.name, {f"output of rank {r}": o for r, o in enumerate(outputs)}, field="inputs")
+    check_finite(bufs[0].dtype.name, {f"outputs[{r}]": o for r, o in enumerate(outputs)}, field="inputs")
     return outputs
 
 

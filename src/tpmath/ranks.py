@@ -3,7 +3,7 @@
 ``torchrun --standalone --nproc-per-node N -m tpmath.real EXAMPLE …`` runs one of the site's
 examples on N real processes with ``torch.distributed`` (:mod:`tpmath.real`); each rank
 prints its *records*, a list of ``(name, value)`` pairs, formatted by :func:`format_rank`
-with the site's number formatting (:mod:`tpmath.views.fmt`).  This module holds everything
+with the site's number formatting (:mod:`tpmath.fmt`).  This module holds everything
 about the examples that does not need torch, so the page (in the browser too) and the
 tests can use it:
 
@@ -33,7 +33,7 @@ import numpy as np
 from . import collectives, mismatch, mlp, row_linear, vocab_ce
 from .errors import TPMathError
 from .validate import as_array, as_choice, as_dtype, as_float, as_int, parse_json
-from .views import fmt
+from . import fmt
 
 LAUNCH = "torchrun --standalone --nproc-per-node"
 MODULE = "tpmath.real"
@@ -138,8 +138,7 @@ def _filled(example: str, given: dict) -> dict:
     for key, value in given.items():
         key = key.replace("-", "_")
         if key not in opts:
-            raise TPMathError(f"{example}: unknown option --{key.replace('_', '-')}",
-                              f"{example}：未知选项 --{key.replace('_', '-')}", field=key)
+            raise TPMathError("unknown_option", key, example=example, option=f"--{key.replace('_', '-')}")
         if value is not None:
             opts[key] = value
     return opts
@@ -222,10 +221,8 @@ def _plan_mismatch(o: dict) -> dict:
     for r, seq in enumerate(calls):
         for i, c in enumerate(seq):
             if c["name"] not in REAL_MISMATCH_CALLS:
-                raise TPMathError(f"calls[{r}][{i}]: {c['name']} is not run on real ranks; "
-                                  f"supported: {', '.join(REAL_MISMATCH_CALLS)}",
-                                  f"calls[{r}][{i}]：真实进程不运行 {c['name']}；支持：{', '.join(REAL_MISMATCH_CALLS)}",
-                                  field="scenario")
+                raise TPMathError("call_not_real", "scenario", where=f"calls[{r}][{i}]", value=c["name"],
+                                  choices=", ".join(REAL_MISMATCH_CALLS))
     return {"world": len(calls), "scenario": scenario, "timeout": timeout, "calls": calls,
             "core": mismatch.check_calls(calls)}
 

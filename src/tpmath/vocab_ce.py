@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from .collectives import reduce_all
+from . import fmt
 from .errors import TPMathError
 from .validate import as_array, as_dtype, as_float, as_int, parse_json
 
@@ -119,10 +120,7 @@ def _check_logit_range(name: str, Z: np.ndarray) -> None:
     """Reject absurd magnitudes (e.g. 1e308) before any dtype conversion can overflow."""
     big = np.abs(Z) > LOGIT_LIMIT
     if np.any(big):
-        bad = float(Z[big].ravel()[0])
-        raise TPMathError(
-            f"{name}: {bad!r} is too large; logits must satisfy |z| <= {LOGIT_LIMIT:g}",
-            f"{name}：{bad!r} 过大；logits 须满足 |z| <= {LOGIT_LIMIT:g}", field=name)
+        raise TPMathError("logit_too_large", name, value=float(Z[big].ravel()[0]), limit=fmt.bound(LOGIT_LIMIT))
 
 
 def _targets(target: Any, V: int, N: int, two_d: bool, ignore_index: int) -> np.ndarray:
@@ -130,29 +128,20 @@ def _targets(target: Any, V: int, N: int, two_d: bool, ignore_index: int) -> np.
     target = parse_json("target", target)
     if two_d:
         if not isinstance(target, (list, tuple, np.ndarray)):
-            raise TPMathError(
-                f"target: 2-D logits need a list of {N} targets, got {target!r}",
-                f"target：二维 logits 需要 {N} 个目标的列表，收到 {target!r}", field="target")
+            raise TPMathError("targets_not_a_list", "target", n=N, value=target)
         items = list(np.asarray(target, dtype=object).ravel()) if isinstance(target, np.ndarray) else list(target)
         if len(items) != N or any(isinstance(t, (list, tuple)) for t in items):
-            raise TPMathError(
-                f"target: expected {N} targets (one per position), got {target!r}",
-                f"target：需要 {N} 个目标（每个位置一个），收到 {target!r}", field="target")
+            raise TPMathError("targets_count", "target", n=N, value=target)
     else:
         if isinstance(target, (list, tuple, np.ndarray)):
-            raise TPMathError(
-                f"target: 1-D logits need one integer target, got {target!r}",
-                f"target：一维 logits 需要一个整数目标，收到 {target!r}", field="target")
+            raise TPMathError("target_not_an_id", "target", value=target)
         items = [target]
     out = []
     for t in items:
         t = as_int("target", t)
         if t != ignore_index and not 0 <= t < V:
-            raise TPMathError(
-                f"target={t} is out of range: token ids are 0..{V - 1} (V={V}), "
-                f"or ignore_index={ignore_index}",
-                f"target={t} 超出范围：token ID 应为 0..{V - 1}（V={V}），或 ignore_index={ignore_index}",
-                field="target")
+            raise TPMathError("target_out_of_vocab", "target", value=t, last=V - 1, vocab=V,
+                              ignore_index=ignore_index)
         out.append(t)
     return np.asarray(out, dtype=np.int64)
 
@@ -325,14 +314,12 @@ def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift:
     L64 = as_array("logits", logits, ndim=(1, 2))
     _check_logit_range("logits", L64)
     if target is None:
-        raise TPMathError("target: missing; give the target token id (or a list for 2-D logits)",
-                          "target：缺少目标 token ID（二维 logits 需给出列表）", field="target")
+        raise TPMathError("target_missing", "target")
     two_d = L64.ndim == 2
     Z64 = L64 if two_d else L64[None, :]                     # (N, V)
     N, V = Z64.shape
     if V < 2:
-        raise TPMathError(f"logits: need at least 2 vocabulary entries, got V={V}",
-                          f"logits：词表至少需要 2 项，收到 V={V}", field="logits")
+        raise TPMathError("vocab_too_small", "logits", vocab=V)
     shards = as_int("shards", shards, lo=1, hi=MAX_SHARDS)
     shift = as_float("shift", shift, lo=-SHIFT_LIMIT, hi=SHIFT_LIMIT)
     eps = as_float("label_smoothing", label_smoothing, lo=0.0, hi=1.0)
@@ -428,10 +415,7 @@ def run_vocab_parallel_head(hidden: Any = None, W_out: Any = None, target: Any =
     Hm = Hs if two_d else Hs[None, :]                          # (N, H)
     W = as_array("W_out", W_out, ndim=2)                       # (H, V)
     if W.shape[0] != Hm.shape[1]:
-        raise TPMathError(
-            f"W_out: has {W.shape[0]} rows but hidden has size {Hm.shape[1]} (need W_out of shape (H, V))",
-            f"W_out：有 {W.shape[0]} 行，但 hidden 大小为 {Hm.shape[1]}（W_out 形状应为 (H, V)）",
-            field="W_out")
+        raise TPMathError("head_w_rows", "W_out", rows=W.shape[0], hidden=Hm.shape[1])
     shards = as_int("shards", shards, lo=1, hi=MAX_SHARDS)
     N, _ = Hm.shape
     V = W.shape[1]

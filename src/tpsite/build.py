@@ -162,7 +162,7 @@ def convert_markdown(content: Content, prepared: dict) -> None:
                                  f"{only_there}", other.page.path)
 
 
-def install_runtime(out_dir: Path, mode: str) -> tuple[str | None, str | None, dict]:
+def install_runtime(out_dir: Path, mode: str, i18n_dir: Path) -> tuple[str | None, str | None, dict]:
     """Runtime files and wheel via tpsite.runtime / tpsite.wheel when those modules exist.
 
     Returns (pyodide base URL, wheel URL, extra CSP sources); URLs relative to the site
@@ -193,7 +193,7 @@ def install_runtime(out_dir: Path, mode: str) -> tuple[str | None, str | None, d
             if err.name != "tpsite.wheel":
                 raise
         else:
-            wheel_url = wheel.build_wheel(out_dir)
+            wheel_url = wheel.build_wheel(out_dir, i18n_dir)
     return base, wheel_url, csp
 
 
@@ -371,11 +371,11 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         with timer.phase("runtime"):
-            base, wheel, csp_extra = install_runtime(tmp, runtime)
+            base, wheel, csp_extra = install_runtime(tmp, runtime, content.root / "i18n")
         with timer.phase("render"):
             n_static = copy_static(templates / "static", tmp)
             # The readers' download for "run it on real ranks" (pure Python, any runtime mode).
-            importlib.import_module("tpsite.wheel").build_wheel(tmp, full=True)
+            importlib.import_module("tpsite.wheel").build_wheel(tmp, content.root / "i18n", full=True)
             try:
                 n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel},
                                      csp_header(csp_extra))

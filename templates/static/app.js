@@ -293,7 +293,7 @@
       apply(sec, payload.result || {});
       if (!firstLive) { firstLive = true; mark("tp-first-live"); }
     } else {
-      showMessage(sec, payload.error || tr("runtime.failed"), payload.field || null);
+      showMessage(sec, payload.error ? cellText(payload.error) : tr("runtime.failed"), payload.field || null);
     }
     sec.demo.dispatchEvent(new CustomEvent("tp-rendered", { bubbles: true, detail: { section: sec.name, ok: !!payload.ok } }));
   }

@@ -4,6 +4,8 @@ Each command lives in its own module in this package and exposes ``NAME``,
 ``HELP``, ``add_arguments(parser)`` and ``run(args) -> dict``.  Output is one
 JSON object (compact with ``--json``, indented otherwise).  Bad input prints a
 single ``error: …`` line on stderr and exits with status 2, never a traceback.
+Messages and the sentences inside results are in English, or in the language of
+``--lang LANG`` (anywhere on the line; the languages are those of content/i18n).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 
 import numpy as np
 
+from .. import i18n
 from ..errors import TPMathError
 from ..jsonio import to_jsonable
 
@@ -28,7 +31,35 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises TPMathError instead of printing usage and exiting."""
 
     def error(self, message: str):  # noqa: D401 - argparse API
-        raise TPMathError(message)
+        raise TPMathError("usage", detail=message, prog=self.prog)
+
+
+# Said in code because it is the one message that cannot come from the message files.
+NO_MESSAGES = "error: tpmath's message files (content/i18n/*.errors.toml) were not found"
+
+
+def take_lang(argv: list[str]) -> tuple[str, list[str]]:
+    """``--lang LANG`` / ``--lang=LANG`` taken out of ``argv`` (default :data:`i18n.DEFAULT_LANG`);
+    an unknown language is an error (in the default language)."""
+    lang, rest, i = i18n.DEFAULT_LANG, [], 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--lang" and i + 1 < len(argv):
+            lang, i = argv[i + 1], i + 2
+            continue
+        if tok.startswith("--lang="):
+            lang = tok.split("=", 1)[1]
+        else:
+            rest.append(tok)
+        i += 1
+    if lang not in i18n.languages():
+        raise TPMathError("unknown_language", "lang", value=lang, choices=", ".join(i18n.languages()))
+    return lang, rest
+
+
+def say_error(err: TPMathError, lang: str) -> None:
+    """The one ``error: …`` line on stderr."""
+    print(f"error: {' '.join(err.message(lang).splitlines())}", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,22 +106,27 @@ def _is_number(text: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return the process exit status (0 ok, 2 bad input)."""
     argv = sys.argv[1:] if argv is None else argv
+    if not i18n.languages():
+        print(NO_MESSAGES, file=sys.stderr)
+        return 2
+    lang = i18n.DEFAULT_LANG
     try:
+        lang, argv = take_lang(argv)
         parser = build_parser()
         if not argv:
-            raise TPMathError("no command given; run `python -m tpmath --help` for the list")
+            raise TPMathError("no_command", prog=parser.prog)
         if argv[0] in ("-h", "--help"):
             parser.print_help()
             return 0
         args = parser.parse_args(_join_negative_values(argv))
         if args.command is None:
-            raise TPMathError("no command given; run `python -m tpmath --help`")
+            raise TPMathError("no_command", prog=parser.prog)
         # Overflow and invalid operations are detected and reported by the core itself
         # (TPMathError); numpy's RuntimeWarnings would only add noise before the error line.
         with np.errstate(all="ignore"):
-            result = to_jsonable(args._run(args))
+            result = to_jsonable(args._run(args), lang)
     except TPMathError as err:
-        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        say_error(err, lang)
         return 2
     text = json.dumps(result, separators=(",", ":"), ensure_ascii=False, allow_nan=False) if args.json \
         else json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False)

@@ -16,7 +16,8 @@ import sys
 import numpy as np
 
 from .. import ranks
-from ..cli import _join_negative_values, _Parser
+from .. import i18n
+from ..cli import NO_MESSAGES, _join_negative_values, _Parser, say_error, take_lang
 from ..errors import TPMathError
 from . import common
 
@@ -51,8 +52,7 @@ def _plan(argv: list[str]) -> tuple[argparse.Namespace, dict]:
         raise SystemExit(0)
     args = parser.parse_args(_join_negative_values(argv))
     if args.json and args.example == "mismatch":
-        raise TPMathError("--json is not available for mismatch: its ranks report as the calls happen",
-                          "mismatch 不支持 --json：各 rank 在调用发生时逐行报告")
+        raise TPMathError("json_mismatch", "json")
     given = {o.dest: getattr(args, o.dest) for o in ranks.options(args.example)}
     with np.errstate(all="ignore"):           # the core reports overflow as TPMathError
         return args, ranks.plan(args.example, given)
@@ -62,15 +62,21 @@ def main(argv: list[str] | None = None) -> int:
     """Validate, join the group, run the example, print; 0 ok, 2 bad input."""
     argv = sys.argv[1:] if argv is None else argv
     quiet = os.environ.get("RANK", "0") != "0"     # one error line per run, not one per rank
+    if not i18n.languages():
+        print(NO_MESSAGES, file=sys.stderr)
+        return 2
+    lang = i18n.DEFAULT_LANG
     try:
+        lang, argv = take_lang(argv)
         args, p = _plan(argv)                      # validation first: before torch is imported
         torch = common.import_torch()
-        extra = (("--backend", args.backend) if args.backend != "auto" else ()) + (("--json",) if args.json else ())
+        extra = ((("--backend", args.backend) if args.backend != "auto" else ()) + (("--json",) if args.json else ())
+                 + (("--lang", lang) if lang != i18n.DEFAULT_LANG else ()))
         rank, world, local = common.launch_env(p, extra)
         backend = common.choose_backend(torch, args.backend, world)
     except TPMathError as err:
         if not quiet:
-            print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+            say_error(err, lang)
         return 2
     timeout = p.get("timeout", 300.0)
     ctx = common.init(torch, backend, rank, world, local, timeout)

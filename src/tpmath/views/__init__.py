@@ -26,7 +26,7 @@ real processes (``python -m tpmath.real``) and what every rank prints, computed 
 
 A cell is either a formatted string (shown verbatim) or ``{"key": "i18n.key",
 "args": {...}}`` for text that must be translated (row labels and sentences).
-All numbers are formatted with :mod:`tpmath.views.fmt`.
+All numbers are formatted with :mod:`tpmath.fmt`.
 """
 
 from __future__ import annotations
@@ -113,8 +113,7 @@ def _section(name: str) -> Section:
     """The section ``name``, importing only the module that defines it."""
     mod_name = SECTION_MODULES.get(name) if isinstance(name, str) else None
     if mod_name is None:
-        known = ", ".join(sorted(SECTION_MODULES))
-        raise TPMathError(f"unknown section {name!r}; known: {known}", f"未知的演示 {name!r}；可用：{known}")
+        raise TPMathError("unknown_section", value=name, choices=", ".join(sorted(SECTION_MODULES)))
     return importlib.import_module(f".{mod_name}", __name__).SECTIONS[name]
 
 
@@ -146,4 +145,4 @@ def render_json(section: str, controls_json: str, lang: str) -> str:
         controls = json.loads(controls_json)
         return json.dumps({"ok": True, "result": render(section, controls, lang)}, ensure_ascii=False)
     except TPMathError as err:
-        return json.dumps({"ok": False, "error": err.message(lang), "field": err.field}, ensure_ascii=False)
+        return json.dumps({"ok": False, "error": err.cell, "field": err.field}, ensure_ascii=False)

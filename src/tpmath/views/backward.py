@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from .. import dp_tp, mlp, precision
 from ..validate import DTYPES, as_choice
-from . import Control, Section, fmt
+from .. import fmt
+from . import Control, Section
 from .page1_util import label, rank, select_int, table
 
 TP_OPTIONS = (1, 2, 4)
@@ -63,7 +64,7 @@ def render_dp_tp(controls: dict, lang: str) -> dict:
     tp = select_int("tp", controls["tp"], TP_OPTIONS)
     dp = select_int("dp", controls["dp"], DP_OPTIONS)
     res = dp_tp.run_dp_tp(tp=tp, dp=dp)
-    rows = [[label(f"label.variant_{v['name']}"), v["description_zh"] if lang == "zh" else v["description_en"],
+    rows = [[label(f"label.variant_{v['name']}"), v["description"],
              fmt.err(v["max_abs_err"]), fmt.num(v["scale"])] for v in res["variants"]]
     return {
         "controls": {"tp": str(tp), "dp": str(dp)},

@@ -23,7 +23,8 @@ from .. import collectives as core
 from .. import mismatch, schedules
 from ..errors import TPMathError
 from ..validate import as_choice, as_int
-from . import Control, Section, fmt
+from .. import fmt
+from . import Control, Section
 from .page1_util import int_range, label, rank, select_int, table
 
 RANK_OPTIONS = (2, 3, 4)
@@ -46,8 +47,7 @@ def render_collectives(controls: dict, lang: str) -> dict:
     n = select_int("ranks", controls["ranks"], RANK_OPTIONS)
     root = select_int("root", controls["root"], ROOT_OPTIONS)
     if root >= n:
-        raise TPMathError(f"root={root} is not a rank of the group: ranks are 0..{n - 1}",
-                          f"root={root} 不在通信组内：rank 只能是 0..{n - 1}", field="root")
+        raise TPMathError("root_not_in_group", "root", value=root, last=n - 1)
     inputs = core.example_inputs(n)
     res = core.run_collective(name, inputs, op=op, root=root)
     rows = [[rank(r), fmt.vec(inputs[r]), _out(res["outputs"][r])] for r in range(n)]
@@ -95,7 +95,7 @@ def render_mismatch(controls: dict, lang: str) -> dict:
                  else label("label.rank_done", calls=fmt.integer(len(seq))))
         rows.append([rank(r), listed, state])
     hang_rows = [[rank(h["rank"]), "#" + fmt.integer(h["call_index"]), label(f"label.hang_{h['code']}"),
-                  h["message_zh"] if lang == "zh" else h["message_en"]] for h in res["hangs"]]
+                  h["message"]] for h in res["hangs"]]
     verdict = (label("note.mismatch_ok", matched=fmt.integer(res["matched"])) if res["ok"] else
                label("note.mismatch_hang", matched=fmt.integer(res["matched"]),
                      stuck=fmt.integer(len(res["hangs"]))))

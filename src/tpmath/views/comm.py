@@ -16,9 +16,10 @@ from typing import Any
 
 from .. import comm_cost as cc
 from ..errors import TPMathError
+from ..errors import name as field_name
 from ..validate import as_choice, as_float, as_int
 from . import Control, Section
-from . import fmt
+from .. import fmt
 
 CUSTOM = "custom"
 PRESET_CHOICES = tuple(cc.PRESETS) + (CUSTOM,)
@@ -42,15 +43,13 @@ def cost_controls(values: dict) -> dict:
         "tflops": as_float("tflops", values["tflops"], 1e-3, 1e6),
     }
     if c["dtype_bytes"] not in DTYPE_BYTES:
-        raise TPMathError(f"dtype_bytes={c['dtype_bytes']} is not one of 1, 2, 4",
-                          f"dtype_bytes={c['dtype_bytes']} 不在可选值 1、2、4 中", field="dtype_bytes")
+        raise TPMathError("not_choice", "dtype_bytes", name=field_name("dtype_bytes"), value=c["dtype_bytes"],
+                          choices=", ".join(str(b) for b in DTYPE_BYTES))
     if preset != CUSTOM:
         p = cc.PRESETS[preset]
         c.update(hidden=p["hidden"], seq=p["seq"], layers=p["layers"])
     if c["hidden"] % c["tp"]:
-        raise TPMathError(
-            f"tp={c['tp']} does not divide hidden={c['hidden']}: Megatron splits heads and the MLP into tp equal shards",
-            f"tp={c['tp']} 不能整除 hidden={c['hidden']}：Megatron 要把注意力头和 MLP 平均切成 tp 份", field="tp")
+        raise TPMathError("not_divides", "tp", tp_name="tp", tp=c["tp"], size_name="hidden", size=c["hidden"])
     return c
 
 
@@ -70,8 +69,7 @@ def render_cost(values: dict, lang: str) -> dict:
     r = run(c)
     rows = []
     for row in r["per_layer"]:
-        where = row["where_zh"] if lang == "zh" and row.get("where_zh") else row["where"]
-        rows.append([{"key": f"label.row_phase_{row['phase']}"}, where,
+        rows.append([{"key": f"label.row_phase_{row['phase']}"}, row["where"],
                      f"{NCCL_NAME[row['collective']]} ({row['operator']})", fmt.integer(row["elements"]),
                      fmt.num(row["bus_factor"]), fmt.nbytes(row["bytes_per_rank"])])
     layer = {
@@ -95,7 +93,7 @@ def render_cost(values: dict, lang: str) -> dict:
             [{"key": "label.row_t_serial"}, _ms(r["t_serial_s"])],
         ],
     }
-    notes = {"comm-convention": r["convention_zh"] if lang == "zh" else r["convention_en"]}
+    notes = {"comm-convention": r["convention"]}
     if c["preset"] != CUSTOM:
         notes["comm-preset"] = {"key": "note.row_preset", "args": {
             "name": cc.PRESETS[c["preset"]]["label"], "hidden": fmt.integer(c["hidden"]),

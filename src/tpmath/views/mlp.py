@@ -15,7 +15,8 @@ import numpy as np
 
 from .. import mlp as core
 from ..validate import as_choice
-from . import Control, Section, fmt
+from .. import fmt
+from . import Control, Section
 from .page1_util import id_range, label, rank, select_int, table
 
 STAGES = ("shards", "forward", "partial", "backward", "grad-w", "grad-x")

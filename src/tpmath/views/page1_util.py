@@ -2,7 +2,7 @@
 
 They build the JSON-ready pieces described in :mod:`tpmath.views`: translated
 cells (``{"key": …, "args": …}``), rank labels and tables.  Numbers are
-formatted only through :mod:`tpmath.views.fmt`.
+formatted only through :mod:`tpmath.fmt`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..errors import TPMathError
+from ..errors import name as field_name
 from ..validate import as_int
-from . import fmt
+from .. import fmt
 
 
 def label(key: str, **args: Any) -> dict:
@@ -33,9 +34,8 @@ def select_int(name: str, value: Any, options: Sequence[int]) -> int:
     """An integer control restricted to ``options`` (the values of its <select>)."""
     v = as_int(name, value)
     if v not in options:
-        allowed = ", ".join(str(o) for o in options)
-        raise TPMathError(f"{name}={v} is not one of {allowed}",
-                          f"{name}={v} 不在可选值 {allowed} 中", field=name)
+        raise TPMathError("not_choice", name, name=field_name(name), value=v,
+                          choices=", ".join(str(o) for o in options))
     return v
 
 

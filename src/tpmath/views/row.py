@@ -15,7 +15,7 @@ Sections
                   column→column pairings: collectives and elements per rank (``row-pairing``).
 
 Every number comes from :mod:`tpmath.row_linear` or from the shapes, formatted with
-:mod:`tpmath.views.fmt`.
+:mod:`tpmath.fmt`.
 """
 
 from __future__ import annotations
@@ -26,10 +26,12 @@ import numpy as np
 
 from .. import row_linear
 from ..errors import TPMathError
+from ..errors import name as field_name
+from ..i18n import Text
 from ..schedules import bus_bandwidth_factor
 from ..validate import as_int
 from . import Control, Section
-from . import fmt
+from .. import fmt
 
 TP_CHOICES = (1, 2, 4)
 PAIRING_TP_CHOICES = (1, 2, 4, 8)
@@ -48,17 +50,17 @@ def _tp(value: Any, choices: tuple[int, ...]) -> int:
     """The TP size, one of ``choices``."""
     tp = as_int("tp", value)
     if tp not in choices:
-        allowed = ", ".join(str(c) for c in choices)
-        raise TPMathError(f"tp={tp} is not one of {allowed}", f"tp={tp} 不在可选值 {allowed} 中", field="tp")
+        raise TPMathError("not_choice", "tp", name=field_name("tp"), value=tp,
+                          choices=", ".join(str(c) for c in choices))
     return tp
 
 
-def _divides(tp: int, size: int, name: str, what_en: str, what_zh: str) -> None:
-    """Raise (field = the size control) unless tp divides ``size``: Megatron needs equal shards."""
+def _divides(tp: int, size: int, name: str, what: str) -> None:
+    """Raise (field = the size control) unless tp divides ``size``: Megatron needs equal shards.
+    ``what`` names the sentence saying which split needs it (error.split_<what>)."""
     if size % tp:
-        raise TPMathError(
-            f"{name}={size} is not divisible by tp={tp}: {what_en} needs {tp} equal shards",
-            f"{name}={size} 不能被 tp={tp} 整除：{what_zh}需要 {tp} 个等大的分片", field=name)
+        raise TPMathError("size_not_divisible", name, name=name, size=size, tp=tp,
+                          split=Text(f"error.split_{what}", tp=str(tp)))
 
 
 def linear_controls(values: dict) -> dict:
@@ -68,10 +70,8 @@ def linear_controls(values: dict) -> dict:
     d_in = as_int("d_in", values["d_in"], 1, 8)
     d_out = as_int("d_out", values["d_out"], 1, 8)
     seed = as_int("seed", values["seed"], 0, 2**32 - 1)
-    _divides(tp, d_in, "d_in", "row parallel splits the input features (rows of A) and",
-             "行并行切分输入特征（A 的行），")
-    _divides(tp, d_out, "d_out", "column parallel splits the output features (columns of A) and",
-             "列并行切分输出特征（A 的列），")
+    _divides(tp, d_in, "d_in", "row")
+    _divides(tp, d_out, "d_out", "column")
     return {"tp": tp, "batch": batch, "d_in": d_in, "d_out": d_out, "seed": seed}
 
 
@@ -209,8 +209,8 @@ def pairing_controls(values: dict) -> dict:
     tokens = as_int("tokens", values["tokens"], 1, 10**7)
     hidden = as_int("hidden", values["hidden"], 1, 10**6)
     ffn = as_int("ffn", values["ffn"], 1, 10**6)
-    _divides(tp, hidden, "hidden", "splitting the layer input or output", "切分层的输入或输出")
-    _divides(tp, ffn, "ffn", "splitting the MLP width", "切分 MLP 宽度")
+    _divides(tp, hidden, "hidden", "hidden")
+    _divides(tp, ffn, "ffn", "ffn")
     return {"tp": tp, "tokens": tokens, "hidden": hidden, "ffn": ffn}
 
 

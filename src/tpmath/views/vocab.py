@@ -21,7 +21,8 @@ import numpy as np
 
 from .. import vocab_ce as core
 from ..validate import as_float
-from . import Control, Section, fmt
+from .. import fmt
+from . import Control, Section
 from .page1_util import id_range, int_range, label, rank, select_int, table
 
 V = len(core.DEFAULT_LOGITS)
