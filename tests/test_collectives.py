@@ -19,10 +19,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tpmath import TPMathError
+from tpmath import TPMathError, collectives
 from tpmath.collectives import NAMES, OPS, collective, run_collective
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+ROOT = Path(__file__).resolve().parents[1]
+SRC = str(ROOT / "src")
 RNG = np.random.default_rng(20261129)
 
 
@@ -267,3 +268,35 @@ def test_cli_bad_input_one_error_line(args, word):
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and word in lines[0], out.stderr
+
+
+# ---------------------------------------------------------------- the registry
+
+def test_registry_is_the_one_table():
+    """One record per collective; the names, NCCL spellings, bus factors, torch calls and i18n keys
+    everyone else uses come from it, and a record cannot leave any of them out."""
+    import dataclasses
+    import tomllib
+
+    from tpmath import ranks, schedules
+    from tpmath.collectives import REGISTRY, Collective
+
+    required = [f.name for f in dataclasses.fields(Collective)]
+    assert all(f.default is dataclasses.MISSING for f in dataclasses.fields(Collective)), "no field may default"
+    with pytest.raises(TypeError):
+        Collective(**{k: getattr(REGISTRY["all-reduce"], k) for k in required if k != "bus_factor"})
+    assert collectives.NAMES == tuple(REGISTRY)
+    strings = {}
+    for lang in ("en", "zh"):
+        strings[lang] = {}
+        for path in sorted((ROOT / "content" / "i18n").glob(f"{lang}*.toml")):
+            def flat(d, pre=""):
+                for k, v in d.items():
+                    yield from flat(v, pre + k + ".") if isinstance(v, dict) else [(pre + k, v)]
+            strings[lang].update(flat(tomllib.loads(path.read_text("utf-8"))))
+    for name, spec in REGISTRY.items():
+        assert spec.name == name and callable(spec.bus_factor) and callable(spec.run_torch)
+        assert schedules.bus_bandwidth_factor(name, 4) == spec.bus_factor(4)
+        assert ranks.collective_call(name, "sum", 1).startswith(spec.torch_call + "(")
+        for lang in ("en", "zh"):
+            assert spec.option_key in strings[lang] and spec.note_key in strings[lang], (name, lang)

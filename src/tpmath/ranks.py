@@ -353,43 +353,24 @@ def _expected_linear(p: dict) -> tuple[list, list]:
     return per_rank, check
 
 
-# torch.distributed call and reduce op each collective of the site maps to
-TORCH_CALLS = {"all-reduce": "all_reduce", "reduce": "reduce", "broadcast": "broadcast",
-               "all-gather": "all_gather_into_tensor", "reduce-scatter": "reduce_scatter_tensor",
-               "all-to-all": "all_to_all_single", "gather": "gather", "scatter": "scatter"}
+# torch.distributed's name of each reduction op (ReduceOp.<name>)
 TORCH_OPS = {"sum": "SUM", "avg": "AVG", "max": "MAX", "min": "MIN", "prod": "PRODUCT"}
 
 
 def collective_call(name: str, op: str, root: int) -> str:
     """``all_reduce(op=SUM)``, ``broadcast(src=1)`` …: the call a rank makes."""
-    args = []
-    if name in collectives.USES_OP:
-        args.append(f"op={TORCH_OPS[op]}")
-    if name in ("reduce", "gather"):
-        args.append(f"dst={root}")
-    elif name in ("broadcast", "scatter"):
-        args.append(f"src={root}")
-    return f"{TORCH_CALLS[name]}({', '.join(args)})"
+    spec = collectives.REGISTRY[name]
+    args = ([f"op={TORCH_OPS[op]}"] if spec.reduces else []) + ([f"{spec.root}={root}"] if spec.root else [])
+    return f"{spec.torch_call}({', '.join(args)})"
 
 
 def reference_collective(name: str, inputs: list[np.ndarray], op: str, root: int) -> list[np.ndarray | None]:
-    """What each rank must hold, from the stacked inputs (one formula per collective,
+    """What each rank must hold, from the stacked inputs (the registry's one formula per collective,
     written independently of :mod:`tpmath.collectives`'s per-rank loops)."""
     S = np.stack(inputs)                               # (n, L)
-    n, L = S.shape
-    red = {"sum": S.sum(0), "avg": S.sum(0) / n, "max": S.max(0), "min": S.min(0),
+    red = {"sum": S.sum(0), "avg": S.sum(0) / len(S), "max": S.max(0), "min": S.min(0),
            "prod": np.prod(S, axis=0)}[op]             # (L,)
-    blocks = S.reshape(n, n, L // n) if L % n == 0 else None   # [src, block]
-    return {
-        "all-reduce": lambda: [red] * n,
-        "reduce": lambda: [red if r == root else None for r in range(n)],
-        "broadcast": lambda: [S[root]] * n,
-        "all-gather": lambda: [S.reshape(-1)] * n,
-        "reduce-scatter": lambda: list(red.reshape(n, L // n)),
-        "all-to-all": lambda: [blocks[:, r].reshape(-1) for r in range(n)],
-        "gather": lambda: [S.reshape(-1) if r == root else None for r in range(n)],
-        "scatter": lambda: list(S[root].reshape(n, L // n)),
-    }[name]()
+    return collectives.REGISTRY[name].reference(S, red, root)
 
 
 def collective_check(outputs: list, reference: list) -> float:
@@ -413,7 +394,7 @@ def collective_verdict(err: float, name: str, op: str, inputs: list) -> str:
     """Sums, maxima, minima and data movement of the site's buffers (integers times powers of
     ten, at most 8 ranks) are exact in float64 in any order: the only right difference is 0.
     A product or an average is rounded, and gloo may round differently: a tolerance."""
-    if name in collectives.USES_OP and op in ("prod", "avg"):
+    if collectives.REGISTRY[name].reduces and op in ("prod", "avg"):
         return verdict(err, tolerance("float64", np.stack(inputs)))
     return exact_verdict(err)
 

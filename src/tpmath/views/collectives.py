@@ -59,7 +59,7 @@ def render_collectives(controls: dict, lang: str) -> dict:
     ar = core.collective("all-reduce", inputs, op=op)                # n × (L,)
     rs_rows = [[rank(r), fmt.vec(rs[r]), fmt.vec(ag[r]), fmt.vec(ar[r]),
                 fmt.err(np.max(np.abs(ag[r] - ar[r])))] for r in range(n)]
-    notes = {"what": label(f"note.coll_{name.replace('-', '_')}", root=rank(root), op=op)}
+    notes = {"what": label(core.REGISTRY[name].note_key, root=rank(root), op=op)}
     if not res["uses_op"] and op != "sum":
         notes["unused"] = label("note.op_unused", op=op)
     return {
@@ -79,7 +79,8 @@ def _call_text(call: dict) -> str:
     """AllReduce [4] float32 {0,1}: NCCL name, shape, dtype, group (language-neutral)."""
     shape = "[" + ", ".join(fmt.integer(s) for s in call["shape"]) + "]"
     group = "{" + ",".join(fmt.integer(g) for g in call["group"]) + "}"
-    return f"{core.NCCL_NAMES.get(call['name'], 'Barrier')} {shape} {call['dtype']} {group}"
+    nccl = core.REGISTRY[call["name"]].nccl if call["name"] in core.REGISTRY else "Barrier"
+    return f"{nccl} {shape} {call['dtype']} {group}"
 
 
 def render_mismatch(controls: dict, lang: str) -> dict:
@@ -178,8 +179,8 @@ SECTIONS = {
         ),
         render=render_collectives,
         real=lambda c: [("collective", {"name": c["collective"], "ranks": c["ranks"],
-                                        "op": c["op"] if c["collective"] in core.USES_OP else None,
-                                        "root": c["root"] if c["collective"] in core.USES_ROOT else None})],
+                                        "op": c["op"] if core.REGISTRY[c["collective"]].reduces else None,
+                                        "root": c["root"] if core.REGISTRY[c["collective"]].root else None})],
         tables=("collective", "rs-ag"),
         values=("nccl-name", "bus-factor"),
     ),

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import comm_cost as cc
+from ..collectives import REGISTRY
 from ..errors import TPMathError
 from ..errors import name as field_name
 from ..validate import as_choice, as_float, as_int
@@ -25,7 +26,6 @@ CUSTOM = "custom"
 PRESET_CHOICES = tuple(cc.PRESETS) + (CUSTOM,)
 DEFAULT_PRESET = "llama-2-7b"
 DTYPE_BYTES = (1, 2, 4)
-NCCL_NAME = {"all-reduce": "AllReduce", "all-gather": "AllGather", "reduce-scatter": "ReduceScatter"}
 
 
 def cost_controls(values: dict) -> dict:
@@ -70,7 +70,7 @@ def render_cost(values: dict, lang: str) -> dict:
     rows = []
     for row in r["per_layer"]:
         rows.append([{"key": f"label.row_phase_{row['phase']}"}, row["where"],
-                     f"{NCCL_NAME[row['collective']]} ({row['operator']})", fmt.integer(row["elements"]),
+                     f"{REGISTRY[row['collective']].nccl} ({row['operator']})", fmt.integer(row["elements"]),
                      fmt.num(row["bus_factor"]), fmt.nbytes(row["bytes_per_rank"])])
     layer = {
         "caption": "cap.row_comm_layer",

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import row_linear
+from ..collectives import REGISTRY
 from ..errors import TPMathError
 from ..errors import name as field_name
 from ..i18n import Text
@@ -36,9 +37,6 @@ from .. import fmt
 TP_CHOICES = (1, 2, 4)
 PAIRING_TP_CHOICES = (1, 2, 4, 8)
 
-# NCCL spelling of each collective (the core uses lower-case hyphenated names).
-NCCL_NAME = {"all-reduce": "AllReduce", "all-gather": "AllGather", "reduce-scatter": "ReduceScatter",
-             "broadcast": "Broadcast", "none": "—"}
 
 
 def _key(key: str, **args: Any) -> dict:
@@ -153,7 +151,7 @@ def comm_rows(row: dict, col: dict) -> list[list]:
             none = c["collective"] == "none"
             sent = 0.0 if none else bus_bandwidth_factor(c["collective"], n) * c["elements"]
             rows.append([_key(layer_key), _key(f"label.row_phase_{c['phase']}"),
-                         _key("label.row_no_comm") if none else NCCL_NAME[c["collective"]],
+                         _key("label.row_no_comm") if none else REGISTRY[c["collective"]].nccl,
                          fmt.integer(c["elements"]), fmt.num(sent)])
     return rows
 
@@ -246,7 +244,7 @@ def sent_per_rank(ops: list[tuple[str, int, str]], n: int) -> float:
 
 def _ops_cell(ops: list[tuple[str, int, str]]) -> str:
     """``AllReduce T×F + AllReduce T×h`` (shape symbols are language-neutral)."""
-    return " + ".join(f"{NCCL_NAME[name]} {symbol}" for name, _, symbol in ops)
+    return " + ".join(f"{REGISTRY[name].nccl} {symbol}" for name, _, symbol in ops)
 
 
 def _ratio(sent: float, base: float) -> str:
