@@ -66,3 +66,18 @@ def test_section_module_table_matches_the_modules():
             found[name] = mod_name
     assert found == views.SECTION_MODULES
     assert set(views.sections()) == set(found)
+
+
+@pytest.mark.parametrize("args", [("ring", "--ranks", "64", "--count", "100000"),
+                                  ("ring", "--ranks", "64", "--count", "100000", "--json")])
+def test_a_reader_that_closes_the_pipe_ends_it_quietly(args):
+    """Issue 12 item 22: `python -m tpmath … | head` must not print a BrokenPipeError traceback.
+    The output (megabytes) is far larger than the pipe buffer, so the write really fails."""
+    import os
+    import shlex
+    env = {**os.environ, "PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parents[1] / "src")}
+    cmd = f"{shlex.quote(sys.executable)} -m tpmath {' '.join(args)} | head -c 100; exit ${{PIPESTATUS[0]}}"
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120, env=env)
+    assert len(out.stdout) == 100
+    assert out.stderr == "", out.stderr
+    assert out.returncode == 1          # the output was cut short: not a success, not bad input

@@ -58,12 +58,12 @@ import numpy as np
 from .collectives import reduce_all
 from . import fmt
 from .errors import TPMathError
-from .validate import as_array, as_dtype, as_float, as_int, parse_json
+from .i18n import Text
+from .validate import as_array, as_dtype, as_float, as_int, check_finite, parse_json
 
 DEFAULT_LOGITS = [1.2, -0.5, 2, 0.1, 1.4, -1]
 DEFAULT_TARGET = 2
-LOGIT_LIMIT = 1e4   # |logit| bound: real logits are O(10); 1e308 would overflow any dtype
-SHIFT_LIMIT = 1e4   # |shift| bound; the shifted logits still fit float16 (max 65504)
+SHIFT_LIMIT = 1e4   # |shift| bound (the page's control); the shifted logits still fit float16 (max 65504)
 MAX_SHARDS = 64
 
 
@@ -116,11 +116,13 @@ def vocab_pad_table(V: int, tp: int, multiple: int = 128) -> dict:
 # Validation
 # ---------------------------------------------------------------------------------------------
 
-def _check_logit_range(name: str, Z: np.ndarray) -> None:
-    """Reject absurd magnitudes (e.g. 1e308) before any dtype conversion can overflow."""
-    big = np.abs(Z) > LOGIT_LIMIT
+def _check_representable(name: str, Z: np.ndarray, dt: np.dtype) -> None:
+    """Accept every finite logit ``dt`` can hold, as F.cross_entropy does (the algorithm is
+    shift-stable: only z − m ≤ 0 meets exp); reject one the conversion to ``dt`` would make ±inf."""
+    big = np.abs(Z) > np.finfo(dt).max
     if np.any(big):
-        raise TPMathError("logit_too_large", name, value=float(Z[big].ravel()[0]), limit=fmt.bound(LOGIT_LIMIT))
+        raise TPMathError("beyond_dtype", name, name=Text(f"name.{name}"), value=float(Z[big].ravel()[0]),
+                          dtype=dt.name, max=fmt.bound(float(np.finfo(dt).max)))
 
 
 def _targets(target: Any, V: int, N: int, two_d: bool, ignore_index: int) -> np.ndarray:
@@ -312,7 +314,6 @@ def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift:
         if target is None:
             target = DEFAULT_TARGET
     L64 = as_array("logits", logits, ndim=(1, 2))
-    _check_logit_range("logits", L64)
     if target is None:
         raise TPMathError("target_missing", "target")
     two_d = L64.ndim == 2
@@ -330,16 +331,21 @@ def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift:
     counted = y != ignore_index                                # (N,)
     n = int(counted.sum())
 
+    _check_representable("logits", Z64 + shift, dt)
     Z = (Z64 + shift).astype(dt)                               # (N, V) the logits as computed
     Vp, ranges = vocab_ranges(V, shards, pad_multiple)
-    sh = sharded_ce(Z, y, counted, eps, ranges, V)
+    with np.errstate(over="ignore", invalid="ignore"):       # reported just below, as an error
+        sh = sharded_ce(Z, y, counted, eps, ranges, V)
+        ref = reference_ce(Z, y, counted, eps)
+        ref64 = reference_ce(Z64, y, counted, eps)
+    # Finite logits far apart (a target 1e308 below the max) give a loss beyond the dtype: F.cross_entropy
+    # would return inf; a shown number is never inf, so it is reported.
+    check_finite(dt.name, {"loss": sh["loss"], "dL/dz": sh["grad"]}, {"loss": ref64["loss"]}, field="logits")
     z_r, real_r, local_max, m, shifted_r = sh["z_r"], sh["real_r"], sh["local_max"], sh["m"], sh["shifted_r"]
     t_local, local_sum_exp, s, log_s, nll = sh["t_local"], sh["local_sum_exp"], sh["s"], sh["log_s"], sh["nll"]
     local_sum_shifted, per, loss, comm = sh["local_sum_shifted"], sh["per"], sh["loss"], sh["comm"]
     prob_r, grad_r, prob, grad = sh["prob_r"], sh["grad_r"], sh["prob"], sh["grad"]
 
-    ref = reference_ce(Z, y, counted, eps)
-    ref64 = reference_ce(Z64, y, counted, eps)
     owner = np.arange(V) // (Vp // shards)                     # rank of each real id
 
     def pick(a):  # (N, ...) -> squeeze the position axis for 1-D input
@@ -420,7 +426,7 @@ def run_vocab_parallel_head(hidden: Any = None, W_out: Any = None, target: Any =
     N, _ = Hm.shape
     V = W.shape[1]
     logits = Hm @ W                                            # (N, V) only to validate / reference
-    _check_logit_range("logits", logits)
+    _check_representable("logits", logits, np.dtype(np.float64))
     ce = run_vocab_ce(logits if two_d else logits[0], target, shards=shards,
                       label_smoothing=label_smoothing, ignore_index=ignore_index)
     Vp, ranges = vocab_ranges(V, shards)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 
 import numpy as np
@@ -104,8 +105,18 @@ def _is_number(text: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; return the process exit status (0 ok, 2 bad input)."""
-    argv = sys.argv[1:] if argv is None else argv
+    """Run one command; return the process exit status (0 ok, 2 bad input, 1 the reader of
+    stdout went away: ``python -m tpmath … | head``)."""
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except BrokenPipeError:
+        # The reader closed the pipe: there is nobody left to tell.  Point stdout at /dev/null so
+        # the interpreter's own flush at exit does not fail (and print a traceback) too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _main(argv: list[str]) -> int:
     if not i18n.languages():
         print(NO_MESSAGES, file=sys.stderr)
         return 2
@@ -131,4 +142,5 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(result, separators=(",", ":"), ensure_ascii=False, allow_nan=False) if args.json \
         else json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False)
     print(text)
+    sys.stdout.flush()              # a closed pipe shows here, inside main, not at exit
     return 0
