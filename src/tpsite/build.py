@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 import jinja2
 
 from . import content as content_mod
-from . import markdown_ext, mathml, render
+from . import markdown_ext, mathml, render, runtime, wheel
 from .content import HTML_LANG, Content, Page, display_path
 from .errors import BuildError
 
@@ -163,38 +163,19 @@ def convert_markdown(content: Content, prepared: dict) -> None:
 
 
 def install_runtime(out_dir: Path, mode: str, i18n_dir: Path) -> tuple[str | None, str | None, dict]:
-    """Runtime files and wheel via tpsite.runtime / tpsite.wheel when those modules exist.
+    """Runtime files (:mod:`tpsite.runtime`) and the browser's wheel (:mod:`tpsite.wheel`).
 
     Returns (pyodide base URL, wheel URL, extra CSP sources); URLs relative to the site
-    root or absolute, None when there is no runtime.
+    root or absolute, None when there is no runtime (``--runtime none``).
     """
     if mode == "none":
-        return None, None, {}
-    try:
-        runtime = importlib.import_module("tpsite.runtime")
-    except ModuleNotFoundError as err:
-        if err.name != "tpsite.runtime":
-            raise
         return None, None, {}
     try:
         info = runtime.install_runtime(out_dir, mode)
     except Exception as err:
         raise BuildError(f"runtime ({mode}) could not be installed: {err} "
                          "(run scripts/fetch_runtime.py, or build with --runtime cdn|none)") from err
-    if isinstance(info, dict):
-        base, csp = info.get("pyodide_base"), info.get("csp_extra") or {}
-    else:
-        base, csp = info, {}
-    wheel_url = None
-    if base:
-        try:
-            wheel = importlib.import_module("tpsite.wheel")
-        except ModuleNotFoundError as err:
-            if err.name != "tpsite.wheel":
-                raise
-        else:
-            wheel_url = wheel.build_wheel(out_dir, i18n_dir)
-    return base, wheel_url, csp
+    return info["pyodide_base"], wheel.build_wheel(out_dir, i18n_dir), info["csp_extra"]
 
 
 def template_error(err: jinja2.TemplateError, templates: Path) -> BuildError:
@@ -371,13 +352,13 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         with timer.phase("runtime"):
-            base, wheel, csp_extra = install_runtime(tmp, runtime, content.root / "i18n")
+            base, wheel_url, csp_extra = install_runtime(tmp, runtime, content.root / "i18n")
         with timer.phase("render"):
             n_static = copy_static(templates / "static", tmp)
             # The readers' download for "run it on real ranks" (pure Python, any runtime mode).
-            importlib.import_module("tpsite.wheel").build_wheel(tmp, content.root / "i18n", full=True)
+            wheel.build_wheel(tmp, content.root / "i18n", full=True)
             try:
-                n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel},
+                n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel_url},
                                      csp_header(csp_extra))
             except jinja2.TemplateError as err:
                 raise template_error(err, templates) from err

@@ -530,7 +530,7 @@
   }
 
   function updateLangLinks() {
-    var links = document.querySelectorAll(".lang-switch a[href], a.lang-switch[href]");
+    var links = document.querySelectorAll("a.lang-switch[href]");
     for (var i = 0; i < links.length; i++) {
       var a = links[i];
       if (!a.hasAttribute("data-base-href")) a.setAttribute("data-base-href", a.getAttribute("href").split(/[?#]/)[0]);
