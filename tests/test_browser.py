@@ -131,7 +131,8 @@ def expected_error(section: str, controls: dict, lang: str) -> TPMathError | Non
 def cli(*args: str) -> dict:
     """``python -m tpmath ARGS --json`` in a separate process."""
     proc = subprocess.run([sys.executable, "-m", "tpmath", *args, "--json"], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+                          text=True, timeout=60, cwd=ROOT,   # this checkout's tpmath, not an installed one
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 

@@ -1,14 +1,22 @@
 """The command-line frame: one JSON object out, one `error:` line and exit 2 for bad input."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "tpmath", *args], capture_output=True, text=True, timeout=120)
+    """``python -m tpmath`` of this checkout (not whatever tpmath is installed)."""
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-m", "tpmath", *args], capture_output=True, text=True, timeout=120,
+                          env=env)
 
 
 def test_help_lists_commands():
@@ -40,7 +48,7 @@ def test_json_is_one_object():
     (("collective", "all-reduce", "--op", "prod", "--inputs", "[[1e200],[1e200]]"), "overflows"),
     (("row-linear", "--tp", "1", "--x", "[[1e200,1e200]]", "--a", "[[1e200],[1e200]]", "--dy", "[[1]]"), "overflows"),
     (("dp-tp", "--tp", "1", "--dp", "1", "--batch", "1", "--d-model", "1", "--d-ff", "1", "--seed", "20"), "all zero"),
-    (("comm-cost", "--batch", "1e30", "--seq", "1", "--hidden", "8", "--tp", "2"), "out of range"),
+    (("comm-cost", "--batch", "1e30", "--seq", "1", "--hidden", "8", "--tp", "2"), "must be between 1 and"),
 ])
 def test_overflow_and_degenerate_inputs_are_errors_not_nulls(args, needle):
     """Found in review: these used to print null (NaN/inf) with numpy warnings on stderr."""

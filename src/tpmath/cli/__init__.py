@@ -13,67 +13,26 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
+import pkgutil
 import sys
 
 import numpy as np
 
 from .. import i18n
+from ..cmdline import NO_MESSAGES, Parser, join_negative_values, quiet_on_closed_pipe, say_error, take_lang
 from ..errors import TPMathError
 from ..jsonio import to_jsonable
 
-COMMAND_MODULES = (
-    "mlp", "dp_tp", "precision", "row_linear", "column_linear", "collective",
-    "ring", "mismatch", "vocab_ce", "vocab_pad", "comm_cost",
-)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises TPMathError instead of printing usage and exiting."""
-
-    def error(self, message: str):  # noqa: D401 - argparse API
-        raise TPMathError("usage", detail=message, prog=self.prog)
-
-
-# Said in code because it is the one message that cannot come from the message files.
-NO_MESSAGES = "error: tpmath's message files (content/i18n/*.errors.toml) were not found"
-
-
-def take_lang(argv: list[str]) -> tuple[str, list[str]]:
-    """``--lang LANG`` / ``--lang=LANG`` taken out of ``argv`` (default :data:`i18n.DEFAULT_LANG`);
-    an unknown language is an error (in the default language)."""
-    lang, rest, i = i18n.DEFAULT_LANG, [], 0
-    while i < len(argv):
-        tok = argv[i]
-        if tok == "--lang" and i + 1 < len(argv):
-            lang, i = argv[i + 1], i + 2
-            continue
-        if tok.startswith("--lang="):
-            lang = tok.split("=", 1)[1]
-        else:
-            rest.append(tok)
-        i += 1
-    if lang not in i18n.languages():
-        raise TPMathError("unknown_language", "lang", value=lang, choices=", ".join(i18n.languages()))
-    return lang, rest
-
-
-def say_error(err: TPMathError, lang: str) -> None:
-    """The one ``error: …`` line on stderr."""
-    print(f"error: {' '.join(err.message(lang).splitlines())}", file=sys.stderr)
+# Every module of this package whose name does not start with "_" is a command.
+COMMAND_MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")))
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one sub-command per available command module."""
-    parser = _Parser(prog="python -m tpmath", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    parser = Parser(prog="python -m tpmath", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND")
     for mod_name in COMMAND_MODULES:
-        try:
-            mod = importlib.import_module(f".{mod_name}", __name__)
-        except ModuleNotFoundError as exc:  # a command whose core module is not written yet
-            if exc.name and exc.name.startswith("tpmath"):
-                continue
-            raise
+        mod = importlib.import_module(f".{mod_name}", __name__)   # a broken command fails here, loudly
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         p.add_argument("--json", action="store_true", help="print one compact JSON object")
         mod.add_arguments(p)
@@ -81,39 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _join_negative_values(argv: list[str]) -> list[str]:
-    """``--shift -1e4`` → ``--shift=-1e4``: argparse would take ``-1e4`` for an option.
-
-    (argparse only recognises plain negative numbers like ``-3`` or ``-0.5`` as values.)
-    """
-    out: list[str] = []
-    for tok in argv:
-        prev = out[-1] if out else ""
-        if tok.startswith("-") and prev.startswith("--") and "=" not in prev and _is_number(tok):
-            out[-1] = f"{prev}={tok}"
-        else:
-            out.append(tok)
-    return out
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return the process exit status (0 ok, 2 bad input, 1 the reader of
     stdout went away: ``python -m tpmath … | head``)."""
-    try:
-        return _main(sys.argv[1:] if argv is None else argv)
-    except BrokenPipeError:
-        # The reader closed the pipe: there is nobody left to tell.  Point stdout at /dev/null so
-        # the interpreter's own flush at exit does not fail (and print a traceback) too.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+    return quiet_on_closed_pipe(lambda: _main(sys.argv[1:] if argv is None else argv))
 
 
 def _main(argv: list[str]) -> int:
@@ -129,7 +59,7 @@ def _main(argv: list[str]) -> int:
         if argv[0] in ("-h", "--help"):
             parser.print_help()
             return 0
-        args = parser.parse_args(_join_negative_values(argv))
+        args = parser.parse_args(join_negative_values(argv))
         if args.command is None:
             raise TPMathError("no_command", prog=parser.prog)
         # Overflow and invalid operations are detected and reported by the core itself

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import ranks
 from .. import i18n
-from ..cli import NO_MESSAGES, _join_negative_values, _Parser, say_error, take_lang
+from ..cmdline import NO_MESSAGES, Parser, join_negative_values, say_error, take_lang
 from ..errors import TPMathError
 from . import common
 
@@ -27,9 +27,9 @@ MODULES = {"mlp": "mlp", "row-linear": "linear", "column-linear": "linear", "col
 
 def build_parser() -> argparse.ArgumentParser:
     """One sub-command per example, options from tpmath.ranks.EXAMPLES."""
-    parser = _Parser(prog="torchrun --standalone --nproc-per-node N -m tpmath.real",
+    parser = Parser(prog="torchrun --standalone --nproc-per-node N -m tpmath.real",
                      description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="example", parser_class=_Parser, metavar="EXAMPLE")
+    sub = parser.add_subparsers(dest="example", parser_class=Parser, metavar="EXAMPLE")
     for name, (text, opts) in ranks.EXAMPLES.items():
         p = sub.add_parser(name, help=text, description=text)
         for o in opts:
@@ -50,7 +50,7 @@ def _plan(argv: list[str]) -> tuple[argparse.Namespace, dict]:
         raise SystemExit(0 if argv else 2)
     if any(a in ("-h", "--help") for a in argv) and os.environ.get("RANK", "0") != "0":
         raise SystemExit(0)
-    args = parser.parse_args(_join_negative_values(argv))
+    args = parser.parse_args(join_negative_values(argv))
     if args.json and args.example == "mismatch":
         raise TPMathError("json_mismatch", "json")
     given = {o.dest: getattr(args, o.dest) for o in ranks.options(args.example)}
