@@ -1,6 +1,6 @@
 """``python -m tpmath.real EXAMPLE [options]``, started by torchrun (one process per rank).
 
-Options are those of :data:`tpmath.ranks.EXAMPLES` plus ``--backend`` and ``--json``.  Bad
+Options are those of the topics (:data:`tpmath.ranks.TOPICS`) plus ``--backend`` and ``--json``.  Bad
 options, a missing torch, a world size that does not fit, or a start without torchrun print
 one ``error:`` line (from rank 0 only) and exit with status 2 (under torchrun, torchrun then
 adds its own report of the processes that failed and exits with 1).
@@ -21,18 +21,16 @@ from ..cmdline import NO_MESSAGES, Parser, join_negative_values, say_error, take
 from ..errors import TPMathError
 from . import common
 
-MODULES = {"mlp": "mlp", "row-linear": "linear", "column-linear": "linear", "collective": "collective",
-           "vocab-ce": "vocab", "mismatch": "mismatch"}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """One sub-command per example, options from tpmath.ranks.EXAMPLES."""
+    """One sub-command per topic, options from its record (tpmath.ranks.TOPICS)."""
     parser = Parser(prog="torchrun --standalone --nproc-per-node N -m tpmath.real",
                      description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="example", parser_class=Parser, metavar="EXAMPLE")
-    for name, (text, opts) in ranks.EXAMPLES.items():
-        p = sub.add_parser(name, help=text, description=text)
-        for o in opts:
+    for name, topic in ranks.TOPICS.items():
+        p = sub.add_parser(name, help=topic.help, description=topic.help)
+        for o in topic.options:
             p.add_argument(f"--{o.name}", dest=o.dest, default=None,
                            help=o.help + ("" if o.default is None else f" (default {o.default})"))
         p.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"),
@@ -80,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     timeout = p.get("timeout", 300.0)
     ctx = common.init(torch, backend, rank, world, local, timeout)
-    module = importlib.import_module(f".{MODULES[p['example']]}", __package__)
+    module = importlib.import_module(f".{ranks.TOPICS[p['example']].real_module}", __package__)
     if p["example"] == "mismatch":
         module.run(p, ctx)
         common.flush_and_exit(0)                   # never wait on a broken communicator

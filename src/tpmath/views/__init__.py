@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import ranks
 from ..errors import TPMathError
 
 # One module per page area; each defines SECTIONS.
@@ -132,7 +133,6 @@ def render(section: str, controls: dict | None = None, lang: str = "en") -> dict
     result["section"] = section
     result.setdefault("controls", values)
     if sec.real is not None:
-        from .. import ranks   # only sections with a real-ranks block need it
         with np.errstate(all="ignore"):
             result["real"] = [ranks.expected_output(example, given)
                               for example, given in sec.real(result["controls"])]
