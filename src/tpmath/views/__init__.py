@@ -31,9 +31,13 @@ All numbers are formatted with :mod:`tpmath.fmt`.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import json
+import pkgutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -41,20 +45,27 @@ import numpy as np
 from .. import ranks
 from ..errors import TPMathError
 
-# One module per page area; each defines SECTIONS.
-VIEW_MODULES = ("mlp", "backward", "collectives", "vocab", "row", "comm")
+def _section_index() -> dict[str, str]:
+    """{section: module} for every ``SECTIONS = {"name": …}`` literal of this package's modules.
 
-# Which module defines each section, so a render imports only the module it needs (in the
-# browser, importing every view module from source at boot costs a noticeable part of a
-# second).  :func:`sections` checks this table against the modules' SECTIONS.
-SECTION_MODULES = {
-    "mlp": "mlp",
-    "backward": "backward", "dp-tp": "backward", "precision": "backward",
-    "collectives": "collectives", "mismatch": "collectives", "ring": "collectives",
-    "vocab-ce": "vocab", "vocab-extras": "vocab",
-    "row-linear": "row", "row-backward": "row", "row-pairing": "row",
-    "comm-cost": "comm",
-}
+    Read from the modules' source rather than by importing them, so a render imports only the
+    module it needs (in the browser, importing every view module at boot costs a noticeable
+    part of a second); :func:`sections` checks the result against the imported modules.
+    """
+    index: dict[str, str] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        origin = importlib.util.find_spec(f"{__name__}.{info.name}").origin
+        tree = ast.parse(Path(origin).read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SECTIONS" for t in node.targets):
+                for key in node.value.keys:
+                    index[key.value] = info.name
+    return index
+
+
+# Which module defines each section (generated from the sources, see _section_index).
+SECTION_MODULES = _section_index()
+VIEW_MODULES = tuple(sorted(set(SECTION_MODULES.values())))
 
 
 @dataclass(frozen=True)
