@@ -9,6 +9,8 @@ with file:line while the previous site stays intact.
 from __future__ import annotations
 
 import json
+import shutil
+import zipfile
 import re
 import subprocess
 import sys
@@ -23,7 +25,7 @@ from site_fixture import DEMO, ROOT, make_content, tree_hashes
 from tpsite import BuildError
 from tpsite.build import build
 
-HTML_LANG = {"en": "en", "zh": "zh-CN"}
+HTML_LANG = {"en": "en", "zh": "zh-CN"}   # the tags content/i18n/<lang>.site.toml gives
 
 
 @pytest.fixture(scope="module")
@@ -402,3 +404,30 @@ def test_real_site_is_deterministic(real_site, tmp_path):
     for name, digest in tree_hashes(real_site).items():
         if name.endswith(".css") or name.endswith(".js"):
             assert a[name] == digest, name
+
+
+# ---------------------------------------------------------------- a third language
+
+def test_a_third_language_is_content_files_only(tmp_path):
+    """Copy the English content as language "xx" (pages and every string file, with its own tag):
+    the build succeeds, writes site/xx/ with the same pages in that language's files, lists it on
+    the language choice, and the command-line messages travel in the wheel for it too."""
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    shutil.copytree(content / "en", content / "xx")
+    for path in sorted((content / "i18n").glob("en*.toml")):
+        text = path.read_text(encoding="utf-8").replace('lang_tag = "en"', 'lang_tag = "x-test"')
+        (content / "i18n" / ("xx" + path.name[2:])).write_text(text, encoding="utf-8")
+    out = tmp_path / "site"
+    build(out, content_dir=content, runtime="none")
+    en = sorted(p.name for p in (out / "en").iterdir())
+    assert sorted(p.name for p in (out / "xx").iterdir()) == en and "index.html" in en
+    for name in en:
+        html = (out / "xx" / name).read_text(encoding="utf-8")
+        assert '<html lang="x-test"' in html and 'hreflang="x-test"' in html
+        # the same page as English but for its own language's links and tag
+        english = (out / "en" / name).read_text(encoding="utf-8")
+        assert html.replace("x-test", "en").replace("../xx/", "../en/").count("<table") == english.count("<table")
+    assert 'href="xx/index.html"' in (out / "index.html").read_text(encoding="utf-8")
+    with zipfile.ZipFile(next((out / "download").glob("*.whl"))) as zf:
+        assert "tpmath/i18n/xx.errors.toml" in zf.namelist()

@@ -34,7 +34,7 @@ import jinja2
 
 from . import content as content_mod
 from . import markdown_ext, mathml, render, runtime, wheel
-from .content import HTML_LANG, Content, Page, display_path
+from .content import Content, Page, display_path
 from .errors import BuildError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -239,7 +239,7 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
             prep = prepared[(lang, slug)]
             page = prep.page
             t = render.Translator(strings, lang, page.path)
-            alternates = [{"hreflang": HTML_LANG.get(l, l), "href": f"../{l}/{page.output_name}",
+            alternates = [{"hreflang": content.tag(l), "href": f"../{l}/{page.output_name}",
                            "name": content.strings[l].get("site.lang_name", l), "code": l} for l in content.langs]
             alternates.append({"hreflang": "x-default", "href": "../index.html", "name": "", "code": ""})
             nav = []
@@ -248,10 +248,10 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
                 nav.append({"href": p.output_name, "label": p.meta.get("nav", p.title),
                             "current": s == slug})
             html = env.get_template("page.html").render(
-                html_lang=HTML_LANG.get(lang, lang), lang=lang, page={
+                html_lang=content.tag(lang), lang=lang, page={
                     "title": page.title, "description": page.meta.get("description", "")},
                 t=t, strings=strings, csp=csp, root="../", home_href="index.html",
-                alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != HTML_LANG.get(lang, lang)],
+                alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != content.tag(lang)],
                 nav=nav, toc=prep.toc, body=render.Markup(prep.html),
                 pyodide_url=page_url(urls["pyodide"], "../"), wheel_url=page_url(urls["wheel"], "../"))
             (out / lang / page.output_name).write_text(html, encoding="utf-8")
@@ -260,13 +260,13 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
     for lang in content.langs:
         s = content.strings[lang]
         home = content.page(lang, slugs[0])
-        langs.append({"code": lang, "hreflang": HTML_LANG.get(lang, lang), "href": f"{lang}/{home.output_name}",
+        langs.append({"code": lang, "hreflang": content.tag(lang), "href": f"{lang}/{home.output_name}",
                       "title": s.get("site.title", home.title), "description": home.meta.get("description", ""),
                       "choose": s.get("site.choose", s.get("site.lang_name", lang))})
     alternates = [{"hreflang": l["hreflang"], "href": l["href"]} for l in langs]
     alternates.append({"hreflang": "x-default", "href": "index.html"})
     html = env.get_template("index.html").render(
-        html_lang=HTML_LANG.get(content.langs[0], content.langs[0]), langs=langs, alternates=alternates,
+        html_lang=content.tag(content.langs[0]), langs=langs, alternates=alternates,
         csp=csp_header({}), root="")   # the language choice runs no Python: no runtime sources
     (out / "index.html").write_text(html, encoding="utf-8")
     return count + 1

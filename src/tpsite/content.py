@@ -27,8 +27,7 @@ SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TOML_POS_RE = re.compile(r"\(at line (\d+), column \d+\)")
 PLACEHOLDER = re.compile(r"\{(\w+)\}")   # what the page and tpmath.i18n fill in
 
-# BCP 47 tag of each content directory (used in <html lang> and hreflang).
-HTML_LANG = {"en": "en", "zh": "zh-CN"}
+TAG_KEY = "site.lang_tag"   # each language's BCP 47 tag (<html lang>, hreflang) is content, like its name
 
 
 @dataclass(frozen=True)
@@ -76,6 +75,13 @@ class Content:
 
     def page(self, lang: str, slug: str) -> Page:
         return self.pages[(lang, slug)]
+
+    def tag(self, lang: str) -> str:
+        """The BCP 47 tag of ``lang`` (string ``site.lang_tag`` of its content)."""
+        if TAG_KEY not in self.strings[lang]:
+            raise BuildError(f"missing string key {TAG_KEY!r} (the language's BCP 47 tag)",
+                             display_path(self.root / "i18n" / f"{lang}.site.toml"))
+        return self.strings[lang][TAG_KEY]
 
 
 def display_path(path: Path) -> Path:
