@@ -23,7 +23,9 @@ every rank holds after that collective.  Values are arrays, numbers or short tex
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 import shlex
 from typing import Any
 
@@ -31,7 +33,6 @@ import numpy as np
 
 from ..errors import TPMathError
 from ..validate import as_choice
-from . import collective, linear, mismatch, mlp, vocab
 from .collective import NOTHING, TORCH_OPS, collective_call, collective_check, collective_verdict, reference_collective
 from .linear import linear_names, linear_stage_keys
 from .mismatch import call_text
@@ -51,8 +52,10 @@ __all__ = ["BAD", "CHECK_TITLE", "LAUNCH", "MLP_RECORDS", "MODULE", "NOTHING", "
 LAUNCH = "torchrun --standalone --nproc-per-node"
 MODULE = "tpmath.real"
 
-TOPICS: dict[str, Topic] = {t.name: t for t in (mlp.TOPIC, linear.ROW, linear.COLUMN, collective.TOPIC,
-                                                vocab.TOPIC, mismatch.TOPIC)}
+# Every module of this package but the shared ones holds TOPICS, its topics' records.
+SHARED = ("output", "topic")
+TOPICS: dict[str, Topic] = {t.name: t for m in pkgutil.iter_modules(__path__) if m.name not in SHARED
+                            for t in importlib.import_module(f".{m.name}", __name__).TOPICS}
 
 
 def options(example: str) -> tuple[Opt, ...]:

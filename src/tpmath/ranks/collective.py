@@ -82,9 +82,9 @@ def _expected_collective(p: dict) -> tuple[list, list]:
 
 
 
-TOPIC = Topic("collective", "one collective on the site's buffers: rank r holds 10^r·[1, 2, …]", opts(
+TOPICS = (Topic("collective", "one collective on the site's buffers: rank r holds 10^r·[1, 2, …]", opts(
     ("name", "all-reduce", f"one of {', '.join(collectives.NAMES)}"),
     ("ranks", "2", "number of processes"),
     ("op", "sum", f"reduction: {', '.join(collectives.OPS)}"),
     ("root", "0", "root rank of reduce, broadcast, gather, scatter"),
-), _plan_collective, _expected_collective, real_module="collective")
+), _plan_collective, _expected_collective, real_module="collective"),)

@@ -88,9 +88,9 @@ def _expected_linear(p: dict) -> tuple[list, list]:
 
 
 
-ROW = Topic("row-linear", "row-parallel linear Y = X A (A split by rows, X by columns, AllReduce of Y)",
+TOPICS = (Topic("row-linear", "row-parallel linear Y = X A (A split by rows, X by columns, AllReduce of Y)",
             _linear_opts("d_in", "added once, after the AllReduce"), lambda o: _plan_linear(o, "row"),
-            _expected_linear, real_module="linear")
-COLUMN = Topic("column-linear", "column-parallel linear Y = X A (A split by columns, AllGather of Y)",
+            _expected_linear, real_module="linear"),
+          Topic("column-linear", "column-parallel linear Y = X A (A split by columns, AllGather of Y)",
                _linear_opts("d_out", "each rank adds its slice"), lambda o: _plan_linear(o, "column"),
-               _expected_linear, real_module="linear")
+               _expected_linear, real_module="linear"),)

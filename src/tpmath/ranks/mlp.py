@@ -60,7 +60,7 @@ def _expected_mlp(p: dict) -> tuple[list, list]:
 
 
 
-TOPIC = Topic(
+TOPICS = (Topic(
     "mlp", "column→row MLP (tanh, L = Σ Y⊙G): forward and backward, one process per rank", opts(
         ("tp", "2", "tensor-parallel size = number of processes; must divide d_ff"),
         ("stage", "all", f"which tensors to print: {', '.join(MLP_STAGES)} (the page's stages; grads = every gradient)"),
@@ -73,4 +73,4 @@ TOPIC = Topic(
         ("batch", None, "random inputs: batch (default 4)"),
         ("d-model", None, "random inputs: d_model (default 4)"),
         ("d-ff", None, "random inputs: d_ff (default 24)"),
-    ), _plan_mlp, _expected_mlp, real_module="mlp")
+    ), _plan_mlp, _expected_mlp, real_module="mlp"),)

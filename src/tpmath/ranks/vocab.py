@@ -88,7 +88,7 @@ def vocab_check(loss: float, ref_loss: float, grad: Any, ref_grad: Any, dtype: s
 
 
 
-TOPIC = Topic("vocab-ce", "vocab-parallel cross-entropy (Megatron's algorithm), one process per vocabulary shard",
+TOPICS = (Topic("vocab-ce", "vocab-parallel cross-entropy (Megatron's algorithm), one process per vocabulary shard",
               opts(
                   ("shards", "2", "vocabulary shards = number of processes (pads V when it does not divide)"),
                   ("target", None, "target token id, or a JSON list for 2-D logits (default the seed's 2)"),
@@ -97,4 +97,4 @@ TOPIC = Topic("vocab-ce", "vocab-parallel cross-entropy (Megatron's algorithm), 
                   ("ignore-index", "-100", "target value whose positions are ignored"),
                   ("dtype", "float64", DTYPE_HELP),
                   ("logits", None, f"logits (V,) or (positions, V) {JSON}; default the seed's six"),
-              ), _plan_vocab, _expected_vocab, real_module="vocab")
+              ), _plan_vocab, _expected_vocab, real_module="vocab"),)
