@@ -19,7 +19,7 @@ from .. import dp_tp, mlp, precision
 from ..validate import DTYPES, as_choice
 from .. import fmt
 from . import Control, Section
-from .page1_util import label, rank, select_int, table
+from .cells import label, rank, select_int, table
 
 TP_OPTIONS = (1, 2, 4)
 DP_OPTIONS = (1, 2, 4)

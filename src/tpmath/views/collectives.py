@@ -25,7 +25,7 @@ from ..errors import TPMathError
 from ..validate import as_choice, as_int
 from .. import fmt
 from . import Control, Section
-from .page1_util import int_range, label, rank, select_int, table
+from .cells import int_range, label, rank, select_int, table
 
 RANK_OPTIONS = (2, 3, 4)
 ROOT_OPTIONS = (0, 1, 2, 3)

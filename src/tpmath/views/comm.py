@@ -20,6 +20,7 @@ from ..errors import TPMathError
 from ..errors import name as field_name
 from ..validate import as_choice, as_float, as_int
 from . import Control, Section
+from .cells import label
 from .. import fmt
 
 CUSTOM = "custom"
@@ -69,7 +70,7 @@ def render_cost(values: dict, lang: str) -> dict:
     r = run(c)
     rows = []
     for row in r["per_layer"]:
-        rows.append([{"key": f"label.row_phase_{row['phase']}"}, row["where"],
+        rows.append([label(f"label.row_phase_{row['phase']}"), row["where"],
                      f"{REGISTRY[row['collective']].nccl} ({row['operator']})", fmt.integer(row["elements"]),
                      fmt.num(row["bus_factor"]), fmt.nbytes(row["bytes_per_rank"])])
     layer = {
@@ -78,8 +79,8 @@ def render_cost(values: dict, lang: str) -> dict:
                     "col.row_ring_factor", "col.row_bytes_per_rank"],
         "rows": rows,
         "foot": [
-            [{"key": "label.row_per_layer"}, "", "", "", "", fmt.nbytes(r["per_layer_bytes"])],
-            [{"key": "label.row_per_step", "args": {"layers": fmt.integer(c["layers"])}},
+            [label("label.row_per_layer"), "", "", "", "", fmt.nbytes(r["per_layer_bytes"])],
+            [label("label.row_per_step", layers=fmt.integer(c["layers"])),
              "", "", "", "", fmt.nbytes(r["per_step_bytes"])],
         ],
     }
@@ -87,17 +88,17 @@ def render_cost(values: dict, lang: str) -> dict:
         "caption": "cap.row_comm_time",
         "columns": ["col.row_quantity", "col.row_time"],
         "rows": [
-            [{"key": "label.row_t_calc"}, _ms(r["t_calc_s"])],
-            [{"key": "label.row_t_comm"}, _ms(r["t_comm_s"])],
-            [{"key": "label.row_t_overlap"}, _ms(r["t_overlap_s"])],
-            [{"key": "label.row_t_serial"}, _ms(r["t_serial_s"])],
+            [label("label.row_t_calc"), _ms(r["t_calc_s"])],
+            [label("label.row_t_comm"), _ms(r["t_comm_s"])],
+            [label("label.row_t_overlap"), _ms(r["t_overlap_s"])],
+            [label("label.row_t_serial"), _ms(r["t_serial_s"])],
         ],
     }
     notes = {"comm-convention": r["convention"]}
     if c["preset"] != CUSTOM:
-        notes["comm-preset"] = {"key": "note.row_preset", "args": {
-            "name": cc.PRESETS[c["preset"]]["label"], "hidden": fmt.integer(c["hidden"]),
-            "seq": fmt.integer(c["seq"]), "layers": fmt.integer(c["layers"])}}
+        notes["comm-preset"] = label("note.row_preset", name=cc.PRESETS[c["preset"]]["label"],
+                                     hidden=fmt.integer(c["hidden"]), seq=fmt.integer(c["seq"]),
+                                     layers=fmt.integer(c["layers"]))
     return {
         "controls": c,
         "tables": {"comm-layer": layer, "comm-time": time},

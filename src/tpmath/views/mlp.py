@@ -17,7 +17,7 @@ from .. import mlp as core
 from ..validate import as_choice
 from .. import fmt
 from . import Control, Section
-from .page1_util import id_range, label, rank, select_int, table
+from .cells import id_range, label, rank, select_int, table
 
 STAGES = ("shards", "forward", "partial", "backward", "grad-w", "grad-x")
 TP_OPTIONS = (1, 2, 4)

@@ -23,7 +23,7 @@ from .. import vocab_ce as core
 from ..validate import as_float
 from .. import fmt
 from . import Control, Section
-from .page1_util import id_range, int_range, label, rank, select_int, table
+from .cells import id_range, int_range, label, rank, select_int, table
 
 V = len(core.DEFAULT_LOGITS)
 SHARD_OPTIONS = tuple(range(1, V + 1))

@@ -1,8 +1,7 @@
-"""Small helpers shared by the views of page 1 (mlp, backward, collectives, vocab).
+"""The pieces every view builds its result from (one dialect for all view modules).
 
-They build the JSON-ready pieces described in :mod:`tpmath.views`: translated
-cells (``{"key": …, "args": …}``), rank labels and tables.  Numbers are
-formatted only through :mod:`tpmath.fmt`.
+Translated cells (:func:`label`, a ``{"key": …, "args": …}`` cell), rank labels and tables,
+as described in :mod:`tpmath.views`.  Numbers are formatted only through :mod:`tpmath.fmt`.
 """
 
 from __future__ import annotations
@@ -13,11 +12,12 @@ from ..errors import TPMathError
 from ..errors import name as field_name
 from ..validate import as_int
 from .. import fmt
+from ..i18n import Text
 
 
-def label(key: str, **args: Any) -> dict:
+def label(key: str, **args: Any) -> Text:
     """A cell whose text is the i18n string ``key`` with ``{name}`` placeholders filled."""
-    return {"key": key, "args": args} if args else {"key": key}
+    return Text(key, **args)
 
 
 def rank(r: int) -> str:
