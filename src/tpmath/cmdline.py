@@ -67,6 +67,22 @@ def take_lang(argv: list[str]) -> tuple[str, list[str]]:
     return lang, rest
 
 
+def start(argv: list[str], quiet: bool = False) -> tuple[str, list[str]] | None:
+    """(language, the other arguments); None when the run must end at once (status 2) because the
+    message files are missing or ``--lang`` names no language, after its one error line (unless
+    ``quiet``: under torchrun only rank 0 speaks)."""
+    if not i18n.languages():
+        if not quiet:
+            print(NO_MESSAGES, file=sys.stderr)
+        return None
+    try:
+        return take_lang(argv)
+    except TPMathError as err:
+        if not quiet:
+            say_error(err, i18n.DEFAULT_LANG)
+        return None
+
+
 def say_error(err: TPMathError, lang: str) -> None:
     """The one ``error: …`` line on stderr."""
     print(f"error: {' '.join(err.message(lang).splitlines())}", file=sys.stderr)

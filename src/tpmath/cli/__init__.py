@@ -18,8 +18,7 @@ import sys
 
 import numpy as np
 
-from .. import i18n
-from ..cmdline import NO_MESSAGES, Parser, join_negative_values, quiet_on_closed_pipe, say_error, take_lang
+from ..cmdline import Parser, join_negative_values, quiet_on_closed_pipe, say_error, start
 from ..errors import TPMathError
 from ..jsonio import to_jsonable
 
@@ -47,12 +46,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    if not i18n.languages():
-        print(NO_MESSAGES, file=sys.stderr)
+    started = start(argv)
+    if started is None:
         return 2
-    lang = i18n.DEFAULT_LANG
+    lang, argv = started
     try:
-        lang, argv = take_lang(argv)
         parser = build_parser()
         if not argv:
             raise TPMathError("no_command", prog=parser.prog)

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import ranks
 from .. import i18n
-from ..cmdline import NO_MESSAGES, Parser, join_negative_values, say_error, take_lang
+from ..cmdline import Parser, join_negative_values, say_error, start
 from ..errors import TPMathError
 from . import common
 
@@ -60,12 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     """Validate, join the group, run the example, print; 0 ok, 2 bad input."""
     argv = sys.argv[1:] if argv is None else argv
     quiet = os.environ.get("RANK", "0") != "0"     # one error line per run, not one per rank
-    if not i18n.languages():
-        print(NO_MESSAGES, file=sys.stderr)
+    started = start(argv, quiet)
+    if started is None:
         return 2
-    lang = i18n.DEFAULT_LANG
+    lang, argv = started
     try:
-        lang, argv = take_lang(argv)
         args, p = _plan(argv)                      # validation first: before torch is imported
         torch = common.import_torch()
         extra = ((("--backend", args.backend) if args.backend != "auto" else ()) + (("--json",) if args.json else ())
