@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from . import collectives, mismatch, mlp, row_linear, vocab_ce
+from . import attention, collectives, mismatch, mlp, row_linear, sp_layer, vocab_ce
 from .errors import TPMathError
-from .validate import as_array, as_choice, as_dtype, as_float, as_int, parse_json
+from .validate import as_array, as_choice, as_dtype, as_flag, as_float, as_int, parse_json
 from .views import fmt
 
 LAUNCH = "torchrun --standalone --nproc-per-node"
@@ -49,6 +49,7 @@ class Opt:
     name: str
     default: str | None
     help: str
+    flag: bool = False          # a bare ``--name`` (true when given), no value
 
     @property
     def dest(self) -> str:
@@ -116,9 +117,35 @@ EXAMPLES: dict[str, tuple[str, tuple[Opt, ...]]] = {
         ("dtype", "float64", _DTYPE_HELP),
         ("logits", None, f"logits (V,) or (positions, V) {_JSON}; default the seed's six"),
     )),
+    "attention": ("multi-head attention with GQA split by heads (f before QKV, g after W_o), forward and backward",
+                  _opts(
+        ("tp", "2", "tensor-parallel size = number of processes; must divide --heads"),
+        ("heads", "4", "query heads H"),
+        ("kv-heads", None, "KV heads K (default H); K ≥ tp: tp divides K; K < tp: K divides tp (replicated)"),
+        ("seq", "4", "sequence length S"),
+        ("batch", "1", "batch B"),
+        ("hidden", "8", "hidden size D (head size D/H)"),
+        ("seed", "0", "seed of the page's inputs (tpmath.attention.example_inputs)"),
+        ("causal", None, "causal mask", True),
+        ("mistake", "none", f"one of {', '.join(attention.MISTAKES)}"),
+        ("stage", "all", f"which tensors to print: {', '.join(LINEAR_STAGES)}"),
+    )),
     "mismatch": ("a mismatched collective: the checker's verdict, then the real run (with a timeout)", _opts(
         ("scenario", "order_swapped", f"one of {', '.join(mismatch.SCENARIOS)}"),
         ("timeout", "10", "seconds a collective may wait before the backend gives up (1–600)"),
+    )),
+    "sp-layer": ("Y = X + tanh(LN(X) W1) W2 with tensor + sequence parallelism (AllGather / ReduceScatter "
+                 "along the sequence), one process per rank", _opts(
+        ("tp", "2", "tensor-parallel size = number of processes; must divide seq and ffn"),
+        ("stage", "all", f"which tensors to print: {', '.join(LINEAR_STAGES)}"),
+        ("seq", "4", "sequence length S"),
+        ("batch", "2", "batch B"),
+        ("hidden", "4", "hidden size D"),
+        ("ffn", "8", "MLP width F"),
+        ("seed", "0", "inputs from numpy.random.default_rng(seed)"),
+        ("mistake", "none", f"one of {', '.join(sp_layer.MISTAKES)}"),
+        ("dropout", None, f"dropout probability p (default 0; {sp_layer.DEMO_DROPOUT} with "
+                          "--mistake same-dropout-seed)"),
     )),
 }
 
@@ -230,6 +257,19 @@ def _plan_mismatch(o: dict) -> dict:
             "core": mismatch.check_calls(calls)}
 
 
+def _plan_sp_layer(o: dict) -> dict:
+    stage = as_choice("stage", o["stage"], LINEAR_STAGES)
+    res = sp_layer.run_sp_layer(o["tp"], o["seq"], o["batch"], o["hidden"], o["ffn"], o["seed"], o["mistake"],
+                                o["dropout"])
+    return {"world": res["tp"], "stage": stage, "dtype": "float64", "core": res}
+def _plan_attention(o: dict) -> dict:
+    stage = as_choice("stage", o["stage"], LINEAR_STAGES)
+    args = {k: o[k] for k in ("tp", "heads", "kv_heads", "seq", "batch", "hidden", "causal", "mistake")}
+    cfg = attention.validate_config(**args)
+    res = attention.cached_run(**args, seed=o["seed"])
+    return {"world": cfg.tp, "stage": stage, "dtype": "float64", "cfg": cfg, "inputs": res["inputs"], "core": res}
+
+
 _PLANS = {
     "mlp": _plan_mlp,
     "row-linear": lambda o: _plan_linear(o, "row"),
@@ -237,6 +277,8 @@ _PLANS = {
     "collective": _plan_collective,
     "vocab-ce": _plan_vocab,
     "mismatch": _plan_mismatch,
+    "sp-layer": _plan_sp_layer,
+    "attention": _plan_attention,
 }
 
 
@@ -519,8 +561,114 @@ def _expected_mismatch(p: dict) -> tuple[list, list]:
     return per_rank, []
 
 
+SP_RECORDS = {
+    "forward": ("X", "W1", "W2", "A", "A_full", "keep_H", "O", "keep_O", "Y"),
+    "backward": ("G_Y", "G_O_full", "G_W2", "G_W1", "G_A", "G_X", "G_gamma_partial", "G_gamma", "G_beta_partial",
+                 "G_beta"),
+}
+
+
+def sp_names(rk: dict, mistake: str) -> dict[str, str]:
+    """Printed names of rank rk's sequence-parallel records (its token and column ranges written out)."""
+    (a, b), (c, d) = rk["seq_range"], rk["ffn_range"]
+    tok = f"[:, {a}:{b}, :]"
+    wrong = mistake == "gather-wrong-dim"
+    reduced = mistake != "ln-grad-not-reduced"
+    return {"X": "X" + tok, "W1": "W1" + cols(c, d), "W2": "W2" + rows(c, d), "A": "LN(X)" + tok,
+            "A_full": "LN(X) ← all_gather" + (" (hidden dim, viewed as seq)" if wrong else " (seq)"),
+            "keep_H": f"dropout keep mask of H[:, :, {c}:{d}]", "O": "O" + tok + " ← reduce_scatter(SUM, seq)",
+            "keep_O": "dropout keep mask of O" + tok, "Y": "Y" + tok, "G_Y": "G_Y" + tok,
+            "G_O_full": "G_O ← all_gather (seq)", "G_W2": "G_W2" + rows(c, d), "G_W1": "G_W1" + cols(c, d),
+            "G_A": "G_LN" + tok + " ← reduce_scatter(SUM" + (", hidden dim)" if wrong else ", seq)"),
+            "G_X": "G_X" + tok, "G_gamma_partial": "G_gamma (own tokens)", "G_beta_partial": "G_beta (own tokens)",
+            "G_gamma": "G_gamma ← all_reduce(SUM)" if reduced else "G_gamma (never reduced)",
+            "G_beta": "G_beta ← all_reduce(SUM)" if reduced else "G_beta (never reduced)"}
+
+
+def sp_stage_keys(stage: str, mistake: str, dropout: float) -> tuple[str, ...]:
+    """Record keys printed for ``stage``: masks only with dropout on, the reduced γ/β only when reduced."""
+    stages = ("forward", "backward") if stage == "all" else (stage,)
+    skip = set() if dropout else {"keep_H", "keep_O"}
+    if mistake == "ln-grad-not-reduced":
+        skip |= {"G_gamma", "G_beta"}
+    return tuple(k for s in stages for k in SP_RECORDS[s] if k not in skip)
+
+
+def sp_value(key: str, value: Any) -> Any:
+    """What a record prints: (B, ·, ·) tensors as rows (b, s) × columns, masks as 0/1."""
+    arr = np.asarray(value, dtype=np.float64)
+    return arr.reshape(-1, arr.shape[-1]) if arr.ndim == 3 else arr
+
+
+SP_CHECK = ("loss", "Y", "G_X", "G_gamma", "G_beta", "G_W1", "G_W2")
+
+
+def _expected_sp_layer(p: dict) -> tuple[list, list]:
+    res = p["core"]
+    keys = sp_stage_keys(p["stage"], res["mistake"], res["dropout"])
+    per_rank = []
+    for rk in res["ranks"]:
+        names = sp_names(rk, res["mistake"])
+        per_rank.append([(names[k], sp_value(k, rk[k])) for k in keys])
+    check = [(f"max|Δ| {k}", verdict(res["max_abs_err"][k], res["tolerances"][k])) for k in SP_CHECK]
+    return per_rank, check
+
+
+def attention_records(cfg: attention.Config, r: int, q_heads: list, kv_heads: list,
+                      stage: str) -> list[tuple[str, str]]:
+    """(key, printed name) of what rank r prints for ``stage``; keys index a rank's values
+    (``P<j>`` = the probabilities of its j-th local head).  Names say which collective made a
+    value, and under a mistake what the rank really does."""
+    E, tp, m = cfg.head_dim, cfg.tp, cfg.mistake
+    a, b = q_heads[0] * E, (q_heads[-1] + 1) * E
+    c, d = kv_heads[0] * E, (kv_heads[-1] + 1) * E
+    swapped = m == "f-and-g-swapped"
+    reduced = " ← all_reduce(SUM)" if tp > 1 else ""
+    groups = attention.kv_groups([attention.rank_heads(cfg, q)[1] for q in range(tp)])
+    mine = next(g for g in groups if r in g)
+    kv_sum = (f" ← all_reduce(SUM, ranks {','.join(map(str, mine))})"
+              if cfg.kv_heads < tp and m != "kv-grad-not-summed" else "")
+    fwd = [("W_q", "W_q" + cols(a, b)), ("W_k", "W_k" + cols(c, d)), ("W_v", "W_v" + cols(c, d)),
+           ("W_o", "W_o" + rows(a, b))]
+    if swapped:
+        fwd.append(("X_in", "X" + reduced))
+    fwd += [("Q", "Q"), ("K", "K"), ("V", "V")]
+    fwd += [(f"P{j}", f"P (head {h})") for j, h in enumerate(q_heads)]
+    fwd += [("Y_partial", "Y_partial"), ("Y", "Y" + ("" if swapped else reduced)), ("loss", "loss = Σ Y⊙G")]
+    bwd = [("G_Y", "G_Y" + reduced)] if swapped else []
+    bwd += [("G_W_q", "G_W_q" + cols(a, b)), ("G_W_k", "G_W_k" + cols(c, d) + kv_sum),
+            ("G_W_v", "G_W_v" + cols(c, d) + kv_sum), ("G_W_o", "G_W_o" + rows(a, b)),
+            ("G_X_partial", "G_X_partial"), ("G_X", "G_X" + ("" if swapped else reduced))]
+    return {"forward": fwd, "backward": bwd, "all": fwd + bwd}[stage]
+
+
+def attention_values(rk: dict) -> dict:
+    """A rank's values as printed: tokens as rows (B·S, ·), one (B·S, S) matrix per local head."""
+    def rows2(x):
+        return np.asarray(x).reshape(-1, np.shape(x)[-1])
+    out = {k: (rows2(v) if isinstance(v, np.ndarray) and v.ndim == 3 else v) for k, v in rk.items()}
+    for j in range(np.shape(rk["probs"])[1]):
+        out[f"P{j}"] = rows2(rk["probs"][:, j])
+    return out
+
+
+ATTENTION_CHECK = ("loss", "Y", "G_X", "G_W_q", "G_W_k", "G_W_v", "G_W_o")
+
+
+def _expected_attention(p: dict) -> tuple[list, list]:
+    res, cfg = p["core"], p["cfg"]
+    per_rank = []
+    for rk in res["ranks"]:
+        values = attention_values(rk)
+        recs = attention_records(cfg, rk["rank"], rk["q_heads"], rk["kv_heads"], p["stage"])
+        per_rank.append([(name, values[key]) for key, name in recs])
+    check = [(f"max|Δ| {k}", verdict(res["max_abs_err"][k], res["tolerances"][k])) for k in ATTENTION_CHECK]
+    return per_rank, check
+
+
 _EXPECTED = {"mlp": _expected_mlp, "row-linear": _expected_linear, "column-linear": _expected_linear,
-             "collective": _expected_collective, "vocab-ce": _expected_vocab, "mismatch": _expected_mismatch}
+             "collective": _expected_collective, "vocab-ce": _expected_vocab, "mismatch": _expected_mismatch,
+             "sp-layer": _expected_sp_layer, "attention": _expected_attention}
 
 
 def expected(p: dict) -> tuple[list[list[tuple[str, Any]]], list[tuple[str, Any]]]:
@@ -602,7 +750,9 @@ def command_for(p: dict) -> str:
     parts = [*LAUNCH.split(), str(p["world"]), "-m", MODULE, p["example"]]
     for o in options(p["example"]):
         value = p["options"][o.dest]
-        if value is not None and _arg(value) != o.default:
+        if o.flag:
+            parts += [f"--{o.name}"] if as_flag(o.name, value) else []
+        elif value is not None and _arg(value) != o.default:
             parts += [f"--{o.name}", _arg(value)]
     return " ".join(shlex.quote(s) for s in parts)
 

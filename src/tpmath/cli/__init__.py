@@ -20,7 +20,7 @@ from ..jsonio import to_jsonable
 
 COMMAND_MODULES = (
     "mlp", "dp_tp", "precision", "row_linear", "column_linear", "collective",
-    "ring", "mismatch", "vocab_ce", "vocab_pad", "comm_cost",
+    "ring", "mismatch", "vocab_ce", "vocab_pad", "comm_cost", "sp_layer", "memory", "attention", "layer",
 )
 
 

@@ -21,7 +21,7 @@ from ..errors import TPMathError
 from . import common
 
 MODULES = {"mlp": "mlp", "row-linear": "linear", "column-linear": "linear", "collective": "collective",
-           "vocab-ce": "vocab", "mismatch": "mismatch"}
+           "vocab-ce": "vocab", "mismatch": "mismatch", "sp-layer": "sp_layer", "attention": "attention"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (text, opts) in ranks.EXAMPLES.items():
         p = sub.add_parser(name, help=text, description=text)
         for o in opts:
+            if o.flag:
+                p.add_argument(f"--{o.name}", dest=o.dest, default=None, action="store_true", help=o.help)
+                continue
             p.add_argument(f"--{o.name}", dest=o.dest, default=None,
                            help=o.help + ("" if o.default is None else f" (default {o.default})"))
         p.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"),

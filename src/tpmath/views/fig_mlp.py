@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import fmt
-from .tree import (CELL_H, Panel, arrow_panel, el, figure, matrix_panel, n, rank_attrs, text)
+from .tree import (CELL_H, Panel, Row, arrow_panel, el, figure, matrix_panel, n, rank_attrs, text)
 
 # stage -> the operation written on the arrow from one column of the table to the next
 # (None: the two matrices are shown side by side, no data flows between them).
@@ -50,7 +50,7 @@ def _caption(key: str) -> object:
     return {"key": "fig.partial_of", "args": {"name": symbol}} if key in _MERGED else symbol
 
 
-def _lane(stage: str, rk: dict, cols: tuple, scales: dict) -> list[Panel]:
+def _lane(stage: str, rk: dict, cols: tuple, scales: dict) -> Row:
     r = rk["rank"]
     panels = []
     for i, (key, _, _) in enumerate(cols):
@@ -59,7 +59,7 @@ def _lane(stage: str, rk: dict, cols: tuple, scales: dict) -> list[Panel]:
             panels.append(arrow_panel(op, w=64 if len(op or "") > 4 else 44, h=CELL_H * 2) if op
                           else Panel(4, 1))
         panels.append(matrix_panel(rk[key], _caption(key), r, f"{key}.{r}", scales[key], shape=_shape(rk[key])))
-    return [_badge(r, max(p.h for p in panels))] + panels
+    return Row([_badge(r, max(p.h for p in panels))] + panels, rank=r, hang=True)
 
 
 def _replicated(stage: str, inputs: dict) -> list[Panel]:
@@ -76,15 +76,16 @@ def _merge(stage: str, res: dict, ref: dict, tp: int, merged_key: str) -> list[P
     name, op = _MERGED[merged_key]
     total = res["sharded"][name]
     err = float(np.max(np.abs(total - ref[name])))
-    box = Panel(150, 2 * CELL_H + 18, [
-        el("rect", {"class": "coll", "x": "0", "y": "18", "width": "140", "height": n(2 * CELL_H), "rx": "6"}),
-        text(70, 18 + CELL_H * 0.75, {"key": "fig.allreduce_op", "args": {"op": op}}, "coll-t", "middle"),
-        text(70, 18 + CELL_H * 1.55, {"key": "fig.sum_ranks", "args": {"last": "R" + fmt.integer(tp - 1)}},
+    box = Panel(126, 2 * CELL_H + 18, [
+        el("rect", {"class": "coll", "x": "0", "y": "18", "width": "126", "height": n(2 * CELL_H), "rx": "6"}),
+        text(63, 18 + CELL_H * 0.75, {"key": "fig.allreduce_op", "args": {"op": op}}, "coll-t", "middle"),
+        text(63, 18 + CELL_H * 1.55, {"key": "fig.sum_ranks", "args": {"last": "R" + fmt.integer(tp - 1)}},
              "coll-s", "middle"),
     ], part=f"allreduce-{op}", cls="hl")
     result = matrix_panel(total, {"key": "fig.every_rank", "args": {"name": name}}, None, f"{name}.merged",
                           shape={"key": "fig.matches_ref", "args": {"err": fmt.err(err)}})
-    return [box, arrow_panel(None, w=36, h=2 * CELL_H + 18), result]
+    result.w = max(result.w, 170.0)      # room for the caption and the check under the grid
+    return [box, arrow_panel(None, w=30, h=2 * CELL_H + 18), result]
 
 
 def _strip(stage: str):
@@ -104,9 +105,12 @@ def _strip(stage: str):
             nodes.append(el("rect", {"class": "coll", "x": n(cx - 8), "y": n(y + 14), "width": "16", "height": "16",
                                      "rx": "3"}))
             nodes.append(text(cx, y + 22, op, "coll-t", "middle", **{"dominant-baseline": "central"}))
-        label_x = x0 + step * 5 + 40
-        nodes.append(text(label_x, y + 5, {"key": f"opt.stage.{stage.replace('-', '_')}"}, "stage-name"))
-        return [el("g", {"data-part": "stages"}, nodes)], 50.0
+        name = {"key": f"opt.stage.{stage.replace('-', '_')}"}
+        if width >= 480:             # beside the steps on a desktop, under them on a phone
+            nodes.append(text(x0 + step * 5 + 40, y + 5, name, "stage-name"))
+            return [el("g", {"data-part": "stages"}, nodes)], 50.0
+        nodes.append(text(x0 - 11, y + 50, name, "stage-name"))
+        return [el("g", {"data-part": "stages"}, nodes)], 66.0
     return head
 
 

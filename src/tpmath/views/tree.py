@@ -195,6 +195,7 @@ class Panel:
     nodes: list = field(default_factory=list)
     part: str | None = None          # data-part of the group (stage lighting, tests)
     cls: str = ""                    # e.g. "hl" (active stage) or "dim"
+    joins: bool = False              # an arrow or operator: stays on the line of the panel after it
 
     def at(self, x: float, y: float) -> dict:
         attrs = {"transform": f"translate({n(x)},{n(y)})"}
@@ -227,28 +228,52 @@ def arrow_panel(label: Any = None, w: float = 40.0, h: float = 40.0, cls: str = 
              arrow_head(w - 2, mid, 0)]
     if label is not None:
         nodes.append(text(w / 2, mid - 6, label, "op", "middle"))
-    return Panel(w, h, nodes, part=part, cls=cls)
+    return Panel(w, h, nodes, part=part, cls=cls, joins=True)
 
 
-def flow(rows: Sequence[Sequence[Panel]], max_w: float, gap: float = 10.0, row_gap: float = 16.0,
+@dataclass
+class Row:
+    """A row of panels; ``rank`` draws a lane behind it (tinted by the rank that owns it) and
+    ``hang`` indents the lines a narrow layout wraps onto past the first panel (a rank badge)."""
+
+    panels: list
+    rank: int | None = None
+    hang: bool = False
+
+
+def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0, row_gap: float = 14.0,
          pad: float = 8.0) -> tuple[list[dict], float, float]:
     """Place panels left to right, row after row, wrapping a row that is wider than ``max_w``.
 
     Panels of one line share a top edge.  Returns (nodes, width, height) of the whole.
     """
-    nodes, y, width = [], pad, 0.0
+    placed, y, width = [], pad, 0.0
+    lanes = []
     for row in rows:
-        x, line_h = pad, 0.0
-        for p in row:
-            if x > pad and x + p.w > max_w - pad:
-                y += line_h + row_gap
-                x, line_h = pad, 0.0
-            nodes.append(p.at(x, y))
+        row = row if isinstance(row, Row) else Row(list(row))
+        inner = 6.0 if row.rank is not None else 0.0      # room between a lane's edge and its panels
+        top = y
+        y += inner
+        start = pad + inner
+        x, line_h = start, 0.0
+        for i, p in enumerate(row.panels):
+            # an arrow never ends a line: it wraps together with the panel it points at
+            need = p.w + (gap + row.panels[i + 1].w if p.joins and i + 1 < len(row.panels) else 0.0)
+            if x > start and x + need > max_w - pad - inner:
+                y += line_h + row_gap / 2
+                x = start + (row.panels[0].w + gap if row.hang and i > 1 else 0.0)
+                line_h = 0.0
+            placed.append(p.at(x, y))
             x += p.w + gap
             line_h = max(line_h, p.h)
-            width = max(width, x - gap + pad)
-        y += line_h + row_gap
-    return nodes, width, y - row_gap + pad
+            width = max(width, x - gap + pad + inner)
+        y += line_h + inner
+        if row.rank is not None or inner:
+            lanes.append((row.rank, top, y - top))
+        y += row_gap
+    back = [el("rect", {**rank_attrs(r, "lane"), "x": n(pad / 2), "y": n(top), "width": n(width - pad),
+                        "height": n(h), "rx": "6"}) for r, top, h in lanes]
+    return back + placed, width, y - row_gap + pad
 
 
 def arrow_head(x: float, y: float, angle: float, size: float = 8.0, cls: str = "arrowhead") -> dict:
