@@ -439,25 +439,29 @@ def test_precision_figure_matches_its_table_on_a_log_axis(dtype, tp):
     svg = drawings(res["figures"]["precision"])[0]
     rows = list(parts(svg, "q.").values())
     assert len(rows) == len(table) == 6
-    xs = []
+    xs, floors = [], []
     for g, row in zip(rows, table):
         nums = [c["x"] for c in g["c"] if c["t"] == "text" and "num" in classes(c)]
         assert nums == [row[1], row[2]]                      # error, tolerance: the table's strings
         tol_x = float(next(c for c in g["c"] if "tolmark" in classes(c))["a"]["x1"])
         dot = next(c for c in g["c"] if "errdot" in classes(c))
         within = row[3] == {"key": "label.yes"}
-        if row[1].startswith("<"):                           # below the floor: at the axis' left end
+        if row[1].startswith("<"):                           # "< 1e−15": pointing left from 1e−15
+            base = max(float(p.split(",")[0]) for p in dot["a"]["points"].split())
             assert dot["t"] == "polygon" and within
+            floors.append(base)
         else:
             assert (float(dot["a"]["cx"]) <= tol_x) == within and ("bad" in classes(dot)) != within
             xs.append((float(row[1].replace("−", "-")), float(dot["a"]["cx"])))
         xs.append((float(row[2].replace("−", "-")), tol_x))
-    # one log axis: x = a + b·log10(value) for every error and tolerance drawn
-    (v0, x0), (v1, x1) = min(xs), max(xs)
-    if v1 > v0:
-        b = (x1 - x0) / math.log10(v1 / v0)
-        for v, x in xs:
-            assert abs(x0 + b * math.log10(v / v0) - x) < 1.5, (v, x)    # 2-digit strings, 0.1-unit coordinates
+    # one log axis: x = a + b·log10(value) fits every error and tolerance drawn (values read back from
+    # 2-digit strings, so within a pixel); "< 1e−15" starts at 1e−15 on the same axis
+    b, a = np.polyfit([math.log10(v) for v, _ in xs], [x for _, x in xs], 1)
+    assert b > 0
+    for v, x in xs:
+        assert abs(a + b * math.log10(v) - x) < 1.0, (v, x)
+    for x in floors:
+        assert abs(a + b * math.log10(1e-15) - x) < 2.5, x
 
 
 # ---------------------------------------------------------------- every figure text exists in both languages

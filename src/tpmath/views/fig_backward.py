@@ -83,7 +83,7 @@ def _partial_panel(m: np.ndarray, r: int, scale: float) -> Panel:
 
 
 def _plus(h: float) -> Panel:
-    return Panel(16, h, [mid_text(8, LABEL_H + (h - LABEL_H) / 2, "+", "op")])
+    return Panel(16, h, [mid_text(8, LABEL_H + (h - LABEL_H) / 2, "+", "op")], joins=True)
 
 
 def _allreduce(tp: int, h: float) -> Panel:
@@ -172,8 +172,8 @@ def _scale_x(s: float, x0: float, w: float) -> float:
 def _scales(variants: list[dict], top: float) -> tuple[list[dict], float]:
     """Each variant's scale against the correct gradient on a log axis; 1× is the correct one."""
     x0, w = PAD + 10, W - 2 * PAD - 70
-    nodes = [text(PAD, top + 12, key("dt_scale_head"), "cap")]
-    y = top + 24
+    nodes = [text(PAD, top + 18, key("dt_scale_head"), "cap")]
+    y = top + 30
     row_h = 38.0
     one = _scale_x(1.0, x0, w)
     for v in variants:
@@ -238,9 +238,10 @@ def figure_precision(dtype: str, rows: list[tuple[str, float, float]]) -> dict:
                  line(_err_x(tol, x0, w), cy - 9, _err_x(tol, x0, w), cy + 9, "tolmark")]
         ex = _err_x(err, x0, w)
         shown = fmt.err(err)
-        if shown == floor:                     # below the noise floor: drawn at the axis' left end
+        if shown == floor:                     # "< 1e−15": an arrowhead pointing left from 1e−15
+            xf = _err_x(fmt.TINY, x0, w)
             parts.append(el("polygon", {"class": "errdot floor",
-                                        "points": f"{n(x0 + 9)},{n(cy - 5)} {n(x0 + 1)},{n(cy)} {n(x0 + 9)},{n(cy + 5)}"}))
+                                        "points": f"{n(xf)},{n(cy - 5)} {n(xf - 9)},{n(cy)} {n(xf)},{n(cy + 5)}"}))
         else:
             parts.append(el("circle", {"class": "errdot" + ("" if ok else " bad"), "cx": n(ex), "cy": n(cy), "r": "5"}))
         parts += [text(xe, cy + 4, shown, "num" if ok else "num em"), text(xt, cy + 4, fmt.err(tol), "num")]

@@ -37,7 +37,8 @@ LANE_GAP = 12.0          # between the lanes of two ranks
 BADGE_W = 30.0
 NOTHING_W = 72.0         # the dashed box of a rank that receives nothing
 OP_W = 44.0              # a reduction node
-HEAD_H = 56.0            # the collective's name and the column heads above the lanes
+HEAD_H = 56.0
+HEAD_W = 240.0           # room for "before …" on the left and "after …" on the right            # the collective's name and the column heads above the lanes
 
 
 def _blocks(buf: np.ndarray, size: int) -> list[np.ndarray]:
@@ -198,6 +199,7 @@ def _draw_collective(res: dict, plan: dict, max_w: float) -> tuple[list[dict], f
     per_in, per_out, w_in, w_out = _fit(plan, cw_in, cw_out, least, max_w)
     room = max_w - (PAD + BADGE_W + 8 + w_in + w_out + PAD)
     band = max(least, min(room, least + (84.0 if plan["op_blocks"] != 1 else 24.0)))
+    band = max(band, HEAD_W - w_in - w_out)        # the two column heads side by side
     x_in = PAD + BADGE_W + 8
     x_band = x_in + w_in
     x_out = x_band + band
@@ -226,8 +228,8 @@ def _draw_collective(res: dict, plan: dict, max_w: float) -> tuple[list[dict], f
     head = [text(x_band + band / 2, 14, name, "coll-t", "middle"),
             text(x_in, 32, key("co_before"), "cap"),
             text(x_in, 46, key("co_partial" if plan["reduces"] else "co_own"), "dimtext"),
-            text(x_out, 32, key("co_after"), "cap"),
-            text(x_out, 46, key("co_final" if plan["reduces"] else "co_from"), "dimtext")]
+            text(x_out + w_out, 32, key("co_after"), "cap", "end"),
+            text(x_out + w_out, 46, key("co_final" if plan["reduces"] else "co_from"), "dimtext", "end")]
     return back + head + moves + lanes, width, bottom + PAD
 
 

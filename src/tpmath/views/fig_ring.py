@@ -67,20 +67,23 @@ def _node(r: int, cx: float, cy: float, chunks: list[frozenset], empty: list[boo
     x0, y0 = cx - w / 2, cy - h / 2
     nodes = [rect(cx - 15, y0, 30, BADGE_H, rank_attrs(r, "badge"), rx="4"),
              mid_text(cx, y0 + BADGE_H / 2, rank_name(r), "badge-t")]
+    marks = []
     for k, held in enumerate(chunks):
         x = x0 + (k % per_row) * SEG_W
         y = y0 + BADGE_H + 2 + (k // per_row) * SEG_H
         if empty[k]:
             nodes.append(rect(x, y, SEG_W, SEG_H, {"class": "none"}))
             continue
-        cls = _level(len(held), n_ranks) + (" new" if k in fresh else "")
+        cls = _level(len(held), n_ranks)
         tip = "#" + fmt.integer(k) + ": " + " + ".join(rank_name(q) for q in sorted(held))
+        if k in fresh:                       # just received: a ring around the chunk (drawn last, on top)
+            marks.append(rect(x - 1.5, y - 1.5, SEG_W + 3, SEG_H + 3, {"class": "newmark"}, rx="2"))
         nodes.append(el("rect", {**rank_attrs(r, cls), "x": n(x), "y": n(y), "width": n(SEG_W),
                                  "height": n(SEG_H), "data-part": f"chunk.{r}.{k}"},
                         [el("title", None, text=tip)]))
         nodes.append(mid_text(x + SEG_W / 2, y + SEG_H / 2, fmt.integer(len(held)),
                               "chunk-t fin" if len(held) >= n_ranks else "chunk-t"))
-    return group(nodes, part=f"rank{r}"), w / 2, h / 2
+    return group(nodes + marks, part=f"rank{r}"), w / 2, h / 2
 
 
 def _ring_positions(n_ranks: int) -> list[tuple[float, float, float]]:
@@ -215,7 +218,8 @@ def _legend(n_ranks: int, algorithm: str, top: float) -> tuple[list[dict], float
              rect(PAD, top + 22, SEG_W, SEG_H, {"class": "chunk fin"}),
              mid_text(PAD + SEG_W / 2, top + 22 + SEG_H / 2, fmt.integer(n_ranks), "chunk-t fin"),
              mid_text(PAD + SEG_W + 6, top + 22 + SEG_H / 2, key("ri_leg_final"), "dimtext", "start"),
-             rect(W / 2 + 10, top + 22, SEG_W, SEG_H, {"class": "chunk k1 new"}),
+             rect(W / 2 + 10, top + 22, SEG_W, SEG_H, {"class": "chunk k1"}),
+             rect(W / 2 + 8.5, top + 20.5, SEG_W + 3, SEG_H + 3, {"class": "newmark"}, rx="2"),
              mid_text(W / 2 + 16 + SEG_W, top + 22 + SEG_H / 2, key("ri_leg_new"), "dimtext", "start")]
     return [group(nodes, part="legend")], 40.0
 
