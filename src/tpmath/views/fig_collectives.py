@@ -20,6 +20,8 @@ that waits forever points at the peer it waits for.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from .. import collectives as core
@@ -45,6 +47,12 @@ def _blocks(buf: np.ndarray, size: int) -> list[np.ndarray]:
     return [buf[k:k + size] for k in range(0, buf.size, size)]
 
 
+@lru_cache(maxsize=512)
+def _num(v: float) -> str:
+    """fmt.num, remembered: a figure formats each number for both drawings and their widths."""
+    return fmt.num(v)
+
+
 def _divisors(length: int) -> list[int]:
     return [d for d in range(1, length + 1) if length % d == 0]
 
@@ -66,10 +74,11 @@ def _buffer(blocks: list[np.ndarray], per_row: int, cw: float, who: str, rank: i
         rows = -(-block.size // per_row)
         src = tint[b]
         cell_cls = "cell v2" if src is not None else "cell fin"
+        cell_attrs = rank_attrs(src, cell_cls) if src is not None else {"class": cell_cls}
         for e, v in enumerate(block):
             cx, cy = (e % per_row) * cw, y + (e // per_row) * ROW_H
-            nodes.append(rect(cx, cy, cw, ROW_H, rank_attrs(src, cell_cls) if src is not None else {"class": cell_cls}))
-            nodes.append(mid_text(cx + cw / 2, cy + ROW_H / 2, fmt.num(v), "num" if src is not None else "num fin",
+            nodes.append(rect(cx, cy, cw, ROW_H, cell_attrs))
+            nodes.append(mid_text(cx + cw / 2, cy + ROW_H / 2, _num(v), "num" if src is not None else "num fin",
                                   **{"data-key": f"{who}.{rank}.{offset + e}"}))
         nodes.append(rect(0, y, min(block.size, per_row) * cw, rows * ROW_H, rank_attrs(rank, frame_cls)))
         mids.append(y + rows * ROW_H / 2)
@@ -191,8 +200,8 @@ def _copies(plan: dict, ports_in: dict, ports_out: dict) -> list[dict]:
 
 
 def _draw_collective(res: dict, plan: dict, max_w: float) -> tuple[list[dict], float, float]:
-    in_strings = [fmt.num(v) for bl in plan["blocks_in"] for b in bl for v in b]
-    out_strings = [fmt.num(v) for ln in plan["lanes"] for b in ln["out"] or [] for v in b]
+    in_strings = [_num(v) for bl in plan["blocks_in"] for b in bl for v in b]
+    out_strings = [_num(v) for ln in plan["lanes"] for b in ln["out"] or [] for v in b]
     cw_in, cw_out = cell_w(in_strings), cell_w(out_strings)
     # The band between the buffers: room for the arrows to cross (and the reduction nodes).
     least = {0: 76.0, 1: 2 * 24 + OP_W}.get(plan["op_blocks"], 64 + OP_W + 28)

@@ -32,23 +32,25 @@ CENTRE_Y = 186.0
 TREE_LEVEL = 76.0
 
 
-def contributions(n_ranks: int, algorithm: str) -> list[list[list[frozenset]]]:
-    """``state[s][r][k]``: the ranks whose data chunk k of rank r holds after step s (0 = before)."""
+def contributions(n_ranks: int, algorithm: str, step: int) -> list[list[frozenset]]:
+    """``state[r][k]``: the ranks whose data chunk k of rank r holds after ``step`` (0 = before)."""
     ring = algorithm == "ring"
     width = n_ranks if ring else 1
+    if step == 0:
+        return [[frozenset({r})] * width for r in range(n_ranks)]
     masks = [np.full(width, float(1 << r)) for r in range(n_ranks)]          # n × (chunks,)
     sim = (schedules.simulate_ring_all_reduce if ring else schedules.simulate_tree_all_reduce)(masks)
-    state = [[[frozenset({r})] * width for r in range(n_ranks)]]
-    for snapshot in sim["steps"]:
-        state.append([[_ranks_of(v, n_ranks) for v in buf] for buf in snapshot])
-    return state
+    return [[_ranks_of(v, n_ranks) for v in buf.tolist()] for buf in sim["steps"][step - 1]]
 
 
 def _ranks_of(value: float, n_ranks: int) -> frozenset:
     mask = int(value)
     if mask != value or not 0 < mask < (1 << n_ranks):
         raise TreeError(f"chunk value {value} is not a set of ranks: two steps added the same rank twice")
-    return frozenset(r for r in range(n_ranks) if mask >> r & 1)
+    return _MASKS[mask] if n_ranks <= 8 else frozenset(r for r in range(n_ranks) if mask >> r & 1)
+
+
+_MASKS = [frozenset(r for r in range(8) if m >> r & 1) for m in range(256)]     # bit mask -> its ranks
 
 
 def _level(k: int, n_ranks: int) -> str:
@@ -228,7 +230,7 @@ def figure_ring(n_ranks: int, algorithm: str, sched: dict, current: int, step_by
     """The ``ring`` figure after step ``current`` (0: before the first step) of ``sched``
     (``schedules.all_reduce_schedule``); ``step_bytes``: the table's bytes-per-step cells."""
     steps = sched["steps"]
-    state = contributions(n_ranks, algorithm)[current]
+    state = contributions(n_ranks, algorithm, current)
     step = steps[current - 1] if current else None
     if algorithm == "ring":
         sizes = [c["elements"] for c in sched["chunks"]]
