@@ -161,7 +161,7 @@ def test_collective_unused_inputs_are_dimmed_and_nonreceivers_marked():
     svg = drawings(res["figures"]["collectives"])[0]
     outs = parts(svg, "out")
     for r in range(4):
-        empty = any("none" in classes(c) for c in outs[f"out{r}"]["c"])
+        empty = any("nothing" in classes(c) for c in outs[f"out{r}"]["c"])
         assert empty == (r != 2)
 
 

@@ -149,7 +149,7 @@ def _lane(plan: dict, r: int, per_in: int, per_out: int, cw_in: float, cw_out: f
     in_nodes, in_mid, in_h = _buffer(blocks, per_in, cw_in, "in", r, [r] * len(blocks),
                                      "frame part" if plan["reduces"] else "frame")
     if ln["out"] is None:
-        out_nodes = [rect(0, 0, NOTHING_W, ROW_H, {"class": "none"}, rx="3"),
+        out_nodes = [rect(0, 0, NOTHING_W, ROW_H, {"class": "nothing"}, rx="3"),
                      mid_text(NOTHING_W / 2, ROW_H / 2, key("co_nothing"), "dimtext")]
         return in_nodes, in_mid, out_nodes, [], max(in_h, ROW_H)
     tint = [s[1] if s[0] == "copy" else None for s in ln["src"]]

@@ -74,7 +74,7 @@ def _node(r: int, cx: float, cy: float, chunks: list[frozenset], empty: list[boo
         x = x0 + (k % per_row) * SEG_W
         y = y0 + BADGE_H + 2 + (k // per_row) * SEG_H
         if empty[k]:
-            nodes.append(rect(x, y, SEG_W, SEG_H, {"class": "none"}))
+            nodes.append(rect(x, y, SEG_W, SEG_H, {"class": "nothing"}))
             continue
         cls = _level(len(held), n_ranks)
         tip = "#" + fmt.integer(k) + ": " + " + ".join(rank_name(q) for q in sorted(held))
@@ -107,7 +107,7 @@ def _arc(a1: float, a2: float, cls: str, label: str | None, part: str) -> dict:
              arrow_head(x2, y2, math.degrees(a2) + 90, 8, "arrowhead go")]
     if label is not None:
         am = a1 + ((a2 - a1) % (2 * math.pi)) / 2
-        nodes.append(mid_text(cx + (ARC_R + 13) * math.cos(am), cy + (ARC_R + 13) * math.sin(am), label, "idx"))
+        nodes.append(mid_text(cx + (ARC_R + 13) * math.cos(am), cy + (ARC_R + 13) * math.sin(am), label, "send-t"))
     return group(nodes, part=part)
 
 
