@@ -29,7 +29,7 @@ from .. import mismatch
 from . import fmt
 from .fig_kit import (PAD, ROW_H, arrow, badge, cell_w, curve, group, key, line, mid_text, rank_name, rect,
                       single, two_widths)
-from .tree import NARROW_W, el, n, rank_attrs, text
+from .tree import rank_attrs, text
 
 _SPLIT_IN = ("reduce-scatter", "all-to-all", "scatter")     # inputs cut into one block per rank
 _ROOT_ONLY_INPUT = ("broadcast", "scatter")                  # only the root's input is read

@@ -1,9 +1,8 @@
 """Drawing parts of the collective, ring, mismatch, backward, dp-tp and precision figures.
 
 Everything returns element-tree nodes (:mod:`tpmath.views.tree`); nothing knows a language
-or a colour.  Layout needs text widths before a browser draws them: numbers are set in the
-monospace ``num`` class, so a number's width is its length times :data:`NUM_CHAR` (generous
-for the fonts of the site's ``--mono`` stack).
+or a colour.  The parts every figure shares (``key``, ``single``, ``rect``, number widths) live in
+:mod:`tpmath.views.fig_parts`; this module adds what these six figures need besides.
 """
 
 from __future__ import annotations
@@ -12,34 +11,19 @@ import math
 from typing import Any, Callable, Iterable
 
 from . import fmt
+from .fig_parts import PAD, key, num_w, rect, single  # noqa: F401  (shared with the other figures)
 from .tree import NARROW_W, WIDE_W, arrow_head, check, el, figure_svg, n, rank_attrs, text
 
-NUM_CHAR = 6.8          # px per character of an 11 px monospace number
-PAD = 8.0               # margin around a drawing
 ROW_H = 20.0            # one buffer element (a cell of a buffer drawing)
-
-
-def key(name_: str, **args: Any) -> dict:
-    """A translated cell ``fig.<name_>`` (symbols and numbers in ``args`` stay verbatim)."""
-    return {"key": f"fig.{name_}", "args": args} if args else {"key": f"fig.{name_}"}
 
 
 def rank_name(r: int) -> str:
     return "R" + fmt.integer(r)
 
 
-def num_w(s: str) -> float:
-    return NUM_CHAR * len(s)
-
-
 def cell_w(strings: Iterable[str], least: float = 30.0) -> float:
     """Width of a cell that holds the widest of ``strings`` with a margin either side."""
     return max(least, max((num_w(s) for s in strings), default=0.0) + 10.0)
-
-
-def rect(x: float, y: float, w: float, h: float, attrs: dict | None = None, **more: str) -> dict:
-    return el("rect", {**(attrs or {}), "x": n(x), "y": n(y), "width": n(max(w, 0.0)),
-                       "height": n(max(h, 0.0)), **more})
 
 
 def line(x1: float, y1: float, x2: float, y2: float, cls: str, rank: int | None = None) -> dict:
@@ -92,14 +76,6 @@ def curve(x1: float, y1: float, x2: float, y2: float, cls: str, head_cls: str | 
         head["a"].update(_attrs(head_cls, rank, owned))
         nodes.append(head)
     return nodes
-
-
-def single(name: str, title: Any, nodes: list[dict], w: float, h: float, desc: Any = None) -> dict:
-    """A figure of one fixed drawing (≤ a phone column wide): shown at its natural size,
-    shrunk to the column where the column is narrower (the stylesheet's ``max-width: 100%``)."""
-    node = el("figure", {"class": "tp-figure", "data-figure": name}, [figure_svg(title, nodes, w, h, desc, "fig-one")])
-    check(node)
-    return node
 
 
 def two_widths(name: str, title: Any, draw: Callable[[float], tuple[list[dict], float, float]],
