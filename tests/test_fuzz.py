@@ -144,6 +144,9 @@ CLI_FLAGS = {
     "vocab-ce": ["--logits", "--dtype", "--target", "--shards", "--shift", "--label-smoothing", "--ignore-index"],
     "comm-cost": ["--batch", "--seq", "--hidden", "--tp", "--dtype-bytes", "--layers"],
     "collective": ["--inputs", "--op", "--root"],
+    "attention": ["--tp", "--heads", "--kv-heads", "--seq", "--batch", "--hidden", "--seed", "--mistake",
+                  "--dtype-bytes"],
+    "layer": ["--tp", "--heads", "--kv-heads", "--seq", "--batch", "--hidden", "--seed", "--ffn"],
 }
 
 

@@ -136,6 +136,18 @@ def as_float(name: str, value: Any, lo: float | None = None, hi: float | None = 
     return value
 
 
+def as_flag(name: str, value: Any) -> bool:
+    """A yes/no option: a bool, None (no), or 1/0/true/false/yes/no/on/off as typed."""
+    if isinstance(value, (bool, np.bool_)) or value is None:
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise _err("not_flag", name, value=value)
+
+
 def as_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     """One of ``choices`` (exact string match)."""
     if not isinstance(value, str) or value not in choices:

@@ -20,13 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 from .errors import BuildError
 from .wheel import download_path
+
+VOID_SVG = frozenset({"rect", "line", "path", "polygon", "circle"})   # written self-closed
 
 PYDEMO_TIMEOUT = 60  # seconds
 
@@ -57,6 +59,8 @@ class Translator:
 
     def cell(self, cell: Any) -> str:
         """A table cell / value / note: verbatim string, or ``{"key", "args"}`` translated."""
+        if isinstance(cell, dict) and "el" in cell:
+            return tree_html(cell["el"], self)
         if isinstance(cell, dict):
             if "key" not in cell:
                 raise BuildError(f"view cell {cell!r} has no 'key'", self.where)
@@ -97,7 +101,29 @@ def json_script(data: Any) -> Markup:
 def _table_cell(cell: Any, t: Translator) -> dict:
     """A body/foot cell: its content and whether it is prose (a translated sentence,
     set in the text font) or a formatted value (monospace, aligned digits)."""
-    return {"content": t.cell(cell), "prose": isinstance(cell, dict)}
+    return {"content": t.cell(cell), "prose": isinstance(cell, dict) and "key" in cell}
+
+
+def tree_html(node: dict, t: Translator) -> Markup:
+    """An element tree (ARCHITECTURE.md, "Element trees") as markup: the same elements, in the
+    same order, with the same attributes as the page's JavaScript builds from the same tree."""
+    from tpmath.views import tree   # the whitelist lives with the views that build the trees
+    try:
+        tree.check(node)
+    except tree.TreeError as err:
+        raise BuildError(f"figure or grid tree: {err}", t.where) from None
+    return Markup(_node_html(node, t))
+
+
+def _node_html(node: dict, t: Translator) -> str:
+    tag = node["t"]
+    attrs = "".join(f' {k}="{escape(v)}"' for k, v in node.get("a", {}).items())
+    if "x" in node:
+        return f"<{tag}{attrs}>{escape(t.cell(node['x']))}</{tag}>"
+    kids = node.get("c", [])
+    if not kids and tag in VOID_SVG:
+        return f"<{tag}{attrs}/>"
+    return f"<{tag}{attrs}>" + "".join(_node_html(c, t) for c in kids) + f"</{tag}>"
 
 
 def _attr_value(value: Any) -> str:
@@ -152,7 +178,9 @@ def demo_model(section, result: dict, t: Translator) -> dict:
             "foot": [[_table_cell(c, t) for c in row] for row in spec.get("foot", [])],
         })
     notes = [{"name": k, "text": t.cell(v)} for k, v in result.get("notes", {}).items()]
+    figures = [tree_html(node, t) for _, node in sorted(result.get("figures", {}).items())]
     return {"name": name, "controls": controls, "values": values, "tables": tables, "notes": notes,
+            "figures": figures,
             "status": t("runtime.loading") if t.has("runtime.loading") else "",
             "real": result.get("real", []), "download": "../" + download_path(),
             "download_name": download_path().rsplit("/", 1)[1]}

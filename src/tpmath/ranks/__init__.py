@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TPMathError
-from ..validate import as_choice
+from ..validate import as_choice, as_flag
 from .collective import NOTHING, TORCH_OPS, collective_call, collective_check, collective_verdict, reference_collective
 from .linear import linear_names, linear_stage_keys
 from .mismatch import call_text
@@ -110,7 +110,9 @@ def command_for(p: dict) -> str:
     parts = [*LAUNCH.split(), str(p["world"]), "-m", MODULE, p["example"]]
     for o in options(p["example"]):
         value = p["options"][o.dest]
-        if value is not None and _arg(value) != o.default:
+        if o.flag:
+            parts += [f"--{o.name}"] if as_flag(o.name, value) else []
+        elif value is not None and _arg(value) != o.default:
             parts += [f"--{o.name}", _arg(value)]
     return " ".join(shlex.quote(s) for s in parts)
 

@@ -18,6 +18,7 @@ class Opt:
     name: str
     default: str | None
     help: str
+    flag: bool = False          # a bare ``--name`` (true when given), no value
 
     @property
     def dest(self) -> str:

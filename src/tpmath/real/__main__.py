@@ -31,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name, topic in ranks.TOPICS.items():
         p = sub.add_parser(name, help=topic.help, description=topic.help)
         for o in topic.options:
+            if o.flag:
+                p.add_argument(f"--{o.name}", dest=o.dest, default=None, action="store_true", help=o.help)
+                continue
             p.add_argument(f"--{o.name}", dest=o.dest, default=None,
                            help=o.help + ("" if o.default is None else f" (default {o.default})"))
         p.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"),

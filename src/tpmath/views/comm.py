@@ -22,6 +22,7 @@ from ..validate import as_choice, as_float, as_int
 from . import Control, Section
 from .cells import label
 from .. import fmt
+from .fig_comm import figure_comm_cost
 
 CUSTOM = "custom"
 PRESET_CHOICES = tuple(cc.PRESETS) + (CUSTOM,)
@@ -109,6 +110,7 @@ def render_cost(values: dict, lang: str) -> dict:
             "cost-comm-fraction": fmt.num(100 * r["comm_fraction_serial"], 1) + " %",
         },
         "notes": notes,
+        "figures": {"comm-cost": figure_comm_cost(r, c["layers"])},
     }
 
 

@@ -18,6 +18,7 @@ from ..validate import as_choice
 from .. import fmt
 from . import Control, Section
 from .cells import id_range, label, rank, select_int, table
+from .fig_mlp import figure_mlp
 
 STAGES = ("shards", "forward", "partial", "backward", "grad-w", "grad-x")
 TP_OPTIONS = (1, 2, 4)
@@ -51,6 +52,17 @@ def _run(tp: int) -> dict:
     return core.default_run(tp)
 
 
+def _inputs_table(inputs: dict, tp: int) -> dict:
+    """Every input of the example, so the static page shows all of them at every stage."""
+    n = fmt.integer(tp)
+    held = {"X": label("label.replicated"), "W1": label("label.split_cols", tp=n),
+            "W2": label("label.split_rows", tp=n), "G": label("label.upstream_g")}
+    names = {"X": "X", "W1": "W₁", "W2": "W₂", "G": "G"}
+    rows = [[names[k], fmt.mat(inputs[k]), "×".join(fmt.integer(s) for s in inputs[k].shape), held[k]]
+            for k in ("X", "W1", "W2", "G")]
+    return table("cap.mlp_inputs", ["col.input", "col.value", "col.shape", "col.held"], rows)
+
+
 def render_mlp(controls: dict, lang: str) -> dict:
     """Rows of ``mlp-ranks`` for one stage and tp, plus loss and max abs error."""
     stage = as_choice("stage", controls["stage"], STAGES)
@@ -78,7 +90,9 @@ def render_mlp(controls: dict, lang: str) -> dict:
         ]
     return {
         "controls": {"stage": stage, "tp": str(tp)},
-        "tables": {"mlp-ranks": table("cap.mlp_ranks", columns, rows, foot)},
+        "tables": {"mlp-inputs": _inputs_table(res["inputs"], tp),
+                   "mlp-ranks": table("cap.mlp_ranks", columns, rows, foot)},
+        "figures": {"mlp": figure_mlp(stage, tp, cols, res, one)},
         "values": {
             "loss": fmt.num(res["sharded"]["loss"]),
             "reference-loss": fmt.num(res["reference"]["loss"]),
@@ -96,7 +110,7 @@ SECTIONS = {
             Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS)),
         ),
         render=render_mlp,
-        tables=("mlp-ranks",),
+        tables=("mlp-inputs", "mlp-ranks"),
         values=("loss", "reference-loss", "max-abs-err"),
         real=lambda c: [("mlp", {"tp": c["tp"], "stage": c["stage"]})],
     ),

@@ -24,6 +24,7 @@ from ..validate import as_float
 from .. import fmt
 from . import Control, Section
 from .cells import id_range, int_range, label, rank, select_int, table
+from .fig_vocab import figure_vocab_ce, figure_vocab_extras
 
 V = len(core.DEFAULT_LOGITS)
 SHARD_OPTIONS = tuple(range(1, V + 1))
@@ -81,6 +82,7 @@ def render_vocab_ce(controls: dict, lang: str) -> dict:
             "padded-vocab": fmt.integer(res["padded_vocab"]),
         },
         "notes": notes,
+        "figures": {"vocab-ce": figure_vocab_ce(res)},
     }
 
 
@@ -157,6 +159,8 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
             "smoothing-reference": fmt.num(smooth["reference_loss"]),
             "ignore-loss": fmt.num(ign["loss"]),
         },
+        "figures": {"vocab-extras": figure_vocab_extras(tp, eps, smooth, ign, IGNORE_TARGETS, IGNORE_INDEX,
+                                                        core.vocab_pad_table(GPT2_VOCAB, tp))},
     }
 
 

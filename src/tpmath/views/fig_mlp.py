@@ -1,0 +1,136 @@
+"""Figure of the column→row MLP (page 1, section ``mlp``): the active stage, rank by rank.
+
+It draws exactly the matrices of the stage's table (same core result, same numbers), one
+lane per rank tinted by the rank's colour, the operation between them, and — where the
+stage ends in a sum — the AllReduce that merges the partial results.  A strip of the six
+stages on top lights the active one and marks where Megatron's operators g (forward
+AllReduce) and f (backward AllReduce) sit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import fmt
+from .tree import (CELL_H, Panel, Row, arrow_panel, el, figure, matrix_panel, n, rank_attrs, text)
+
+# stage -> the operation written on the arrow from one column of the table to the next
+# (None: the two matrices are shown side by side, no data flows between them).
+_OPS = {
+    "shards": (None,),
+    "forward": ("X·", "tanh"),
+    "partial": ("tanh(X·)", "·W₂ᵣ"),
+    "backward": ("G_Y·(·)ᵀ", "⊙(1−Hᵣ²)"),
+    "grad-w": (None, None),
+    "grad-x": (None, "·W₁ᵣᵀ"),
+}
+# core key -> symbol in the figure (ᵣ: the rank's own block)
+_SYMBOL = {"W1": "W₁ᵣ", "W2": "W₂ᵣ", "Z": "Zᵣ", "H": "Hᵣ", "Y_partial": "Yᵣ", "G_H": "G_Hᵣ", "G_Z": "G_Zᵣ",
+           "G_W1": "G_W₁ᵣ", "G_W2": "G_W₂ᵣ", "G_X_partial": "G_Xᵣ"}
+_MERGED = {"Y_partial": ("Y", "g"), "G_X_partial": ("G_X", "f")}
+STAGES = ("shards", "forward", "partial", "backward", "grad-w", "grad-x")
+_BACKWARD = ("backward", "grad-w", "grad-x")
+
+
+def _shape(a: np.ndarray) -> str:
+    return "×".join(fmt.integer(s) for s in a.shape)
+
+
+def _badge(r: int, h: float) -> Panel:
+    """The lane's rank label: R0 on the rank's tint (colour is never the only cue)."""
+    y = 18 + max(h - 18, CELL_H) / 2 - 11
+    return Panel(36, h, [el("rect", {**rank_attrs(r, "badge"), "x": "0", "y": n(y), "width": "34", "height": "22",
+                                     "rx": "4"}),
+                         text(17, y + 11, "R" + fmt.integer(r), "badge-t", "middle",
+                              **{"dominant-baseline": "central"})], part=f"rank{r}")
+
+
+def _caption(key: str) -> object:
+    symbol = _SYMBOL[key]
+    return {"key": "fig.partial_of", "args": {"name": symbol}} if key in _MERGED else symbol
+
+
+def _lane(stage: str, rk: dict, cols: tuple, scales: dict) -> Row:
+    r = rk["rank"]
+    panels = []
+    for i, (key, _, _) in enumerate(cols):
+        if i:
+            op = _OPS[stage][i - 1]
+            panels.append(arrow_panel(op, w=64 if len(op or "") > 4 else 44, h=CELL_H * 2) if op
+                          else Panel(4, 1))
+        panels.append(matrix_panel(rk[key], _caption(key), r, f"{key}.{r}", scales[key], shape=_shape(rk[key])))
+    return Row([_badge(r, max(p.h for p in panels))] + panels, rank=r, hang=True)
+
+
+def _replicated(stage: str, inputs: dict) -> list[Panel]:
+    """The input every rank holds whole: X in the forward pass, G_Y = G in the backward pass."""
+    if stage == "shards":
+        return []
+    name, key, note = ("G_Y", "G", "fig.mlp_gy") if stage in _BACKWARD else ("X", "X", "fig.mlp_x")
+    return [matrix_panel(inputs[key], {"key": note, "args": {"name": name}}, None, f"{key}.all",
+                         shape=_shape(inputs[key]))]
+
+
+def _merge(stage: str, res: dict, ref: dict, tp: int, merged_key: str) -> list[Panel]:
+    """The AllReduce of the partial results and what every rank holds after it."""
+    name, op = _MERGED[merged_key]
+    total = res["sharded"][name]
+    err = float(np.max(np.abs(total - ref[name])))
+    box = Panel(126, 2 * CELL_H + 18, [
+        el("rect", {"class": "coll", "x": "0", "y": "18", "width": "126", "height": n(2 * CELL_H), "rx": "6"}),
+        text(63, 18 + CELL_H * 0.75, {"key": "fig.allreduce_op", "args": {"op": op}}, "coll-t", "middle"),
+        text(63, 18 + CELL_H * 1.55, {"key": "fig.sum_ranks", "args": {"last": "R" + fmt.integer(tp - 1)}},
+             "coll-s", "middle"),
+    ], part=f"allreduce-{op}", cls="hl")
+    result = matrix_panel(total, {"key": "fig.every_rank", "args": {"name": name}}, None, f"{name}.merged",
+                          shape={"key": "fig.matches_ref", "args": {"err": fmt.err(err)}})
+    result.w = max(result.w, 170.0)      # room for the caption and the check under the grid
+    return [box, arrow_panel(None, w=30, h=2 * CELL_H + 18), result]
+
+
+def _strip(stage: str):
+    """Head drawing: the six stages as numbered steps, the active one lit, g and f marked."""
+    def head(width: float):
+        step = 40.0
+        x0, y = 22.0, 20.0
+        nodes = [el("line", {"class": "strip", "x1": n(x0), "y1": n(y), "x2": n(x0 + step * 5), "y2": n(y)})]
+        for i, s in enumerate(STAGES):
+            cx = x0 + step * i
+            cls = "step hl" if s == stage else "step"
+            nodes.append(el("circle", {"class": cls, "cx": n(cx), "cy": n(y), "r": "11"}))
+            nodes.append(text(cx, y, fmt.integer(i + 1), "step-t", "middle", **{"dominant-baseline": "central"}))
+        # g closes the forward pass (after step 3), f the backward pass (step 6).
+        for after, op in ((2, "g"), (5, "f")):
+            cx = x0 + step * after + (step / 2 if after < 5 else 20)
+            nodes.append(el("rect", {"class": "coll", "x": n(cx - 8), "y": n(y + 14), "width": "16", "height": "16",
+                                     "rx": "3"}))
+            nodes.append(text(cx, y + 22, op, "coll-t", "middle", **{"dominant-baseline": "central"}))
+        name = {"key": f"opt.stage.{stage.replace('-', '_')}"}
+        if width >= 480:             # beside the steps on a desktop, under them on a phone
+            nodes.append(text(x0 + step * 5 + 40, y + 5, name, "stage-name"))
+            return [el("g", {"data-part": "stages"}, nodes)], 50.0
+        nodes.append(text(x0 - 11, y + 50, name, "stage-name"))
+        return [el("g", {"data-part": "stages"}, nodes)], 66.0
+    return head
+
+
+def figure_mlp(stage: str, tp: int, cols: tuple, res: dict, one: dict) -> dict:
+    """The ``mlp`` figure for one stage and tp (``cols``: the stage's table columns)."""
+    scales = {key: float(np.max(np.abs(one[key]))) for key, _, _ in cols}
+    ref = res["reference"]
+
+    def rows():
+        out = []
+        top = _replicated(stage, res["inputs"])
+        if top:
+            out.append(top)
+        for rk in res["ranks"]:
+            out.append(_lane(stage, rk, cols, scales))
+        last = cols[-1][0]
+        if last in _MERGED:
+            out.append(_merge(stage, res, ref, tp, last))
+        return out
+
+    title = {"key": "fig.mlp_title", "args": {"tp": fmt.integer(tp),
+                                               "stage": {"key": f"opt.stage.{stage.replace('-', '_')}"}}}
+    return figure("mlp", title, rows, head=_strip(stage))

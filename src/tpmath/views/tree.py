@@ -1,0 +1,336 @@
+"""Element trees: figures and structured table cells as plain data.
+
+A view returns figures (SVG) and some table cells (matrix grids, rank tags) as
+trees of small dicts.  ``tpsite`` serialises a tree to markup at build time and
+the page's JavaScript builds the same tree with ``createElementNS`` live, so the
+static figure equals the live one element for element (ARCHITECTURE.md,
+"Element trees").  Nothing here knows a language: text is a *cell*, either a
+verbatim string or ``{"key", "args"}`` translated by the page.
+
+Rules that keep both runtimes identical:
+* every attribute value is a string formatted here (:func:`n` rounds
+  coordinates), never a float left to JavaScript's number printing;
+* no colour, font or style in a tree: shapes carry classes (``rk`` and
+  ``data-rank`` for the rank palette, ``v0``…``v4`` for value shading, ``hl`` /
+  ``dim`` for the active and inactive stages) that the stylesheet maps to the
+  palette in light, dark and print;
+* only the tags and attributes below; :func:`check` enforces it (the builder
+  calls it, and so does the page's builder).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .. import fmt
+
+SVG_TAGS = frozenset({"svg", "g", "rect", "line", "path", "polygon", "circle", "text", "tspan",
+                      "title", "desc"})
+HTML_TAGS = frozenset({"figure", "figcaption", "span", "table", "tbody", "tr", "td", "sub"})
+ATTRS = frozenset({
+    "class", "data-rank", "data-key", "data-part", "role", "aria-hidden", "aria-label", "id",
+    "viewBox", "width", "height", "x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "r", "rx", "d",
+    "points", "transform", "text-anchor", "dominant-baseline", "focusable",
+})
+MAX_RANKS = 8           # the palette has eight rank colours (R0 … R7)
+SHADES = 5              # v0 … v4: |value| / max |value| in five steps
+
+
+class TreeError(ValueError):
+    """A tree that breaks the contract: a bug in a view, never a reader's input."""
+
+
+# ---------------------------------------------------------------- nodes
+
+def n(x: float) -> str:
+    """A coordinate: at most one decimal, no trailing zeros, ASCII minus (SVG syntax)."""
+    v = round(float(x), 1)
+    if v == 0:
+        return "0"
+    return f"{v:.1f}".rstrip("0").rstrip(".")
+
+
+def el(tag: str, attrs: dict | None = None, children: Iterable[dict] | None = None,
+       text: Any = None) -> dict:
+    """One node: ``tag`` with string ``attrs`` and either child nodes or one text cell."""
+    node: dict = {"t": tag}
+    if attrs:
+        node["a"] = {k: v for k, v in attrs.items() if v is not None}
+    if text is not None:
+        node["x"] = text
+    elif children is not None:
+        kids = [c for c in children if c is not None]
+        if kids:
+            node["c"] = kids
+    return node
+
+
+def check(node: dict, svg: bool = False) -> None:
+    """Raise TreeError unless ``node`` keeps to the whitelist and the string-only rule."""
+    if not isinstance(node, dict) or not isinstance(node.get("t"), str):
+        raise TreeError(f"not a node: {node!r}")
+    tag = node["t"]
+    svg = svg or tag == "svg"
+    if tag not in (SVG_TAGS if svg else HTML_TAGS):
+        raise TreeError(f"tag {tag!r} is not allowed here")
+    for name, value in node.get("a", {}).items():
+        if name not in ATTRS and not name.startswith("data-"):
+            raise TreeError(f"attribute {name!r} of <{tag}> is not allowed")
+        if not isinstance(value, str):
+            raise TreeError(f"attribute {name}={value!r} of <{tag}> is not a string")
+    if "x" in node and "c" in node:
+        raise TreeError(f"<{tag}> has both text and children")
+    if "x" in node:
+        _check_cell(node["x"])
+    for child in node.get("c", []):
+        check(child, svg)
+
+
+def _check_cell(cell: Any) -> None:
+    if isinstance(cell, str):
+        return
+    if isinstance(cell, dict) and isinstance(cell.get("key"), str):
+        for v in cell.get("args", {}).values():
+            _check_cell(v)
+        return
+    raise TreeError(f"text {cell!r} is neither a string nor a translation cell")
+
+
+def walk(node: dict):
+    """Every node of a tree, depth first (tests and the serialiser use it)."""
+    yield node
+    for child in node.get("c", []):
+        yield from walk(child)
+
+
+# ---------------------------------------------------------------- shading and ranks
+
+def shades(m: np.ndarray, scale: float | None = None) -> np.ndarray:
+    """Bucket 0…4 of |value| / scale per entry (scale: the largest |value| by default)."""
+    a = np.abs(np.asarray(m, dtype=np.float64))
+    top = float(np.max(a)) if scale is None and a.size else float(scale or 0.0)
+    if not math.isfinite(top) or top <= 0:
+        return np.zeros(a.shape, dtype=int)
+    frac = np.clip(np.nan_to_num(a / top, nan=0.0, posinf=1.0), 0.0, 1.0)
+    return np.minimum((frac * SHADES).astype(int), SHADES - 1)
+
+
+def rank_attrs(rank: int | None, cls: str = "") -> dict:
+    """Classes and data-rank of a shape owned by ``rank`` (None: replicated / not owned)."""
+    if rank is None:
+        return {"class": (cls + " rep").strip()}
+    if not 0 <= rank < MAX_RANKS:
+        raise TreeError(f"rank {rank} outside the palette (0…{MAX_RANKS - 1})")
+    return {"class": (cls + " rk").strip(), "data-rank": str(rank)}
+
+
+# ---------------------------------------------------------------- table cells (HTML)
+
+def rank_tag(r: int) -> dict:
+    """Row header of rank ``r``: the label R0 with its palette swatch (never colour alone)."""
+    return {"el": el("span", rank_attrs(r, "rank-tag"), text="R" + fmt.integer(r))}
+
+
+def grid(m: Any, rank: int | None = None, decimals: int = 4, scale: float | None = None) -> dict:
+    """A matrix (or vector) as a grid cell: numbers in rows, shaded by value, tinted by rank.
+
+    The numbers are :func:`fmt.num` strings, so the grid reads exactly like the old text.
+    """
+    a = np.asarray(m, dtype=np.float64)
+    if a.ndim < 2:
+        a = a.reshape(1, -1)
+    level = shades(a, scale)
+    rows = [el("tr", None, [el("td", {"class": f"v{int(level[i, j])}"}, text=fmt.num(a[i, j], decimals))
+                            for j in range(a.shape[1])]) for i in range(a.shape[0])]
+    attrs = rank_attrs(rank, "grid")
+    attrs["role"] = "presentation"
+    return {"el": el("table", attrs, [el("tbody", None, rows)])}
+
+
+# ---------------------------------------------------------------- SVG building blocks
+
+CELL_W = 54.0            # one matrix entry: wide enough for "−0.9866" at the number size
+CELL_H = 22.0
+LABEL_H = 18.0           # a caption line above a grid
+
+
+def text(x: float, y: float, cell: Any, cls: str = "lbl", anchor: str = "start", **attrs: str) -> dict:
+    a = {"x": n(x), "y": n(y), "class": cls}
+    if anchor != "start":
+        a["text-anchor"] = anchor
+    a.update(attrs)
+    return el("text", a, text=cell)
+
+
+def svg_grid(m: Any, x: float, y: float, rank: int | None, key: str, scale: float | None = None,
+             decimals: int = 4, cell_w: float = CELL_W) -> dict:
+    """A matrix drawn as cells with their numbers; the cells carry the owner's rank tint."""
+    a = np.asarray(m, dtype=np.float64)
+    if a.ndim < 2:
+        a = a.reshape(1, -1)
+    level = shades(a, scale)
+    kids = []
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            cx, cy = x + j * cell_w, y + i * CELL_H
+            kids.append(el("rect", {**rank_attrs(rank, f"cell v{int(level[i, j])}"), "x": n(cx), "y": n(cy),
+                                    "width": n(cell_w), "height": n(CELL_H)}))
+            kids.append(text(cx + cell_w / 2, cy + CELL_H / 2, fmt.num(a[i, j], decimals), "num", "middle",
+                             **{"dominant-baseline": "central", "data-key": f"{key}.{i}.{j}"}))
+    kids.append(el("rect", {**rank_attrs(rank, "frame"), "x": n(x), "y": n(y),
+                            "width": n(a.shape[1] * cell_w), "height": n(a.shape[0] * CELL_H)}))
+    return el("g", {"data-part": key}, kids)
+
+
+@dataclass
+class Panel:
+    """A box of the figure: its size and its shapes, drawn with (0, 0) at its top left."""
+
+    w: float
+    h: float
+    nodes: list = field(default_factory=list)
+    part: str | None = None          # data-part of the group (stage lighting, tests)
+    cls: str = ""                    # e.g. "hl" (active stage) or "dim"
+    joins: bool = False              # an arrow or operator: stays on the line of the panel after it
+
+    def at(self, x: float, y: float) -> dict:
+        attrs = {"transform": f"translate({n(x)},{n(y)})"}
+        if self.part:
+            attrs["data-part"] = self.part
+        if self.cls:
+            attrs["class"] = self.cls
+        return el("g", attrs, self.nodes)
+
+
+def matrix_panel(m: Any, caption: Any, rank: int | None, key: str, scale: float | None = None,
+                 cls: str = "", shape: Any = None) -> Panel:
+    """A captioned grid (caption above, e.g. "W₁ · R0"; ``shape`` below, e.g. "2×2")."""
+    a = np.asarray(m)
+    if a.ndim < 2:
+        a = a.reshape(1, -1)
+    w = max(a.shape[1] * CELL_W, 40.0)
+    nodes = [text(0, LABEL_H - 5, caption, "cap"), svg_grid(a, 0, LABEL_H, rank, key, scale)]
+    h = LABEL_H + a.shape[0] * CELL_H
+    if shape is not None:
+        nodes.append(text(0, h + 13, shape, "dimtext"))
+        h += 16
+    return Panel(w, h, nodes, part=key, cls=cls)
+
+
+def arrow_panel(label: Any = None, w: float = 40.0, h: float = 40.0, cls: str = "", part: str | None = None) -> Panel:
+    """A right-pointing arrow with an optional label above it (an operation between panels)."""
+    mid = h / 2 + 6
+    nodes = [el("line", {"class": "arrow", "x1": "2", "y1": n(mid), "x2": n(w - 8), "y2": n(mid)}),
+             arrow_head(w - 2, mid, 0)]
+    if label is not None:
+        nodes.append(text(w / 2, mid - 6, label, "op", "middle"))
+    return Panel(w, h, nodes, part=part, cls=cls, joins=True)
+
+
+@dataclass
+class Row:
+    """A row of panels; ``rank`` draws a lane behind it (tinted by the rank that owns it) and
+    ``hang`` indents the lines a narrow layout wraps onto past the first panel (a rank badge)."""
+
+    panels: list
+    rank: int | None = None
+    hang: bool = False
+
+
+def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0, row_gap: float = 14.0,
+         pad: float = 8.0) -> tuple[list[dict], float, float]:
+    """Place panels left to right, row after row, wrapping a row that is wider than ``max_w``.
+
+    Panels of one line share a top edge.  Returns (nodes, width, height) of the whole.
+    """
+    placed, y, width = [], pad, 0.0
+    lanes = []
+    for row in rows:
+        row = row if isinstance(row, Row) else Row(list(row))
+        inner = 6.0 if row.rank is not None else 0.0      # room between a lane's edge and its panels
+        top = y
+        y += inner
+        start = pad + inner
+        x, line_h = start, 0.0
+        for i, p in enumerate(row.panels):
+            # an arrow never ends a line: it wraps together with the panel it points at
+            need = p.w + (gap + row.panels[i + 1].w if p.joins and i + 1 < len(row.panels) else 0.0)
+            if x > start and x + need > max_w - pad - inner:
+                y += line_h + row_gap / 2
+                x = start + (row.panels[0].w + gap if row.hang and i > 1 else 0.0)
+                line_h = 0.0
+            placed.append(p.at(x, y))
+            x += p.w + gap
+            line_h = max(line_h, p.h)
+            width = max(width, x - gap + pad + inner)
+        y += line_h + inner
+        if row.rank is not None or inner:
+            lanes.append((row.rank, top, y - top))
+        y += row_gap
+    back = [el("rect", {**rank_attrs(r, "lane"), "x": n(pad / 2), "y": n(top), "width": n(width - pad),
+                        "height": n(h), "rx": "6"}) for r, top, h in lanes]
+    return back + placed, width, y - row_gap + pad
+
+
+def arrow_head(x: float, y: float, angle: float, size: float = 8.0, cls: str = "arrowhead") -> dict:
+    """A filled arrowhead whose tip is at (x, y), pointing at ``angle`` degrees (0 = right).
+
+    Drawn as a polygon rather than an SVG marker: markers need ids, and ids would repeat
+    when a page shows several figures."""
+    a = math.radians(angle)
+    back = (x - size * math.cos(a), y - size * math.sin(a))
+    side = (-math.sin(a) * size * 0.45, math.cos(a) * size * 0.45)
+    pts = [(x, y), (back[0] + side[0], back[1] + side[1]), (back[0] - side[0], back[1] - side[1])]
+    return el("polygon", {"class": cls, "points": " ".join(f"{n(px)},{n(py)}" for px, py in pts)})
+
+
+def figure_svg(title: Any, body: list[dict], width: float, height: float, desc: Any = None,
+               cls: str = "") -> dict:
+    """One ``<svg role="img">`` of a figure: title (and desc) first, then the shapes."""
+    head = [el("title", None, text=title)]
+    if desc is not None:
+        head.append(el("desc", None, text=desc))
+    # width/height: the natural size in CSS px (the stylesheet lets it shrink to the column).
+    return el("svg", {"viewBox": f"0 0 {n(width)} {n(height)}", "width": n(width), "height": n(height),
+                      "role": "img", "class": ("fig " + cls).strip(), "focusable": "false"}, head + body)
+
+
+# The widest drawing a phone column shows legibly (a 320–390 px screen: numbers stay ≥ 9 px),
+# and the widest one a desktop column holds at its natural size.
+NARROW_W = 380.0
+WIDE_W = 720.0
+
+
+def figure(name: str, title: Any, rows_of: Any, desc: Any = None, caption: Any = None,
+           head: Any = None) -> dict:
+    """The ``<figure class="tp-figure">`` of a section: its panels flowed for a desktop column and,
+    when that drawing is wider than a phone column, flowed again for a phone.
+
+    ``rows_of()`` returns fresh panel rows (flow moves panels, so each layout gets its own);
+    ``head(width)``, if given, returns (nodes, height) drawn above the panels at that width.
+    CSS shows one drawing: ``fig-wide`` above the phone breakpoint, ``fig-narrow`` below it.
+    """
+    svgs = []
+    wide_nodes, wide_w, wide_h = _layout(rows_of(), WIDE_W, head)
+    if wide_w <= NARROW_W:
+        svgs.append(figure_svg(title, wide_nodes, wide_w, wide_h, desc, "fig-one"))
+    else:
+        svgs.append(figure_svg(title, wide_nodes, wide_w, wide_h, desc, "fig-wide"))
+        nodes, w, h = _layout(rows_of(), NARROW_W, head)
+        svgs.append(figure_svg(title, nodes, w, h, desc, "fig-narrow"))
+    kids = svgs + ([el("figcaption", None, text=caption)] if caption is not None else [])
+    node = el("figure", {"class": "tp-figure", "data-figure": name}, kids)
+    check(node)
+    return node
+
+
+def _layout(rows, max_w: float, head) -> tuple[list[dict], float, float]:
+    nodes, w, h = flow(rows, max_w)
+    if head is None:
+        return nodes, w, h
+    head_nodes, head_h = head(w)
+    return head_nodes + [el("g", {"transform": f"translate(0,{n(head_h)})"}, nodes)], w, h + head_h

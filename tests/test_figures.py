@@ -1,0 +1,151 @@
+"""Figures and grid cells: the element-tree contract, figure numbers = table numbers, ranks.
+
+Every section that returns figures is checked generically (so a new figure is tested the day
+it lands); the MLP figure is also checked against an unsharded numpy computation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+from tpmath import mlp as mlp_core
+from tpmath.views import render, sections, tree
+
+NUMBER = re.compile(r"<\s*\d(?:\.\d+)?e[−-]?\d+|[−-]?\d+(?:\.\d+)?(?:e[−-]?\d+)?|[−]?∞|NaN")
+
+
+def _strings(obj):
+    """Every verbatim string inside a result part (cells, cell args, element trees)."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            if k not in ("t", "a", "key"):
+                yield from _strings(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _strings(v)
+
+
+def _table_numbers(result: dict) -> set[str]:
+    out = set()
+    for s in _strings([result.get("tables", {}), result.get("values", {}), result.get("notes", {})]):
+        out.add(s.strip())
+        out.update(m.group(0) for m in NUMBER.finditer(s))
+    return out
+
+
+def _settings(name: str, limit: int = 40):
+    """The defaults and every combination of the section's select options (capped)."""
+    sec = sections()[name]
+    selects = [c for c in sec.controls if c.kind == "select"]
+    combos = itertools.product(*[c.options for c in selects]) if selects else [()]
+    for i, combo in enumerate(combos):
+        if i >= limit:
+            break
+        yield {c.name: v for c, v in zip(selects, combo)}
+
+
+def _figure_sections():
+    return [name for name in sorted(sections()) if render(name).get("figures")]
+
+
+def test_key_sections_have_figures():
+    assert "mlp" in _figure_sections()
+
+
+@pytest.mark.parametrize("name", _figure_sections())
+def test_figure_contract_and_numbers(name):
+    for controls in _settings(name):
+        try:
+            result = render(name, controls)
+        except Exception as err:           # an invalid combination is the control's message
+            assert type(err).__name__ == "TPMathError", err
+            continue
+        numbers = _table_numbers(result)
+        for fig_name, fig in result["figures"].items():
+            tree.check(fig)
+            assert fig["t"] == "figure" and fig["a"]["data-figure"] == fig_name
+            assert fig["a"]["class"] == "tp-figure"
+            svgs = [c for c in fig["c"] if c["t"] == "svg"]
+            assert 1 <= len(svgs) <= 2
+            for svg in svgs:
+                assert svg["a"]["role"] == "img"
+                assert svg["c"][0]["t"] == "title" and svg["c"][0]["x"]
+                assert re.fullmatch(r"0 0 [\d.]+ [\d.]+", svg["a"]["viewBox"])
+            for node in tree.walk(fig):
+                if node["t"] == "text" and "num" in node.get("a", {}).get("class", "").split():
+                    assert node["x"] in numbers, (name, controls, node["x"])
+
+
+@pytest.mark.parametrize("stage", ["shards", "forward", "partial", "backward", "grad-w", "grad-x"])
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_mlp_figure_ranks_and_reference(stage, tp):
+    result = render("mlp", {"stage": stage, "tp": str(tp)})
+    fig = result["figures"]["mlp"]
+    ranks = {node["a"]["data-rank"] for node in tree.walk(fig) if "data-rank" in node.get("a", {})}
+    assert ranks == {str(r) for r in range(tp)}
+    # Lane r shows rank r's blocks: W1's columns [r·F/tp, (r+1)·F/tp) of the unsharded W1.
+    inp = mlp_core.default_inputs()
+    X, W1, W2, G = inp["X"], inp["W1"], inp["W2"], inp["G"]
+    width = W1.shape[1] // tp
+    texts = {node["a"]["data-key"]: node["x"] for node in tree.walk(fig)
+             if node["t"] == "text" and "data-key" in node.get("a", {})}
+    H = np.tanh(X @ W1)                      # the unsharded computation, independently
+    for r in range(tp):
+        cols = slice(r * width, (r + 1) * width)
+        expect = {"W1": W1[:, cols], "H": H[:, cols], "Y_partial": H[:, cols] @ W2[cols, :],
+                  "W2": W2[cols, :]}
+        for key, block in expect.items():
+            if f"{key}.{r}.0.0" not in texts:
+                continue
+            for (i, j), v in np.ndenumerate(block):
+                shown = float(texts[f"{key}.{r}.{i}.{j}"].replace("−", "-"))
+                assert abs(shown - v) <= 5e-5 * max(1, abs(v)), (key, r, i, j)
+    if stage == "partial":
+        Y = H @ W2
+        for (i, j), v in np.ndenumerate(Y):
+            assert abs(float(texts[f"Y.merged.{i}.{j}"].replace("−", "-")) - v) <= 5e-5 * max(1, abs(v))
+
+
+class _Collect(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.seq = []
+
+    def handle_starttag(self, tag, attrs):
+        self.seq.append((tag, tuple(sorted(attrs))))
+
+    def handle_startendtag(self, tag, attrs):
+        self.seq.append((tag, tuple(sorted(attrs))))
+
+
+def test_serialiser_writes_the_tree_element_for_element():
+    from tpsite.render import Translator, tree_html
+    from tpsite.content import load_content
+    from pathlib import Path
+    content = load_content(Path(__file__).resolve().parents[1] / "content")
+    t = Translator(content.strings["en"], "en", "test")
+    fig = render("mlp", {"stage": "grad-x", "tp": "4"})["figures"]["mlp"]
+    parser = _Collect()
+    parser.feed(str(tree_html(fig, t)))
+    expect = [(node["t"].lower(), tuple(sorted((k.lower(), v) for k, v in node.get("a", {}).items())))
+              for node in tree.walk(fig)]
+    assert parser.seq == expect
+
+
+@pytest.mark.parametrize("bad", [
+    {"t": "script", "x": "alert(1)"},
+    {"t": "svg", "c": [{"t": "rect", "a": {"onclick": "x()"}}]},
+    {"t": "svg", "c": [{"t": "rect", "a": {"x": 1.5}}]},
+    {"t": "svg", "c": [{"t": "foreignObject"}]},
+    {"t": "span", "x": {"no-key": 1}},
+])
+def test_whitelist_refuses(bad):
+    with pytest.raises(tree.TreeError):
+        tree.check(bad)
