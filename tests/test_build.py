@@ -9,6 +9,8 @@ with file:line while the previous site stays intact.
 from __future__ import annotations
 
 import json
+import shutil
+import zipfile
 import re
 import subprocess
 import sys
@@ -23,7 +25,7 @@ from site_fixture import DEMO, ROOT, make_content, tree_hashes
 from tpsite import BuildError
 from tpsite.build import build
 
-HTML_LANG = {"en": "en", "zh": "zh-CN"}
+HTML_LANG = {"en": "en", "zh": "zh-CN"}   # the tags content/i18n/<lang>.site.toml gives
 
 
 @pytest.fixture(scope="module")
@@ -271,6 +273,12 @@ BAD_CASES = {
                                      ("i18n/zh.toml", None)),
     "duplicate string key": lambda c: ((c / "i18n/en.extra.toml").write_text('[label]\nfixture = "again"\n'),
                                        ("i18n/en.extra.toml", None)),
+    # a key in one language only names the file where it is missing (the counterpart of its own)
+    "string key in one language only": lambda c: (
+        (c / "i18n/en.errors.toml").write_text('[error]\nbad = "Bad {value}"\n'), ("i18n/zh.errors.toml", None)),
+    "placeholders differ across languages": lambda c: (
+        (c / "i18n/en.errors.toml").write_text('[error]\nbad = "Bad {value}"\n'),
+        (c / "i18n/zh.errors.toml").write_text('[error]\nbad = "错 {valeur}"\n'), ("i18n/zh.errors.toml", None))[1:],
     "missing translation": lambda c: ((c / "en/extra.md").write_text('+++\ntitle = "Extra"\n+++\n\nText.\n'),
                                       ("zh/extra.md", None)),
     "shortcode inside a paragraph": lambda c: (_edit(c / "en/index.md", "{{pydemo hello}}", "Text\n{{pydemo hello}}"),
@@ -368,8 +376,7 @@ def test_real_site_defaults_match_views(real_site):
 
     md = (ROOT / "content" / "en" / "index.md").read_text(encoding="utf-8")
     names = re.findall(r"^\{\{demo ([\w-]+)\}\}\s*$", md, re.M)
-    if not names:
-        pytest.skip("page 1 has no demos yet")
+    assert names, "page 1 must have its demos"
     doc = parse((real_site / "en" / "index.html").read_text(encoding="utf-8"))
     checked = 0
     for name in names:
@@ -427,3 +434,30 @@ def test_demo_sources_share_their_code_across_languages():
         assert numbers(path) == numbers(base), path
         pairs += 1
     assert pairs >= 1
+
+
+# ---------------------------------------------------------------- a third language
+
+def test_a_third_language_is_content_files_only(tmp_path):
+    """Copy the English content as language "xx" (pages and every string file, with its own tag):
+    the build succeeds, writes site/xx/ with the same pages in that language's files, lists it on
+    the language choice, and the command-line messages travel in the wheel for it too."""
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    shutil.copytree(content / "en", content / "xx")
+    for path in sorted((content / "i18n").glob("en*.toml")):
+        text = path.read_text(encoding="utf-8").replace('lang_tag = "en"', 'lang_tag = "x-test"')
+        (content / "i18n" / ("xx" + path.name[2:])).write_text(text, encoding="utf-8")
+    out = tmp_path / "site"
+    build(out, content_dir=content, runtime="none")
+    en = sorted(p.name for p in (out / "en").iterdir())
+    assert sorted(p.name for p in (out / "xx").iterdir()) == en and "index.html" in en
+    for name in en:
+        html = (out / "xx" / name).read_text(encoding="utf-8")
+        assert '<html lang="x-test"' in html and 'hreflang="x-test"' in html
+        # the same page as English but for its own language's links and tag
+        english = (out / "en" / name).read_text(encoding="utf-8")
+        assert html.replace("x-test", "en").replace("../xx/", "../en/").count("<table") == english.count("<table")
+    assert 'href="xx/index.html"' in (out / "index.html").read_text(encoding="utf-8")
+    with zipfile.ZipFile(next((out / "download").glob("*.whl"))) as zf:
+        assert "tpmath/i18n/xx.errors.toml" in zf.namelist()

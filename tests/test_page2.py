@@ -22,7 +22,8 @@ import pytest
 
 from tpmath import TPMathError, views
 from tpmath.row_linear import random_inputs
-from tpmath.views import fmt
+from tpmath import fmt
+from tpmath.i18n import text
 from tpmath.views import row as row_views
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -320,7 +321,7 @@ def test_comm_cost_preset_overrides_fields_and_says_so():
     out = views.render("comm-cost", {"preset": "llama-2-70b", "hidden": 5, "seq": 7, "layers": 3}, "zh")
     assert out["controls"]["hidden"] == 8192 and out["controls"]["layers"] == 80
     assert out["notes"]["comm-preset"]["args"]["hidden"] == fmt.integer(8192)
-    assert out["notes"]["comm-convention"].startswith("bytes_per_rank = 使用 Ring")
+    assert text(out["notes"]["comm-convention"], "zh").startswith("bytes_per_rank = 使用 Ring")
 
 
 # ---------------------------------------------------------------- bad controls
@@ -352,9 +353,9 @@ def test_bad_controls_raise_with_field(section, controls, field):
         views.render(section, controls, "en")
     assert exc.value.field == field
     bad = str(controls[field])
-    assert bad in exc.value.en and bad in exc.value.zh          # the offending value is quoted
+    assert bad in exc.value.message("en") and bad in exc.value.message("zh")   # the offending value is quoted
     payload = json.loads(views.render_json(section, json.dumps(controls), "zh"))
-    assert payload == {"ok": False, "error": exc.value.zh, "field": field}
+    assert payload == {"ok": False, "error": exc.value.cell, "field": field}   # the page translates the cell
 
 
 # ---------------------------------------------------------------- the Python demo

@@ -18,7 +18,9 @@ import pytest
 
 from tpmath import TPMathError
 from tpmath.mlp import default_inputs
-from tpmath.views import fmt, render, render_json, sections
+from tpmath import fmt
+from tpmath.i18n import text
+from tpmath.views import render, render_json, sections
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE1 = ("mlp", "backward", "dp-tp", "precision", "collectives", "mismatch", "ring", "vocab-ce", "vocab-extras")
@@ -232,7 +234,7 @@ def test_mismatch_scenarios():
     early = render("mismatch", {"scenario": "early_exit"}, "zh")
     hang = rows(early, "mismatch-hangs")
     assert [h[:3] for h in hang] == [["R0", "#1", {"key": "label.hang_early_exit"}]]
-    assert re.search(r"[\u4e00-\u9fff]", hang[0][3])            # the Chinese explanation on the zh page
+    assert re.search(r"[\u4e00-\u9fff]", text(hang[0][3], "zh"))   # the Chinese explanation on the zh page
     assert early["values"]["matched"] == "1"
     swapped = render("mismatch", {"scenario": "order_swapped"})
     assert [h[0] for h in rows(swapped, "mismatch-hangs")] == ["R0", "R1"]
@@ -250,9 +252,11 @@ def test_ring_bytes(n, count):
         assert row[2] == fmt.integer(sent) + "\u00a0B"
         if count % n == 0:
             assert sent == 2 * (n - 1) * count // n * 4
+    # every ring step forwards each of the n chunks once: the whole buffer crosses the ring per step
+    assert [row[3] for row in steps] == [fmt.integer(count * 4) + "\u00a0B"] * (2 * (n - 1))
     if n <= 4 and count <= 8:
         total = sum(np.arange(1, count + 1) * 10.0 ** r for r in range(n))
-        assert steps[-1][3] == " | ".join(f"R{r} {fmt.vec(total)}" for r in range(n))
+        assert steps[-1][4] == " | ".join(f"R{r} {fmt.vec(total)}" for r in range(n))
     assert res["values"]["bus-factor"] == fmt.num(2 * (n - 1) / n)
 
 
@@ -263,6 +267,9 @@ def test_tree_bytes():
         children = len([c for c in (2 * r + 1, 2 * r + 2) if c < n])
         msgs = children + (1 if r else 0)
         assert row[1] == fmt.integer(msgs) and row[2] == fmt.integer(msgs * count * 4) + "\u00a0B"
+    # reduce: every rank of the deepest level first (ranks 3, 4 at depth 2), then depth 1; broadcast mirrors it
+    per_level = [2 * 1000 * 4, 2 * 1000 * 4]
+    assert [row[3] for row in rows(res, "ring-steps")] == [fmt.integer(b) + "\u00a0B" for b in per_level + per_level[::-1]]
 
 
 # ----------------------------------------------------------------------- vocab CE
@@ -405,9 +412,9 @@ def test_bad_controls(section, controls, field):
         quoted.append(repr(float(bad)))                           # as the number it was parsed to
     except ValueError:
         pass
-    assert any(q in info.value.en for q in quoted) and any(q in info.value.zh for q in quoted)
+    assert any(q in info.value.message("en") for q in quoted) and any(q in info.value.message("zh") for q in quoted)
     out = json.loads(render_json(section, json.dumps(controls), "zh"))
-    assert out["ok"] is False and out["field"] == field and re.search(r"[\u4e00-\u9fff]", out["error"])
+    assert out["ok"] is False and out["field"] == field and re.search(r"[\u4e00-\u9fff]", text(out["error"], "zh"))
 
 
 # ------------------------------------------------------------------------------ i18n

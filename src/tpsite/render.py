@@ -70,7 +70,7 @@ class Translator:
         if cell is None:
             return ""
         if isinstance(cell, float):
-            raise BuildError(f"view returned an unformatted number {cell!r} (use tpmath.views.fmt)",
+            raise BuildError(f"view returned an unformatted number {cell!r} (use tpmath.fmt)",
                              self.where)
         return str(cell)
 

@@ -15,9 +15,10 @@ import numpy as np
 
 from .. import mlp as core
 from ..validate import as_choice
-from . import Control, Section, fmt
+from .. import fmt
+from . import Control, Section
+from .cells import id_range, label, rank, select_int, table
 from .fig_mlp import figure_mlp
-from .page1_util import id_range, label, rank, select_int, table
 
 STAGES = ("shards", "forward", "partial", "backward", "grad-w", "grad-x")
 TP_OPTIONS = (1, 2, 4)

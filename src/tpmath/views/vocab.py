@@ -21,9 +21,10 @@ import numpy as np
 
 from .. import vocab_ce as core
 from ..validate import as_float
-from . import Control, Section, fmt
+from .. import fmt
+from . import Control, Section
+from .cells import id_range, int_range, label, rank, select_int, table
 from .fig_vocab import figure_vocab_ce, figure_vocab_extras
-from .page1_util import id_range, int_range, label, rank, select_int, table
 
 V = len(core.DEFAULT_LOGITS)
 SHARD_OPTIONS = tuple(range(1, V + 1))

@@ -101,3 +101,17 @@ def nbytes(n: Any) -> str:
             return (f"{int(n)}\u00a0B" if unit == "B" else f"{n:.3g}\u00a0{unit}").replace("-", MINUS)
         n /= 1024
     raise AssertionError("unreachable")
+
+
+def bound(x: Any) -> str:
+    """A limit a reader must respect: 10 000, −10 000, 0.001, 1e−9 (no trailing zeros)."""
+    x = float(x)
+    if x.is_integer() and abs(x) < 1e15:
+        return integer(x)
+    return f"{x:g}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e").replace("-", MINUS)
+
+
+def shape(dims: Any) -> str:
+    """A shape as numpy writes it, (2, 4) or (3,); ``None`` (any size) as ·."""
+    parts = ["·" if d is None else str(int(d)) for d in dims]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
