@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -54,13 +55,29 @@ def pages_of(site: Path) -> list[str]:
                   if "static" not in p.relative_to(site).parts)
 
 
-def start_server(site: Path):
-    """``tpsite.serve`` on 127.0.0.1 (any free port), quiet, in a daemon thread."""
+def start_server(site: Path, port: int = 0):
+    """``tpsite.serve`` on 127.0.0.1 (``port``, 0 = any free one), quiet, in a daemon thread."""
     from tpsite.serve import make_server, url_of
 
-    server = make_server(site, "127.0.0.1", 0, verbose=False)
+    server = make_server(site, "127.0.0.1", port, verbose=False)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, url_of(server)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def build_published(out: Path, port: int) -> None:
+    """The site as the Pages workflow builds it, but with the runtime served locally and the
+    local server's address as --base-url (absolute canonical and hreflang links, sitemap)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "build.py"), "--runtime", "local", "--out", str(out),
+                           "--base-url", f"http://127.0.0.1:{port}/"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"build.py failed:\n{proc.stdout}\n{proc.stderr}")
 
 
 def run_once(cli: Path, url: str, workdir: Path) -> dict:
@@ -83,6 +100,9 @@ def run_once(cli: Path, url: str, workdir: Path) -> dict:
     return {"scores": scores, "metrics": {k: (round(v, 4) if k == "cls" else round(v)) if v is not None else None
                                          for k, v in metrics.items()},
             "failed_audits": failed, "lighthouse": report.get("lighthouseVersion"),
+            # Lighthouse's own CPU benchmark of this run (higher = faster machine): the simulated
+            # metrics scale with it, so a loaded machine shows here.
+            "benchmark_index": report.get("environment", {}).get("benchmarkIndex"),
             "user_agent": report.get("environment", {}).get("hostUserAgent")}
 
 
@@ -103,14 +123,23 @@ def best_of(runs: list[dict]) -> dict:
     return max(runs, key=lambda r: (r["scores"]["performance"] or 0, -(r["metrics"]["lcp_ms"] or 0)))
 
 
-def run(site: Path, runs: int = 3, pages: list[str] | None = None) -> dict:
+def bench(quick: bool) -> dict:
+    """Build, serve and measure: every page three times (``quick``: page 1 once, to check the harness)."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="tp-lighthouse-site-") as tmp:
+        site = Path(tmp) / "site"
+        build_published(site, port)
+        return run(site, 1 if quick else 3, ["en/index.html"] if quick else None, port)
+
+
+def run(site: Path, runs: int = 3, pages: list[str] | None = None, port: int = 0) -> dict:
     """Lighthouse ``runs`` times per page of ``site``; the best run per page, and whether it meets the targets."""
     cli = cli_path()
     if not cli.is_file():
         raise RuntimeError(f"Lighthouse not found at {cli}: run `bash scripts/setup.sh --test`")
     if not shutil.which("node"):
         raise RuntimeError("node not found (apt-get install nodejs)")
-    server, base = start_server(site)
+    server, base = start_server(site, port)
     results = []
     try:
         with tempfile.TemporaryDirectory(prefix="tp-lighthouse-") as tmp:

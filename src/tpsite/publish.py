@@ -75,9 +75,10 @@ def preview_path(lang: str, slug: str) -> str:
 
 
 def page_meta(content: Content, urls: Urls, lang: str, rel: str, title: str, description: str,
-              image: str, image_alt: str) -> dict:
-    """The data of the page's canonical / Open Graph / Twitter blocks (templates/base.html)."""
-    abs_image = urls.absolute(image)
+              image: str, image_alt: str | None) -> dict:
+    """The data of the page's canonical / Open Graph / Twitter blocks (templates/publish_head.html);
+    ``image_alt`` None: the page has no preview image."""
+    abs_image = urls.absolute(image) if image_alt is not None else None
     return {
         "canonical": urls.absolute(rel),
         "site_name": content.strings[lang].get("site.title", ""),
@@ -103,9 +104,9 @@ def write_previews(out: Path, content: Content, figures: dict, translators: dict
         t = translators[lang]
         for slug in slugs:
             figure = figures.get((lang, slug)) or figures.get((lang, slugs[0]))
-            if figure is None:
-                raise BuildError("neither this page nor the first page has a figure for its link-preview "
-                                 "image", content.page(lang, slug).path)
+            if figure is None:                 # a site without figures: previews without an image
+                alts[(lang, slug)] = None
+                continue
             key = (lang, id(figure))
             if key not in svgs:                # pages without a figure share the first page's
                 svgs[key] = preview.standalone_svg(figure, t.cell, css, t("site.title"))

@@ -2,13 +2,18 @@
 
 Only files below the site directory are served (``..`` and symlinks leading out are
 refused), with the MIME types the runtime needs (``.wasm`` must be
-``application/wasm`` for streaming compilation).
+``application/wasm`` for streaming compilation).  Like a static host (GitHub Pages), text
+types and WebAssembly are sent gzip-compressed to clients that accept it, and a missing
+file is answered with the site's ``404.html`` (status 404), so what is measured locally
+(Lighthouse, byte counts) is what readers of the published site get.
 """
 
 from __future__ import annotations
 
 import functools
+import gzip
 import http.server
+import io
 import os
 import posixpath
 import sys
@@ -32,10 +37,61 @@ MIME_TYPES = {
 }
 
 
+# Sent compressed (gzip level 6, what static hosts use); images, fonts and archives already are.
+COMPRESSIBLE = ("text/", "application/javascript", "application/json", "application/wasm",
+                "application/xml", "image/svg+xml")
+GZIP_LEVEL = 6
+
+
+@functools.lru_cache(maxsize=64)
+def _gzipped(path: str, mtime_ns: int, size: int) -> bytes:
+    """gzip of a file, cached by (path, mtime, size): the 8 MB runtime is compressed once."""
+    with open(path, "rb") as fh:
+        return gzip.compress(fh.read(), GZIP_LEVEL, mtime=0)
+
+
 class SiteHandler(http.server.SimpleHTTPRequestHandler):
     """Static files under ``directory`` only; no directory listings."""
 
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME_TYPES}
+
+    def send_head(self):
+        """Files as SimpleHTTPRequestHandler sends them, or gzip-compressed when the client accepts it."""
+        path = self.translate_path(self.path)
+        ctype = self.guess_type(path)
+        if (os.path.isdir(path) or not os.path.isfile(path) or not ctype.startswith(COMPRESSIBLE)
+                or not self._accepts_gzip()):
+            return super().send_head()
+        st = os.stat(path)
+        body = _gzipped(path, st.st_mtime_ns, st.st_size)
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Vary", "Accept-Encoding")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Last-Modified", self.date_time_string(int(st.st_mtime)))
+        self.end_headers()
+        return io.BytesIO(body)
+
+    def _accepts_gzip(self) -> bool:
+        for part in self.headers.get("Accept-Encoding", "").split(","):
+            coding, _, params = part.strip().partition(";")
+            if coding.strip().lower() in ("gzip", "*") and params.replace(" ", "") not in ("q=0", "q=0.0"):
+                return True
+        return False
+
+    def send_error(self, code, message=None, explain=None):
+        """A missing file: the site's 404.html with status 404, as a static host answers."""
+        page = Path(self.directory) / "404.html"
+        if code != 404 or not page.is_file():
+            return super().send_error(code, message, explain)
+        body = page.read_bytes()
+        self.send_response(404, message)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def translate_path(self, path: str) -> str:
         """Map the URL path into the site; anything escaping it maps to a missing file."""
