@@ -42,16 +42,45 @@ apt_install() {
   fi
 }
 
+# True when tpmath (this checkout) and every requirement of the given extras are installed at an
+# allowed version: then pip is not run at all (it would query the index and rebuild the editable
+# wheel). Only == and >= occur in pyproject.toml; anything else makes it answer "no".
+satisfied() {
+  "$PY" - "$@" <<'PYEOF'
+import re, sys, tomllib
+from importlib import metadata
+from pathlib import Path
+
+def ver(v):
+    return tuple(int(x) for x in re.findall(r"\d+", v.split("+")[0])[:3])
+
+project = tomllib.loads(Path("pyproject.toml").read_text())["project"]
+reqs = list(project["dependencies"]) + ["numpy==2.0.2"]
+for extra in sys.argv[1:]:
+    reqs += project["optional-dependencies"][extra]
+try:
+    direct = metadata.distribution("tpmath").read_text("direct_url.json") or ""
+    if Path.cwd().as_uri() not in direct:
+        sys.exit(1)
+    for req in reqs:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(==|>=)\s*([\w.]+)", req.split(";")[0].strip())
+        have = ver(metadata.version(m.group(1)))
+        if (m.group(2) == "==" and have != ver(m.group(3))) or have < ver(m.group(3)):
+            sys.exit(1)
+except (metadata.PackageNotFoundError, AttributeError):
+    sys.exit(1)
+PYEOF
+}
+
 # ---- the build
-"${PIP[@]}" "numpy==2.0.2" -e '.[build]'
+satisfied build || "${PIP[@]}" "numpy==2.0.2" -e '.[build]'
 if ! PYTHONPATH=src "$PY" -c "import sys, tpsite.preview as p; sys.exit(p.font_files() is None)"; then
   apt_install fonts-dejavu-core fonts-noto-cjk
 fi
 [ "$MODE" = build ] && exit 0
 
 # ---- the tests and benchmarks
-"${PIP[@]}" "numpy==2.0.2" -e '.[build,test]'
-"${PIP[@]}" "torch==2.13.0"
+satisfied build test torch || "${PIP[@]}" "numpy==2.0.2" -e '.[build,test,torch]'
 [ -x /usr/bin/chromium ] || apt_install chromium
 command -v npm >/dev/null 2>&1 || apt_install npm     # fetch_runtime.py / fetch_axe.py use `npm pack`
 "$PY" scripts/fetch_runtime.py

@@ -402,3 +402,52 @@ def test_readme_commands_and_ci_use_the_setup_split():
     build_part = setup[:setup.index('[ "$MODE" = build ] && exit 0')]
     for heavy in ("torch", "chromium", "fetch_runtime", "fetch_axe", "lighthouse", "npm ci"):
         assert heavy not in build_part.split("# ---- the build", 1)[1], heavy
+
+
+# ---------------------------------------------------------------- set-up: idempotence logic
+
+def _fake_env(tmp_path: Path, versions: dict[str, str], checkout: Path) -> Path:
+    """A virtual environment (no pip) holding only package metadata: what `satisfied` reads."""
+    env = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
+    site = next(env.glob("lib/python*/site-packages"))
+    for name, version in versions.items():
+        info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        if name == "tpmath":
+            (info / "direct_url.json").write_text(
+                '{"url": "%s", "dir_info": {"editable": true}}' % checkout.as_uri())
+    return env / "bin" / "python"
+
+
+def _satisfied(python: Path, *extras: str) -> int:
+    setup = (ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8")
+    func = setup[setup.index("satisfied() {"):]
+    func = func[:func.index("\n}\n") + 3]
+    proc = subprocess.run(["bash", "-c", func + 'satisfied "$@"', "satisfied", *extras], cwd=ROOT,
+                          env={**os.environ, "PY": str(python)}, capture_output=True, text=True, timeout=120)
+    return proc.returncode
+
+
+def test_setup_skips_pip_only_when_every_requirement_is_there(tmp_path):
+    """setup.sh runs pip unless this checkout's tpmath and each pinned / minimum version is installed."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    reqs = project["dependencies"] + project["optional-dependencies"]["build"]
+    versions = {"tpmath": "0.1.0"}
+    for req in reqs:
+        name, op, version = next((req.partition(op) for op in ("==", ">=") if op in req))
+        versions[name.strip()] = version.strip()
+    versions["numpy"] = "2.0.2"
+    python = _fake_env(tmp_path, versions, ROOT)
+    assert _satisfied(python, "build") == 0
+    assert _satisfied(python, "build", "test") == 1                      # pytest & co. missing
+    site = next(python.parent.parent.glob("lib/python*/site-packages"))
+    numpy_meta = next(site.glob("numpy-*.dist-info")) / "METADATA"
+    numpy_meta.write_text(numpy_meta.read_text().replace("Version: 2.0.2", "Version: 2.1.0"))
+    assert _satisfied(python, "build") == 1                              # numpy must be 2.0.2 exactly
+    numpy_meta.write_text(numpy_meta.read_text().replace("Version: 2.1.0", "Version: 2.0.2"))
+    shutil.rmtree(next(site.glob("resvg_py-*.dist-info")))
+    assert _satisfied(python, "build") == 1
+    other = _fake_env(tmp_path / "other", versions, tmp_path)             # tpmath from another checkout
+    assert _satisfied(other, "build") == 1
