@@ -257,7 +257,7 @@ def _to_xml(node: Node) -> ET.Element:
     attrs = {k: v for k, v in node.attrs.items() if k not in ("class", "role", "focusable")
              and not k.startswith("data-") and not k.startswith("aria-")}
     attrs.update(node.style)
-    el = ET.Element(f"{{{SVG_NS}}}{node.tag}", attrs)
+    el = ET.Element(node.tag, attrs)
     if node.text is not None:
         el.text = node.text
     for child in node.children:
@@ -290,17 +290,17 @@ def standalone_svg(figure: dict, translate, css: str, footer: str) -> str:
     root_vars = page.custom
     bg, accent = (_resolve(f"var(--{k})", root_vars) for k in ("bg", "accent"))
     sans = _resolve("var(--sans)", root_vars)
-    out = ET.Element(f"{{{SVG_NS}}}svg", {"width": str(WIDTH), "height": str(HEIGHT),
+    out = ET.Element("svg", {"xmlns": SVG_NS, "width": str(WIDTH), "height": str(HEIGHT),
                                           "viewBox": f"0 0 {WIDTH} {HEIGHT}"})
-    ET.SubElement(out, f"{{{SVG_NS}}}rect", {"width": str(WIDTH), "height": str(HEIGHT), "fill": bg})
-    ET.SubElement(out, f"{{{SVG_NS}}}rect", {"y": str(HEIGHT - FOOTER_H), "width": str(WIDTH),
+    ET.SubElement(out, "rect", {"width": str(WIDTH), "height": str(HEIGHT), "fill": bg})
+    ET.SubElement(out, "rect", {"y": str(HEIGHT - FOOTER_H), "width": str(WIDTH),
                                              "height": str(FOOTER_H), "fill": accent})
-    label = ET.SubElement(out, f"{{{SVG_NS}}}text", {
+    label = ET.SubElement(out, "text", {
         "x": str(MARGIN), "y": f"{HEIGHT - FOOTER_H / 2:.1f}", "dominant-baseline": "central",
         "fill": bg, "font-family": sans, "font-size": "26px", "font-weight": "600"})
     label.text = footer
     out.append(_to_xml(fig))
-    ET.register_namespace("", SVG_NS)
+    # Plain tags and an xmlns attribute: ET.register_namespace is global, and mathml.py owns the default.
     return ET.tostring(out, encoding="unicode")
 
 
