@@ -17,6 +17,7 @@ import io
 import os
 import posixpath
 import sys
+import threading
 import urllib.parse
 from pathlib import Path
 
@@ -43,9 +44,21 @@ COMPRESSIBLE = ("text/", "application/javascript", "application/json", "applicat
 GZIP_LEVEL = 6
 
 
-@functools.lru_cache(maxsize=64)
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
 def _gzipped(path: str, mtime_ns: int, size: int) -> bytes:
-    """gzip of a file, cached by (path, mtime, size): the 8 MB runtime is compressed once."""
+    """Parallel first requests for one file (the 8 MB runtime) compress it once."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.setdefault(path, threading.Lock())
+    with lock:
+        return _gzipped_cached(path, mtime_ns, size)
+
+
+@functools.lru_cache(maxsize=64)
+def _gzipped_cached(path: str, mtime_ns: int, size: int) -> bytes:
+    """gzip of a file, cached by (path, mtime, size): each file is compressed once."""
     with open(path, "rb") as fh:
         return gzip.compress(fh.read(), GZIP_LEVEL, mtime=0)
 
