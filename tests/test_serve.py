@@ -170,3 +170,10 @@ def test_missing_file_gets_the_sites_404_page(server):
     status, headers, body = get_with(server, "/no/such/page.html", {})
     assert status == 404 and headers["content-type"].startswith("text/html")
     assert body == b"<!DOCTYPE html><title>not found</title>"
+
+
+def test_gzipped_file_answers_if_modified_since(server):
+    status, headers, _ = get_with(server, "/static/style.css", {"Accept-Encoding": "gzip"})
+    status, _, body = get_with(server, "/static/style.css", {"Accept-Encoding": "gzip",
+                                                             "If-Modified-Since": headers["last-modified"]})
+    assert status == 304 and body == b""

@@ -10,6 +10,7 @@ file is answered with the site's ``404.html`` (status 404), so what is measured 
 
 from __future__ import annotations
 
+import email.utils
 import functools
 import gzip
 import http.server
@@ -76,6 +77,10 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
                 or not self._accepts_gzip()):
             return super().send_head()
         st = os.stat(path)
+        if self._not_modified(st.st_mtime):
+            self.send_response(304)
+            self.end_headers()
+            return None
         body = _gzipped(path, st.st_mtime_ns, st.st_size)
         self.send_response(200)
         self.send_header("Content-Type", ctype)
@@ -85,6 +90,16 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Last-Modified", self.date_time_string(int(st.st_mtime)))
         self.end_headers()
         return io.BytesIO(body)
+
+    def _not_modified(self, mtime: float) -> bool:
+        """If-Modified-Since at or after the file's time (as SimpleHTTPRequestHandler answers)."""
+        since = self.headers.get("If-Modified-Since")
+        if not since or self.headers.get("If-None-Match"):
+            return False
+        try:
+            return int(mtime) <= email.utils.parsedate_to_datetime(since).timestamp()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return False
 
     def _accepts_gzip(self) -> bool:
         for part in self.headers.get("Accept-Encoding", "").split(","):
@@ -158,7 +173,17 @@ def make_server(site_dir: str | Path, host: str = "127.0.0.1", port: int = 8000,
     handler = functools.partial(SiteHandler, directory=str(site_dir))
     server = SiteServer((host, port), handler)
     server.verbose = verbose
+    threading.Thread(target=_prewarm, args=(site_dir,), daemon=True).start()
     return server
+
+
+def _prewarm(site_dir: Path, min_size: int = 256 * 1024) -> None:
+    """Compress the large files (the runtime) now, not while a first page waits for them."""
+    for path in sorted(site_dir.rglob("*")):
+        ctype = SiteHandler.extensions_map.get(path.suffix.lower(), "")
+        if path.is_file() and ctype.startswith(COMPRESSIBLE) and path.stat().st_size >= min_size:
+            st = path.stat()
+            _gzipped(str(path), st.st_mtime_ns, st.st_size)
 
 
 def url_of(server: SiteServer) -> str:
