@@ -224,3 +224,15 @@ def test_aligned_rows_line_up_in_chromium(tmp_path, browser):
         # a narrow left-hand side really moved right (text-align alone does nothing in Chromium)
         narrow = min(rows, key=lambda r: r["lhsRight"] - r["lhsLeft"])
         assert narrow["lhsLeft"] - narrow["cellLeft"] > 3
+
+
+def test_punctuation_never_starts_a_line_after_inline_maths():
+    """A word joiner glues closing punctuation to the formula before it (and opening brackets to the
+    formula after them), so Chromium cannot break the line between them ("。" starting a line)."""
+    from tpsite import mathml as mm
+    html = mm.restore("<p>宽度 MXTPMATH00000Z。然后（MXTPMATH00001Z）, MXTPMATH00000Z, and x</p>",
+                      ["<math><mi>a</mi></math>", "<math><mi>b</mi></math>"])
+    assert "</math>\u2060。" in html
+    assert "（\u2060<math><mi>b</mi></math>\u2060）" in html
+    assert "</math>\u2060," in html
+    assert "\u2060 and" not in html

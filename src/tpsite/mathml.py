@@ -346,4 +346,9 @@ def restore(html: str, mathml: list[str]) -> str:
         return f'<div class="math-display">{html}</div>' if ' display="block"' in html[:120] else m.group(0)
 
     html = re.sub(r"<p>\s*MXTPMATH(\d{5})Z\s*</p>", block, html)
+    # Chromium may break a line on either side of an inline <math>, even next to punctuation, so
+    # "。" or "," could start a line after a formula: a word joiner (U+2060, invisible) glues
+    # closing punctuation to the formula before it and opening brackets to the one after them.
+    html = re.sub(r"(MXTPMATH\d{5}Z)(?=[。，、；：！？）」』】.,;:!?)\]])", "\\1\u2060", html)
+    html = re.sub(r"(?<=[（「『【(\[“])(MXTPMATH\d{5}Z)", "\u2060\\1", html)
     return TOKEN_RE.sub(lambda m: mathml[int(m.group(1))], html)

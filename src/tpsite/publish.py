@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
 from . import preview
-from .content import HTML_LANG, Content
+from .content import Content
 from .errors import BuildError
 
 # Open Graph locale of each content language (language_TERRITORY).
@@ -66,8 +66,8 @@ class Urls:
         return self.absolute(rel) or root + rel
 
 
-def og_locale(lang: str) -> str:
-    return OG_LOCALE.get(lang) or HTML_LANG.get(lang, lang).replace("-", "_")
+def og_locale(content: Content, lang: str) -> str:
+    return OG_LOCALE.get(lang) or content.tag(lang).replace("-", "_")
 
 
 def preview_path(lang: str, slug: str) -> str:
@@ -83,8 +83,8 @@ def page_meta(content: Content, urls: Urls, lang: str, rel: str, title: str, des
         "canonical": urls.absolute(rel),
         "site_name": content.strings[lang].get("site.title", ""),
         "title": title, "description": description,
-        "locale": og_locale(lang),
-        "locale_alternates": [og_locale(other) for other in content.langs if other != lang],
+        "locale": og_locale(content, lang),
+        "locale_alternates": [og_locale(content, other) for other in content.langs if other != lang],
         "url": urls.absolute(rel),
         "image": abs_image, "image_alt": image_alt,
         "image_width": preview.WIDTH, "image_height": preview.HEIGHT,
@@ -160,7 +160,7 @@ def sitemap(content: Content, urls: Urls) -> str:
              f"  <url><loc>{escape(urls.absolute('index.html'))}</loc></url>"]
     for slug in content.slugs():
         alternates = "".join(
-            f'\n    <xhtml:link rel="alternate" hreflang={quoteattr(HTML_LANG.get(lang, lang))} '
+            f'\n    <xhtml:link rel="alternate" hreflang={quoteattr(content.tag(lang))} '
             f"href={quoteattr(urls.absolute(lang + '/' + content.page(lang, slug).output_name))}/>"
             for lang in content.langs)
         alternates += (f'\n    <xhtml:link rel="alternate" hreflang="x-default" '

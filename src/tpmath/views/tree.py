@@ -26,7 +26,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from . import fmt
+from .. import fmt
 
 SVG_TAGS = frozenset({"svg", "g", "rect", "line", "path", "polygon", "circle", "text", "tspan",
                       "title", "desc"})
@@ -195,6 +195,7 @@ class Panel:
     nodes: list = field(default_factory=list)
     part: str | None = None          # data-part of the group (stage lighting, tests)
     cls: str = ""                    # e.g. "hl" (active stage) or "dim"
+    joins: bool = False              # an arrow or operator: stays on the line of the panel after it
 
     def at(self, x: float, y: float) -> dict:
         attrs = {"transform": f"translate({n(x)},{n(y)})"}
@@ -227,7 +228,7 @@ def arrow_panel(label: Any = None, w: float = 40.0, h: float = 40.0, cls: str = 
              arrow_head(w - 2, mid, 0)]
     if label is not None:
         nodes.append(text(w / 2, mid - 6, label, "op", "middle"))
-    return Panel(w, h, nodes, part=part, cls=cls)
+    return Panel(w, h, nodes, part=part, cls=cls, joins=True)
 
 
 @dataclass
@@ -256,7 +257,9 @@ def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0,
         start = pad + inner
         x, line_h = start, 0.0
         for i, p in enumerate(row.panels):
-            if x > start and x + p.w > max_w - pad - inner:
+            # an arrow never ends a line: it wraps together with the panel it points at
+            need = p.w + (gap + row.panels[i + 1].w if p.joins and i + 1 < len(row.panels) else 0.0)
+            if x > start and x + need > max_w - pad - inner:
                 y += line_h + row_gap / 2
                 x = start + (row.panels[0].w + gap if row.hang and i > 1 else 0.0)
                 line_h = 0.0

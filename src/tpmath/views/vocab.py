@@ -21,8 +21,10 @@ import numpy as np
 
 from .. import vocab_ce as core
 from ..validate import as_float
-from . import Control, Section, fmt
-from .page1_util import id_range, int_range, label, rank, select_int, table
+from .. import fmt
+from . import Control, Section
+from .cells import id_range, int_range, label, rank, select_int, table
+from .fig_vocab import figure_vocab_ce, figure_vocab_extras
 
 V = len(core.DEFAULT_LOGITS)
 SHARD_OPTIONS = tuple(range(1, V + 1))
@@ -80,6 +82,7 @@ def render_vocab_ce(controls: dict, lang: str) -> dict:
             "padded-vocab": fmt.integer(res["padded_vocab"]),
         },
         "notes": notes,
+        "figures": {"vocab-ce": figure_vocab_ce(res)},
     }
 
 
@@ -156,6 +159,8 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
             "smoothing-reference": fmt.num(smooth["reference_loss"]),
             "ignore-loss": fmt.num(ign["loss"]),
         },
+        "figures": {"vocab-extras": figure_vocab_extras(tp, eps, smooth, ign, IGNORE_TARGETS, IGNORE_INDEX,
+                                                        core.vocab_pad_table(GPT2_VOCAB, tp))},
     }
 
 
@@ -169,9 +174,9 @@ SECTIONS = {
     "vocab-ce": Section(
         name="vocab-ce",
         controls=(
-            Control("shards", "select", "2", options=int_range(1, V)),
-            Control("target", "select", str(core.DEFAULT_TARGET), options=int_range(0, V - 1)),
-            Control("shift", "number", 0, min=-core.SHIFT_LIMIT, max=core.SHIFT_LIMIT, step="any"),
+            Control("shards", "select", "2", options=int_range(1, V), slider=True),
+            Control("target", "select", str(core.DEFAULT_TARGET), options=int_range(0, V - 1), slider=True),
+            Control("shift", "number", 0, min=-core.SHIFT_LIMIT, max=core.SHIFT_LIMIT, step="any", slider="symlog"),
         ),
         render=render_vocab_ce,
         real=lambda c: [("vocab-ce", {"shards": c["shards"], "target": c["target"], "shift": c["shift"]})],
@@ -182,8 +187,8 @@ SECTIONS = {
     "vocab-extras": Section(
         name="vocab-extras",
         controls=(
-            Control("tp", "select", "2", options=int_range(1, V)),
-            Control("smoothing", "number", 0.1, min=0, max=1, step=0.05),
+            Control("tp", "select", "2", options=int_range(1, V), slider=True),
+            Control("smoothing", "number", 0.1, min=0, max=1, step=0.05, slider=True),
         ),
         render=render_vocab_extras,
         real=lambda c: [("vocab-ce", {"shards": c["tp"], "label_smoothing": c["smoothing"]}),
