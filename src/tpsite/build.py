@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 import jinja2
 
 from . import content as content_mod
-from . import fonts, markdown_ext, mathml, publish, render, runtime, wheel
+from . import fonts, markdown_ext, mathml, precompute, publish, render, runtime, wheel
 from .content import Content, Page, display_path
 from .errors import BuildError
 
@@ -95,8 +95,10 @@ def _views_module():
     return importlib.import_module("tpmath.views")
 
 
-def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None:
-    """Render every demo block (default control values) and run every Python demo."""
+def compute_blocks(content: Content, prepared: dict, env, src_dir: Path, results: dict | None = None) -> None:
+    """Render every demo block (default control values) and run every Python demo.
+
+    ``results``: {(section, lang): precompute.SectionResults}; a demo block names its file."""
     views = None
     outputs: dict[Path, tuple[str, str]] = {}
     for key in sorted(prepared):
@@ -117,7 +119,9 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None
                                      prep.page.path, sc.line) from err
                 prep.figures.update(result.get("figures") or {})
                 try:
-                    prep.blocks.append(render.render_demo(env, sections[sc.name], result, t))
+                    done = (results or {}).get((sc.name, prep.page.lang))
+                    prep.blocks.append(render.render_demo(env, sections[sc.name], result, t,
+                                                          results_url="../" + done.path if done else None))
                 except BuildError as err:
                     if err.line is not None:
                         raise
@@ -138,6 +142,31 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None
                     prep.blocks.append(render.render_pydemo(env, sc.name, code, output, t))
                 except BuildError as err:
                     raise BuildError(f"{{{{pydemo {sc.name}}}}}: {err.message}", prep.page.path, sc.line) from None
+
+
+def precompute_results(content: Content, prepared: dict) -> dict:
+    """Results of the discrete control states of every demo section on the pages
+    (:mod:`tpsite.precompute`); unknown sections are left to :func:`compute_blocks` to report."""
+    names = {sc.name for prep in prepared.values() for sc in prep.shortcodes if sc.kind == "demo"}
+    if not names:
+        return {}
+    views = _views_module()
+    known = set(views.SECTION_MODULES)
+    return precompute.precompute(views, sorted(names & known), list(content.langs))
+
+
+def write_results(out: Path, results: dict) -> dict:
+    """Write each results file once (a section shared by pages and languages has one);
+    returns {section: {"path", "bytes", "states", "unique", "full"}} for the build's report."""
+    report = {}
+    for res in {id(r): r for r in results.values()}.values():
+        dest = out / res.path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(res.data)
+        report[res.section + (f".{res.lang}" if res.lang else "")] = {
+            "path": res.path, "bytes": len(res.data), "states": res.states, "unique": res.unique,
+            "full": res.full}
+    return dict(sorted(report.items()))
 
 
 def _restore_toc(tokens: list[dict], mathml_list: list[str]) -> list[dict]:
@@ -397,9 +426,13 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
     with timer.phase("math"):
         prepared = prepare_pages(content)
     env = render.make_env(templates)
+    results = {}
+    if runtime != "none":   # without a runtime nothing answers a change: no results to ship
+        with timer.phase("precompute"):
+            results = precompute_results(content, prepared)
     with timer.phase("views"):
         try:
-            compute_blocks(content, prepared, env, ROOT / "src")
+            compute_blocks(content, prepared, env, ROOT / "src", results)
         except jinja2.TemplateError as err:
             raise template_error(err, templates) from err
     with timer.phase("markdown"):
@@ -411,6 +444,7 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
             base, wheel_url, csp_extra = install_runtime(tmp, runtime, content.root / "i18n")
         with timer.phase("render"):
             n_static = copy_static(templates / "static", tmp)
+            results_report = write_results(tmp, results)
             # The readers' download for "run it on real ranks" (pure Python, any runtime mode).
             wheel.build_wheel(tmp, content.root / "i18n", full=True)
         with timer.phase("publish"):
@@ -433,7 +467,8 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
     stats = {"pages": n_html, "static_files": n_static,
              "formulas": sum(len(p.formulas) for p in prepared.values()),
              "demos": sum(len(p.shortcodes) for p in prepared.values()),
-             "runtime": runtime if base else "none", "math_font": math_font, "base_url": site.base}
+             "runtime": runtime if base else "none", "math_font": math_font, "base_url": site.base,
+             "results": results_report}
     result = {"timings": {k: round(v, 4) for k, v in timer.times.items()}, **stats,
               "out": str(out)}
     if not quiet:

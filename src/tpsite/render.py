@@ -174,7 +174,7 @@ def _slider(c, value: str, options: list[dict], where) -> dict | None:
 SYMLOG_STEPS = 100      # positions either side of 0 on a symlog slider (keyboard: one per key)
 
 
-def demo_model(section, result: dict, t: Translator) -> dict:
+def demo_model(section, result: dict, t: Translator, results_url: str | None = None) -> dict:
     """Plain data for the ``demo_block`` macro (everything already translated)."""
     name = result["section"]
     current = result.get("controls", {})
@@ -222,14 +222,15 @@ def demo_model(section, result: dict, t: Translator) -> dict:
     return {"name": name, "controls": controls, "values": values, "tables": tables, "notes": notes,
             "figures": figures,
             "status": t("runtime.loading") if t.has("runtime.loading") else "",
-            "real": result.get("real", []), "download": "../" + download_path(),
+            "real": result.get("real", []), "download": "../" + download_path(), "results": results_url,
             "download_name": download_path().rsplit("/", 1)[1]}
 
 
-def render_demo(env: jinja2.Environment, section, result: dict, t: Translator) -> str:
-    """The HTML of one ``{{demo NAME}}`` block."""
+def render_demo(env: jinja2.Environment, section, result: dict, t: Translator,
+                results_url: str | None = None) -> str:
+    """The HTML of one ``{{demo NAME}}`` block (``results_url``: its precomputed results file)."""
     macro = env.get_template("demo.html").module.demo_block
-    return str(macro(demo_model(section, result, t), t))
+    return str(macro(demo_model(section, result, t, results_url), t))
 
 
 # ---------------------------------------------------------------- Python demos
