@@ -41,6 +41,19 @@ NPM_INTEGRITY = ("sha512-RUSVJlhQdfWfgO9hVHCiXoG+nVZQRS5D9FzgpLJ/VcgGBLSAKoPL8kT
 PACKAGES = ("numpy",)
 NUMPY_WHEEL = "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"
 NUMPY_SHA256 = "ebb61241d962b98b21597d7ce43b67668a6d5bab3acec4fbe958657320d7cd08"
+# Sizes of the files the worker loads (exact for the pinned hashes; gzip: level 6, what static
+# hosts and build.py --serve send, about).  The page shows the download size (Save-Data) and the
+# progress bar counts the fetched bytes against their total.  tests/test_runtime_files.py checks them.
+FILE_BYTES = {                       # name: (bytes, gzip bytes)
+    "pyodide.js": (14913, 6018),
+    "pyodide.asm.js": (1255688, 236098),
+    "pyodide.asm.wasm": (10105545, 3169703),
+    "python_stdlib.zip": (2360737, 2321002),
+    "pyodide-lock.json": (112205, 26234),
+    NUMPY_WHEEL: (3061133, 3026751),
+}
+# pyodide.js and pyodide.asm.js arrive by importScripts (not fetch): not in the counted total.
+FETCHED = ("pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json", NUMPY_WHEEL)
 MANIFEST = "SHA256SUMS"
 FETCH_HINT = "run python3 scripts/fetch_runtime.py"
 
@@ -135,21 +148,25 @@ def verify_cache(cache: Path | None = None) -> dict[str, str]:
 def install_runtime(out_dir: Path, mode: str) -> dict:
     """Provide the runtime for the site in ``out_dir`` (``site/``).
 
-    Returns ``{"mode", "pyodide_base", "csp_extra"}``.  ``pyodide_base`` is
+    Returns ``{"mode", "pyodide_base", "csp_extra", "fetched_bytes", "download_bytes"}``.  ``pyodide_base`` is
     either relative to the site root (``"pyodide/"``, local mode: prefix it
     with the page's path to the root, e.g. ``"../pyodide/"`` for
     ``site/en/index.html``), absolute (the CDN URL), or ``None`` (no runtime).
     ``csp_extra`` maps CSP directives to sources the pages must allow in
-    addition to ``'self'`` (the worker compiles WebAssembly).
+    addition to ``'self'`` (the worker compiles WebAssembly).  ``fetched_bytes``: what the
+    worker's fetches receive (the progress bar's total); ``download_bytes``: everything it
+    loads, compressed (the size the page quotes).
     """
     out_dir = Path(out_dir)
     if mode == "none":
         return {"mode": mode, "pyodide_base": None, "csp_extra": {}}
     wasm = ["'wasm-unsafe-eval'"]
+    sizes = {"fetched_bytes": sum(FILE_BYTES[n][0] for n in FETCHED),
+             "download_bytes": sum(gz for _, gz in FILE_BYTES.values())}
     if mode == "cdn":
         origin = "https://cdn.jsdelivr.net"
         return {"mode": mode, "pyodide_base": CDN_BASE,
-                "csp_extra": {"script-src": wasm + [origin], "connect-src": [origin]}}
+                "csp_extra": {"script-src": wasm + [origin], "connect-src": [origin]}, **sizes}
     if mode != "local":
         raise ValueError(f"unknown runtime mode {mode!r}; use local, cdn or none")
     cache = cache_dir()
@@ -159,4 +176,4 @@ def install_runtime(out_dir: Path, mode: str) -> dict:
     for name, digest in sorted(hashes.items()):
         shutil.copyfile(cache / name, dest / name)
         check_file(dest / name, digest)  # the copy, too: nothing unverified reaches site/
-    return {"mode": mode, "pyodide_base": "pyodide/", "csp_extra": {"script-src": wasm}}
+    return {"mode": mode, "pyodide_base": "pyodide/", "csp_extra": {"script-src": wasm}, **sizes}

@@ -1,8 +1,11 @@
 /* Live demos: every control re-runs tpmath (core + views) in a Pyodide Web Worker (worker.js, a
  * classic worker: Pyodide uses importScripts).  This entry module wires the parts in js/:
  *
- *   runtime.js  the worker as a state machine (loading → ready → failed / crashed, bounded restarts)
+ *   runtime.js  the worker as a state machine (loading → ready → failed / crashed, bounded restarts;
+ *               started when the page is idle, or deferred until asked on Save-Data / 2G)
+ *   status.js   the status sentence, download progress and "load it" button beside each demo
  *   demo.js     one demo block: coalesced requests, messages, control state, pending changes
+ *   results.js  precomputed results: discrete changes answered before the runtime is ready
  *   apply.js    results → tables, values, notes, real-ranks block, figures (tree.js builds trees)
  *   cue.js      the "what changed" cue      sliders.js  range sliders beside scrubbed controls
  *   url.js      control values in the query, the reader's place in the language switch
@@ -14,8 +17,8 @@
  * <html data-runtime="loading|ready|failed">; performance marks tp-ready / tp-first-live and a
  * "tp-rendered" event (detail {section, ok}) for benchmarks/run.py. */
 
-import { tr } from "./js/i18n.js";
 import { Runtime } from "./js/runtime.js";
+import { setupStatus } from "./js/status.js";
 import { Demo } from "./js/demo.js";
 import { fromSlider, setupSliders, toSlider } from "./js/sliders.js";
 import { setupUrl, writeUrl } from "./js/url.js";
@@ -36,7 +39,10 @@ function runtimeConfig() {
 }
 
 const runtime = new Runtime(runtimeConfig());
-runtime.start();   // first thing: the download is the long pole
+setupStatus(runtime);
+// After the first paint, when idle: the page reads and answers discrete changes (precomputed
+// results) without it; on Save-Data / 2G only when the reader asks.
+runtime.startWhenIdle();
 
 const demos = [];
 for (const el of document.querySelectorAll(".demo[data-section]")) {
@@ -59,16 +65,16 @@ function onControl(ev) {
 for (const d of demos) {
   setupSliders(d.form);
   for (const type of ["input", "change", "submit"]) d.form.addEventListener(type, onControl);
+  // The reader reaches for the controls: fetch the section's precomputed results now.
+  for (const type of ["focusin", "pointerdown"]) d.form.addEventListener(type, () => d.prefetch(), { once: true });
 }
 setupUrl(demos);
 setupPydemos(runtime);
 setupLayout();
 document.addEventListener("tp-rendered", (ev) => remark(ev.target));
 
-runtime.subscribe((state, detail) => {
-  const text = tr("runtime." + (state === "ready" ? "ready" : detail || state));
-  for (const el of document.querySelectorAll(".runtime-status")) if (el.textContent !== text) el.textContent = text;
+runtime.subscribe((state) => {
   if (state === "ready") for (const d of demos) d.flush();
   else if (runtime.final) for (const d of demos) d.stop();
-  else if (runtime.booting) for (const d of demos) if (d.dirty) d.setPending(true);
+  else for (const d of demos) d.showMessage();   // the pending note names what it waits for
 });

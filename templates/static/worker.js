@@ -5,6 +5,7 @@
  *                   {type: "render", id, section, controls, lang}
  *                   {type: "run", id, code}
  *   worker -> page  {type: "status", stage: "download"|"python"|"numpy"|"ready"|"failed", detail}
+ *                   {type: "progress", loaded}   bytes of runtime files received so far (during boot)
  *                   {type: "result", id, section, payload}   payload = views.render_json(...) parsed
  *                   {type: "output", id, stdout, error}
  * Requests that arrive during boot wait for it; the page sends at most one render per section at a time.
@@ -18,28 +19,43 @@ function status(stage, detail) {
   self.postMessage({ type: "status", stage: stage, detail: detail || "" });
 }
 
-/* "download" lasts until the big runtime files have arrived, then "python" while the interpreter
- * starts.  loadPyodide streams them itself, so watch its fetches: tee each body, count it to the
- * end on the side, and hand Pyodide an identical Response (nothing is downloaded twice). */
+/* Watch the boot's fetches (Pyodide streams its big files itself): tee each body and count it on
+ * the side, handing Pyodide an identical Response (nothing is downloaded twice).  Every chunk adds
+ * to the bytes reported to the page (at most every PROGRESS_MS); "download" lasts until the
+ * files in `names` have arrived, then "python" while the interpreter starts. */
+const PROGRESS_MS = 100;
+
 function watchDownloads(names, onDone) {
   const realFetch = self.fetch;
   const pending = new Set(names);
+  let loaded = 0, sent = 0, timer = null;
   let done = false;
   const finish = () => { if (!done) { done = true; onDone(); } };
+  const report = () => {
+    timer = null;
+    if (loaded !== sent) { sent = loaded; self.postMessage({ type: "progress", loaded: loaded }); }
+  };
   self.fetch = async function (input, init) {
     const resp = await realFetch(input, init);
     const name = String(input && input.url ? input.url : input).split("?")[0].split("/").pop();
-    if (!pending.has(name) || !resp.body) return resp;
+    if (!resp.body) return resp;
     const [forPyodide, forCount] = resp.body.tee();
     (async () => {
       const reader = forCount.getReader();
-      try { while (!(await reader.read()).done) { /* count to the end */ } } catch (err) { return; }
-      pending.delete(name);
-      if (pending.size === 0) finish();
+      try {
+        for (;;) {
+          const chunk = await reader.read();
+          if (chunk.done) break;
+          loaded += chunk.value.byteLength;
+          if (!timer) timer = setTimeout(report, PROGRESS_MS);
+        }
+      } catch (err) { return; }
+      report();
+      if (pending.delete(name) && pending.size === 0) finish();
     })();
     return new Response(forPyodide, { status: resp.status, statusText: resp.statusText, headers: resp.headers });
   };
-  return () => { self.fetch = realFetch; finish(); };
+  return { stage: finish, stop: () => { self.fetch = realFetch; finish(); } };
 }
 
 /* Pyodide 0.27.7 only console.warn()s when pyodide.asm.wasm fails to compile (corrupt or truncated
@@ -57,6 +73,7 @@ function watchWasm(onFail) {
 
 async function boot(base, wheel) {
   status("download");
+  const watch = watchDownloads(["pyodide.asm.wasm", "python_stdlib.zip"], () => status("python"));
   // The tpmath wheel (a few tens of KB) downloads while the runtime boots.
   const wheelBytes = fetch(wheel).then((resp) => {
     if (!resp.ok) throw new Error("tpmath wheel: HTTP " + resp.status);
@@ -64,18 +81,18 @@ async function boot(base, wheel) {
   });
   wheelBytes.catch(() => {});   // reported below, where it is awaited
   importScripts(base + "pyodide.js");
-  const stopWatching = watchDownloads(["pyodide.asm.wasm", "python_stdlib.zip"], () => status("python"));
   const stopWatchingWasm = watchWasm((err) => status("failed", "pyodide.asm.wasm: " + String(err)));
   let pyodide;
   try {
     pyodide = await loadPyodide({ indexURL: base, stdout: () => {}, stderr: () => {} });
+    watch.stage();
+    status("numpy");
+    // numpy comes from the runtime's own lock file (checked against its sha256 by Pyodide).
+    await pyodide.loadPackage("numpy", { messageCallback: () => {} });
   } finally {
-    stopWatching();
+    watch.stop();
     stopWatchingWasm();
   }
-  status("numpy");
-  // numpy comes from the runtime's own lock file (checked against its sha256 by Pyodide).
-  await pyodide.loadPackage("numpy", { messageCallback: () => {} });
   // The tpmath wheel: a pure-Python wheel built by build.py; unpack it into site-packages.
   pyodide.unpackArchive(await wheelBytes, "wheel");
   // numpy is imported now (the bare-boot cost); each view module is imported by its first render.

@@ -4,13 +4,19 @@
  * Coalescing: at most one render per section is in flight; changes meanwhile only mark the demo
  * dirty, and when the answer arrives the latest control state is sent instead of applying a stale
  * result.  So dragging a slider computes the latest value, never a queue of old ones.
- * A change that has to wait for the runtime (still loading or restarting) marks the demo
- * data-state="pending" with a note until a result is applied. */
+ * Before the runtime is ready (loading, restarting, or waiting for the reader to ask for it), a
+ * change is answered from the section's precomputed results (results.js) when they hold its
+ * state -- the same payload the worker would send; otherwise the demo is marked
+ * data-state="pending" with a note until a result is applied.  Once the runtime is ready it
+ * answers every change. */
 
 import { cellText, pageLang, tr } from "./i18n.js";
 import { applyResult } from "./apply.js";
 import { showCue } from "./cue.js";
 import { toSlider } from "./sliders.js";
+import { loadedResults, loadResults, lookup } from "./results.js";
+
+const PENDING_AFTER_MS = 100;   // a results file still on its way: say "pending" only if it is slow
 
 let firstLive = false;
 
@@ -27,6 +33,9 @@ export class Demo {
     this.note = "";             // a value from the link was ignored (kept until the reader acts)
     this.fromUrl = new Set();   // controls set from the link and not yet confirmed by a result
     this.done = null;           // the control values of the last answer (applied or refused)
+    this.ticket = 0;            // bumped by every request: a late precomputed lookup is dropped
+    this.pendingTimer = null;
+    this.resultsUrl = el.getAttribute("data-results");
     this.defaults = this.values();
     this.shown = { ...this.defaults };   // the control values the tables show
   }
@@ -54,7 +63,8 @@ export class Demo {
   showMessage(field) {
     const out = this.form.querySelector(".control-msg");
     const pending = this.el.getAttribute("data-state") === "pending";
-    const text = this.error || (pending ? tr("runtime.pending") : "") || this.note;
+    const wait = this.runtime.deferred ? "runtime.pending_deferred" : "runtime.pending";
+    const text = this.error || (pending ? tr(wait) : "") || this.note;
     if (out && out.textContent !== text) out.textContent = text;
     if (out) out.setAttribute("data-kind", this.error ? "error" : pending ? "pending" : this.note ? "note" : "");
     if (field !== undefined) {
@@ -66,9 +76,16 @@ export class Demo {
   }
 
   setPending(on) {
+    clearTimeout(this.pendingTimer);
+    this.pendingTimer = null;
     if (on) { this.el.setAttribute("data-state", "pending"); this.el.setAttribute("aria-busy", "true"); }
     else this.el.removeAttribute("data-state");
     this.showMessage();
+  }
+
+  /** The reader is about to use the controls: fetch the precomputed results now (once). */
+  prefetch() {
+    if (!this.runtime.ready && this.resultsUrl) loadResults(this.resultsUrl);
   }
 
   // ---- requests ---------------------------------------------------------------------------
@@ -88,7 +105,8 @@ export class Demo {
 
   request() {
     this.dirty = true;
-    if (this.runtime.booting) { this.setPending(true); return; }
+    this.ticket++;
+    if (this.runtime.waiting) { this.fromResults(); return; }
     if (!this.runtime.ready || this.inflight !== null) return;
     const controls = this.values();
     this.dirty = false;
@@ -104,6 +122,26 @@ export class Demo {
       () => { this.inflight = null; this.request(); });   // lost with its worker: wait for the next
   }
 
+  /** Before the runtime is ready: answer from the precomputed results, else mark pending. */
+  fromResults() {
+    const controls = this.values();
+    const ticket = this.ticket;
+    const answer = (data) => {
+      if (ticket !== this.ticket) return;                  // a later change is being answered
+      if (!this.runtime.waiting) { if (this.dirty) this.request(); return; }   // the runtime took over
+      const payload = data ? lookup(data, controls) : null;
+      if (!payload) { this.setPending(true); return; }
+      this.dirty = false;
+      this.answer(payload, controls, false);
+    };
+    const data = loadedResults(this.resultsUrl);
+    if (data !== undefined || !this.resultsUrl) { answer(data || null); return; }
+    if (!this.pendingTimer && this.el.getAttribute("data-state") !== "pending") {
+      this.pendingTimer = setTimeout(() => { if (ticket === this.ticket) this.setPending(true); }, PENDING_AFTER_MS);
+    }
+    loadResults(this.resultsUrl).then(answer);
+  }
+
   /** The runtime became ready: send what is waiting. */
   flush() {
     if (this.dirty) this.request();
@@ -111,6 +149,9 @@ export class Demo {
 
   /** The runtime is gone for good: the tables stay as they are; controls go back to them. */
   stop() {
+    this.ticket++;
+    clearTimeout(this.pendingTimer);
+    this.pendingTimer = null;
     this.inflight = null;
     this.el.removeAttribute("aria-busy");
     if (this.el.getAttribute("data-state") === "pending") {   // a change that can no longer be applied
@@ -127,8 +168,12 @@ export class Demo {
     this.inflight = null;
     if (this.dirty && !sameValues(this.values(), sent)) { this.request(); return; }   // stale: compute the latest instead
     this.dirty = false;
+    this.answer(msg.payload || {}, sent, true);
+  }
+
+  /** Apply an answer to the control values `sent`: the worker's (`live`) or a precomputed one. */
+  answer(payload, sent, live) {
     this.done = sent;
-    const payload = msg.payload || {};
     if (!payload.ok && this.fromUrl.size) {        // the link's values are refused together
       this.note = this.ignoredNote([...this.fromUrl].map((n) => [n, sent[n]]), cellText(payload.error));
       this.setValues(Object.fromEntries([...this.fromUrl].map((n) => [n, this.defaults[n]])));
@@ -147,13 +192,14 @@ export class Demo {
       if (result.control_state) this.applyControlState(result.control_state);
       this.shown = this.values();
       if (this.cue) showCue(changed);   // (an empty list still ends the previous cue)
-      if (!firstLive) { firstLive = true; if (window.performance && performance.mark) performance.mark("tp-first-live"); }
+      if (live && !firstLive) { firstLive = true; if (window.performance && performance.mark) performance.mark("tp-first-live"); }
     } else {
       this.error = cellText(payload.error) || tr("runtime.failed");
     }
     this.cue = false;
     this.showMessage(payload.ok ? null : payload.field || null);
-    this.el.dispatchEvent(new CustomEvent("tp-rendered", { bubbles: true, detail: { section: this.name, ok: !!payload.ok } }));
+    this.el.dispatchEvent(new CustomEvent("tp-rendered", { bubbles: true,
+      detail: { section: this.name, ok: !!payload.ok, source: live ? "live" : "precomputed" } }));
   }
 
   /** "The link's value shift = 1e308 was ignored: why" (values as the link had them). */

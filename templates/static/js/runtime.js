@@ -1,11 +1,16 @@
 /* The in-browser Python (worker.js: Pyodide + numpy + tpmath) as an explicit state machine.
  *
- *   loading ──ready──▶ ready ──worker died, restarts left──▶ restarting ──ready──▶ ready
- *      │                  │                                      │
- *      └─fail/timeout─▶ failed          └─no restarts left─▶ crashed ◀─fail/timeout─┘
+ *   deferred ──reader asks──▶ loading ──ready──▶ ready ──worker died, restarts left──▶ restarting ──ready──▶ ready
+ *      ▲                        │                  │                                      │
+ *      └──Save-Data / 2G────────┤                  └─no restarts left─▶ crashed ◀─fail/timeout─┘
+ *                               └─fail/timeout─▶ failed
  *
- * `failed` and `crashed` are final: the page keeps its last tables.  <html data-runtime> shows
- * "loading" (loading, restarting), "ready", or "failed" (failed, crashed).  A worker "dies" when
+ * The download starts after the first paint, once the page is idle (startWhenIdle); a reader
+ * whose browser asks to save data, or on a 2G-class connection, gets `deferred` instead: nothing
+ * is downloaded until they ask (ask()).  `failed` and `crashed` are final: the page keeps its last
+ * tables.  <html data-runtime> shows "loading" (loading, restarting), "deferred", "ready", or
+ * "failed" (failed, crashed).  Until ready, demos answer from precomputed results (`waiting`).
+ * The worker reports the bytes of the runtime files it has received (`progress`).  A worker "dies" when
  * it raises an uncaught error after boot or leaves a request unanswered for REQUEST_TIMEOUT_MS
  * (renders take milliseconds); it is replaced at most MAX_RESTARTS times per page (no crash loop).
  * Requests are tracked here: a reply goes to its callback; a request lost with a dead worker is
@@ -16,13 +21,32 @@ const REQUEST_TIMEOUT_MS = 15000;
 const MAX_RESTARTS = 2;
 
 const TRANSITIONS = {
-  loading: ["loading", "ready", "failed"],
+  deferred: ["loading"],
+  loading: ["loading", "ready", "failed", "deferred"],
   ready: ["restarting", "crashed"],
   restarting: ["restarting", "ready", "crashed"],
   failed: [],
   crashed: [],
 };
-const ATTRIBUTE = { loading: "loading", restarting: "loading", ready: "ready", failed: "failed", crashed: "failed" };
+const ATTRIBUTE = { deferred: "deferred", loading: "loading", restarting: "loading", ready: "ready", failed: "failed",
+  crashed: "failed" };
+const IDLE_TIMEOUT_MS = 2000;    // start anyway if the page never goes idle
+
+/** The reader's browser asks to save data, or the connection is 2G-class (Network Information API). */
+export function saveData() {
+  const c = typeof navigator !== "undefined" ? navigator.connection : null;
+  return !!c && (c.saveData === true || /(^|-)2g$/.test(String(c.effectiveType || "")));
+}
+
+/** fn() after the first paint, when the main thread is idle (or after IDLE_TIMEOUT_MS). */
+function whenIdle(fn) {
+  const idle = () => requestAnimationFrame(() => setTimeout(() => {
+    if (typeof requestIdleCallback === "function") requestIdleCallback(fn, { timeout: IDLE_TIMEOUT_MS });
+    else fn();
+  }, 0));
+  if (document.readyState === "complete") idle();
+  else window.addEventListener("load", idle, { once: true });
+}
 
 export class Runtime {
   /** `config`: {base, wheel, workerUrl} (absolute URLs) or null when the page has no runtime. */
@@ -34,8 +58,10 @@ export class Runtime {
     this.restarts = 0;
     this.bootTimer = null;
     this.nextId = 1;
-    this.waiting = new Map();     // id -> {reply, lost, timer}
+    this.requests = new Map();    // id -> {reply, lost, timer}
     this.listeners = [];
+    this.progressListeners = [];
+    this.loaded = 0;              // bytes of runtime files the worker has received
   }
 
   /** fn(state, detail) on every transition (and once now). */
@@ -44,13 +70,38 @@ export class Runtime {
     fn(this.state, this.detail);
   }
 
+  /** fn(loaded bytes) whenever the worker reports progress. */
+  onProgress(fn) {
+    this.progressListeners.push(fn);
+  }
+
   get ready() { return this.state === "ready"; }
   get final() { return this.state === "failed" || this.state === "crashed"; }
   get booting() { return this.state === "loading" || this.state === "restarting"; }
+  get deferred() { return this.state === "deferred"; }
+  /** Not ready yet, but may become so: changes are answered from precomputed results meanwhile. */
+  get waiting() { return this.booting || this.deferred; }
+  /** The worker exists (downloading or starting), as opposed to waiting for idle time or the reader. */
+  get started() { return this.worker !== null; }
 
+  /** Start now (the benchmarks' and tests' pages call startWhenIdle through app.js). */
   start() {
     if (!this.config || typeof Worker === "undefined") { this.to("failed", "none"); return; }
-    this.spawn();
+    if (!this.worker) this.spawn();
+  }
+
+  /** Start after the first paint when the page is idle; on Save-Data / 2G wait for the reader. */
+  startWhenIdle() {
+    if (!this.config || typeof Worker === "undefined") { this.to("failed", "none"); return; }
+    if (saveData()) { this.to("deferred", "deferred"); return; }
+    whenIdle(() => { if (this.state === "loading" && !this.worker) this.start(); });
+  }
+
+  /** The reader asked for the live Python (the button shown while deferred). */
+  ask() {
+    if (this.state !== "deferred") return;
+    this.to("loading", "download");
+    this.start();
   }
 
   to(state, detail) {
@@ -106,8 +157,8 @@ export class Runtime {
 
   /** Every request in flight is lost: tell its owner (it may resend once a worker is ready). */
   dropRequests() {
-    const lost = [...this.waiting.values()];
-    this.waiting.clear();
+    const lost = [...this.requests.values()];
+    this.requests.clear();
     for (const w of lost) { clearTimeout(w.timer); w.lost(); }
   }
 
@@ -123,6 +174,13 @@ export class Runtime {
   }
 
   onMessage(msg) {
+    if (msg.type === "progress") {
+      if (!this.booting) return;
+      this.watchBoot();
+      this.loaded = Number(msg.loaded) || 0;
+      for (const fn of this.progressListeners) fn(this.loaded);
+      return;
+    }
     if (msg.type === "status") {
       if (!this.booting) return;
       this.watchBoot();
@@ -131,9 +189,9 @@ export class Runtime {
       else if (this.state === "loading") this.to("loading", msg.stage);
       return;
     }
-    const w = this.waiting.get(msg.id);
+    const w = this.requests.get(msg.id);
     if (!w) return;
-    this.waiting.delete(msg.id);
+    this.requests.delete(msg.id);
     clearTimeout(w.timer);
     w.reply(msg);
   }
@@ -143,7 +201,7 @@ export class Runtime {
     if (!this.ready || !this.worker) return null;
     const id = this.nextId++;
     const timer = setTimeout(() => this.died(), REQUEST_TIMEOUT_MS);
-    this.waiting.set(id, { reply, lost, timer });
+    this.requests.set(id, { reply, lost, timer });
     this.worker.postMessage({ ...msg, id });
     return id;
   }
