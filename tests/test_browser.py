@@ -610,6 +610,7 @@ def test_controls_work_from_the_keyboard(live_pages):
     assert state["controls"][select.name] != base["controls"][select.name]
     assert diff("keyboard", state, expected(section, state["controls"], "en")) == []
     live.set(section, base["controls"])
+    page.wait_for_function("() => location.search === ''", timeout=5000)   # url.js writes at most every 200 ms
     number = next(((s, c) for s in live.sections() for c in views.sections()[s].controls if c.kind == "number"), None)
     if number:
         field = page.locator(f'.demo[data-section="{number[0]}"] input[name="{number[1].name}"]')

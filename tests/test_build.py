@@ -90,8 +90,12 @@ def test_page_chrome(fixture_site, lang):
     links = {a.attrs["href"]: a.attrs.get("aria-current") for a in nav.find_all("a")}
     assert links == {"index.html": "page", "row-parallel.html": None}
     # toc lists the headings by id; every heading has a permalink
-    toc = doc.find("nav", class_="toc")
+    toc = doc.find("nav", class_="toc toc-side")
     assert [a.attrs["href"] for a in toc.find_all("a")] == ["#mlp", "#table", "#vocab"]
+    # ... and again, folded (details/summary: no script) for narrow screens
+    fold = doc.find("nav", class_="toc toc-fold")
+    assert [a.attrs["href"] for a in fold.find("details").find_all("a")] == ["#mlp", "#table", "#vocab"]
+    assert fold.find("summary").text() == toc.find("h2").text()
     for hid in ("mlp", "table", "vocab"):
         heading = doc.find(id=hid)
         assert heading.tag in ("h2", "h3")

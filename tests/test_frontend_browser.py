@@ -684,7 +684,7 @@ LAYOUT_JS = """() => {
   const visible = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0 &&
     getComputedStyle(el).visibility !== "hidden"; };
   const small = [];
-  for (const el of document.querySelectorAll("form.controls select, form.controls input, .pydemo-bar button, a.lang-switch")) {
+  for (const el of document.querySelectorAll("form.controls select, form.controls input, .pydemo-bar button, a.lang-switch, .toc-fold summary, button.runtime-ask")) {
     if (!visible(el)) continue;
     const r = el.getBoundingClientRect();
     if (r.height < 44 || r.width < 44) small.push(`${el.tagName.toLowerCase()}.${el.className}[${el.name || el.dataset.for || ""}] ${Math.round(r.width)}x${Math.round(r.height)}`);
@@ -707,7 +707,10 @@ LAYOUT_JS = """() => {
                     what: el.textContent.slice(0, 40)});
   }
   const heads = Array.from(document.querySelectorAll("tbody th[scope=row]")).map(th => getComputedStyle(th).whiteSpace);
-  const toc = document.querySelector(".toc > ol");
+  // the contents list shown at this width: the sidebar, or the folded one (opened to measure it)
+  const toc = Array.from(document.querySelectorAll(".toc-side > ol, .toc-fold > details > ol"))
+    .find(ol => getComputedStyle(ol.closest("nav")).display !== "none");
+  if (toc && toc.parentElement.tagName === "DETAILS") toc.parentElement.open = true;
   let marker = null;
   if (toc) {
     const items = toc.children.length;

@@ -105,7 +105,7 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path, results
         prep = prepared[key]
         t = render.Translator(content.strings[prep.page.lang], prep.page.lang, prep.page.path)
         for sc in prep.shortcodes:
-            if sc.kind == "demo":
+            if sc.kind in ("demo", "figure"):
                 if views is None:
                     views = _views_module()
                     sections = views.sections()
@@ -117,6 +117,9 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path, results
                 except Exception as err:
                     raise BuildError(f"view section {sc.name!r} failed: {type(err).__name__}: {err}",
                                      prep.page.path, sc.line) from err
+                if sc.kind == "figure":
+                    prep.blocks.append(_figure_block(env, sections[sc.name], result, t, prep, sc))
+                    continue
                 prep.figures.update(result.get("figures") or {})
                 try:
                     done = (results or {}).get((sc.name, prep.page.lang))
@@ -142,6 +145,20 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path, results
                     prep.blocks.append(render.render_pydemo(env, sc.name, code, output, t))
                 except BuildError as err:
                     raise BuildError(f"{{{{pydemo {sc.name}}}}}: {err.message}", prep.page.path, sc.line) from None
+
+
+def _figure_block(env, section, result: dict, t, prep: Prepared, sc) -> str:
+    """``{{figure NAME}}``: demo NAME's figure and controls elsewhere on its page; the page must
+    show the demo itself too (the figure block mirrors it)."""
+    if not result.get("figures"):
+        raise BuildError(f"{{{{figure {sc.name}}}}}: section {sc.name!r} draws no figure", prep.page.path, sc.line)
+    if not any(other.kind == "demo" and other.name == sc.name for other in prep.shortcodes):
+        raise BuildError(f"{{{{figure {sc.name}}}}} needs {{{{demo {sc.name}}}}} on the same page",
+                         prep.page.path, sc.line)
+    try:
+        return render.render_figure(env, section, result, t)
+    except BuildError as err:
+        raise BuildError(f"{{{{figure {sc.name}}}}}: {err.message}", prep.page.path, sc.line) from None
 
 
 def precompute_results(content: Content, prepared: dict) -> dict:

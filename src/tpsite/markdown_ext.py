@@ -7,6 +7,7 @@ the page's Content-Security-Policy can forbid them).
 Shortcodes stand alone on a line, separated from text by blank lines::
 
     {{demo mlp}}             the interactive block of view section "mlp"
+    {{figure mlp}}           that demo's figure with its controls, elsewhere on the same page
     {{pydemo row_parallel}}  content/demos/row_parallel.py, highlighted, output, Run button
 
 They are replaced by tokens before Markdown runs and by the rendered blocks after.
@@ -27,15 +28,15 @@ from markdown.treeprocessors import Treeprocessor
 from .errors import BuildError
 from .mathml import _blocks
 
-SHORTCODE_RE = re.compile(r"^\{\{\s*(demo|pydemo)\s+([A-Za-z0-9_-]+)\s*\}\}\s*$")
-LOOSE_SHORTCODE_RE = re.compile(r"\{\{\s*(demo|pydemo)\b")
+SHORTCODE_RE = re.compile(r"^\{\{\s*(demo|figure|pydemo)\s+([A-Za-z0-9_-]+)\s*\}\}\s*$")
+LOOSE_SHORTCODE_RE = re.compile(r"\{\{\s*(demo|figure|pydemo)\b")
 TOKEN = "MXTPSHORT{:04d}Z"
 TOKEN_RE = re.compile(r"MXTPSHORT(\d{4})Z")
 
 
 @dataclass(frozen=True)
 class Shortcode:
-    kind: str       # "demo" | "pydemo"
+    kind: str       # "demo" | "figure" | "pydemo"
     name: str
     line: int
 
@@ -58,7 +59,7 @@ def extract_shortcodes(text: str, path, first_line: int = 1) -> tuple[str, list[
                 out.append(TOKEN.format(len(found) - 1) + ("\n" if line.endswith("\n") else ""))
             elif LOOSE_SHORTCODE_RE.search(line):
                 raise BuildError("a shortcode must stand alone on its line: "
-                                 "{{demo NAME}} or {{pydemo NAME}}", path, lineno)
+                                 "{{demo NAME}}, {{figure NAME}} or {{pydemo NAME}}", path, lineno)
             else:
                 out.append(line)
     return "".join(out), found

@@ -49,6 +49,13 @@ for (const el of document.querySelectorAll(".demo[data-section]")) {
   if (el.querySelector("form.controls")) demos.push(new Demo(el, runtime));
 }
 const byForm = new Map(demos.map((d) => [d.form, d]));
+// Figure blocks ({{figure NAME}}, e.g. the page intro's) mirror their demo.
+for (const el of document.querySelectorAll(".demo-figure[data-figure-of]")) {
+  const demo = demos.find((d) => d.name === el.getAttribute("data-figure-of"));
+  if (!demo) continue;
+  demo.addMirror(el);
+  byForm.set(demo.mirrors[demo.mirrors.length - 1].form, demo);
+}
 
 function onControl(ev) {
   const form = ev.target && ev.target.closest ? ev.target.closest("form.controls") : null;
@@ -58,15 +65,18 @@ function onControl(ev) {
   const target = ev.target;
   if (target.matches && target.matches("input[type=range][data-for]")) fromSlider(target);
   else if (target.name) toSlider(target);
+  if (form !== demo.form) demo.takeFrom(form);   // a figure block's copy of the controls
   writeUrl(demo);
   demo.changed();
 }
 
 for (const d of demos) {
-  setupSliders(d.form);
-  for (const type of ["input", "change", "submit"]) d.form.addEventListener(type, onControl);
-  // The reader reaches for the controls: fetch the section's precomputed results now.
-  for (const type of ["focusin", "pointerdown"]) d.form.addEventListener(type, () => d.prefetch(), { once: true });
+  for (const form of [d.form, ...d.mirrors.map((m) => m.form)]) {
+    setupSliders(form);
+    for (const type of ["input", "change", "submit"]) form.addEventListener(type, onControl);
+    // The reader reaches for the controls: fetch the section's precomputed results now.
+    for (const type of ["focusin", "pointerdown"]) form.addEventListener(type, () => d.prefetch(), { once: true });
+  }
 }
 setupUrl(demos);
 setupPydemos(runtime);

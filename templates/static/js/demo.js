@@ -36,6 +36,7 @@ export class Demo {
     this.ticket = 0;            // bumped by every request: a late precomputed lookup is dropped
     this.pendingTimer = null;
     this.resultsUrl = el.getAttribute("data-results");
+    this.mirrors = [];          // figure blocks elsewhere showing this demo's figure: {el, form}
     this.defaults = this.values();
     this.shown = { ...this.defaults };   // the control values the tables show
   }
@@ -46,6 +47,45 @@ export class Demo {
 
   values() {
     return Object.fromEntries(this.controls().map((el) => [el.name, el.value]));
+  }
+
+  /** A figure block (div.demo-figure[data-figure-of]) shows this demo's figure with its own copy
+   * of the controls: a change there is a change here, and it always shows what this form shows. */
+  addMirror(el) {
+    const form = el.querySelector("form.controls");
+    if (form) this.mirrors.push({ el, form });
+  }
+
+  /** A mirror's control changed: take its values into this demo's form. */
+  takeFrom(form) {
+    this.setValues(Object.fromEntries(Array.from(form.elements).filter((e) => e.name).map((e) => [e.name, e.value])));
+  }
+
+  /** Copy this form's values, disabled states and reasons, message and state to the mirrors. */
+  syncMirrors() {
+    const msg = this.form.querySelector(".control-msg");
+    for (const m of this.mirrors) {
+      for (const el of this.controls()) {
+        const copy = m.form.elements.namedItem(el.name);
+        if (!copy || !copy.name) continue;
+        if (copy.value !== el.value) copy.value = el.value;
+        copy.disabled = el.disabled;
+        const why = document.getElementById(`why-${this.name}-${el.name}`);
+        this.setWhy(copy, why ? why.textContent : "", "fig-");
+        if (el.getAttribute("aria-invalid")) copy.setAttribute("aria-invalid", "true");
+        else copy.removeAttribute("aria-invalid");
+        toSlider(copy);
+      }
+      const out = m.form.querySelector(".control-msg");
+      if (out && msg) {
+        if (out.textContent !== msg.textContent) out.textContent = msg.textContent;
+        out.setAttribute("data-kind", msg.getAttribute("data-kind") || "");
+      }
+      for (const attr of ["data-state", "aria-busy"]) {
+        if (this.el.hasAttribute(attr)) m.el.setAttribute(attr, this.el.getAttribute(attr));
+        else m.el.removeAttribute(attr);
+      }
+    }
   }
 
   /** Set controls (and their sliders) to `values`. */
@@ -73,6 +113,7 @@ export class Demo {
         else el.removeAttribute("aria-invalid");
       }
     }
+    this.syncMirrors();
   }
 
   setPending(on) {
@@ -189,6 +230,7 @@ export class Demo {
       this.error = "";
       this.fromUrl.clear();
       const changed = applyResult(this.el, result);
+      for (const m of this.mirrors) changed.push(...applyResult(m.el, { figures: result.figures || {} }));
       if (result.control_state) this.applyControlState(result.control_state);
       this.shown = this.values();
       if (this.cue) showCue(changed);   // (an empty list still ends the previous cue)
@@ -221,8 +263,8 @@ export class Demo {
     }
   }
 
-  setWhy(el, text) {
-    const id = `why-${this.name}-${el.name}`;
+  setWhy(el, text, prefix = "") {
+    const id = `why-${prefix}${this.name}-${el.name}`;
     let why = document.getElementById(id);
     if (!text) {
       if (why) why.remove();

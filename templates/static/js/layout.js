@@ -1,25 +1,46 @@
 /* Blocks that scroll sideways (formulas, code): exactly the overflowing ones are tab stops, so
  * the keyboard can scroll them (WCAG 2.1.1); the stylesheet shows that they scroll (a shadow on
- * the side that has more).  Table wrappers are always tab stops (templates/demo.html). */
+ * the side that has more).  Table wrappers are always tab stops (templates/demo.html).
+ *
+ * Measuring (scrollWidth) must not force a layout while the page loads: a ResizeObserver reports
+ * each block once the browser has laid it out anyway (and again when its width changes), and
+ * the blocks a demo rewrote are measured when the page is idle.  All reads come before all
+ * writes, so one pass never lays the page out twice. */
 
-function mark(scope = document) {
-  for (const el of scope.querySelectorAll(".math-display, pre, math[display=inline]")) {
-    const more = el.scrollWidth > el.clientWidth + 1;
-    if (more) el.setAttribute("tabindex", "0");
-    else el.removeAttribute("tabindex");
-  }
+const SELECTOR = ".math-display, pre, math[display=inline]";
+
+function mark(elements) {
+  const more = Array.from(elements, (el) => el.scrollWidth > el.clientWidth + 1);   // reads ...
+  Array.from(elements).forEach((el, i) => {                                          // ... then writes
+    if (more[i]) { if (el.getAttribute("tabindex") !== "0") el.setAttribute("tabindex", "0"); }
+    else if (el.hasAttribute("tabindex")) el.removeAttribute("tabindex");
+  });
 }
+
+const idle = (fn) => (typeof requestIdleCallback === "function" ? requestIdleCallback(fn, { timeout: 500 }) : setTimeout(fn, 50));
+
+let observer = null;
 
 export function setupLayout() {
-  mark();
-  window.addEventListener("load", () => mark());
-  let timer = null;
-  window.addEventListener("resize", () => { clearTimeout(timer); timer = setTimeout(() => mark(), 200); });
+  if (typeof ResizeObserver !== "function") {     // old browsers: once, when the page is idle
+    idle(() => mark(document.querySelectorAll(SELECTOR)));
+    return;
+  }
+  observer = new ResizeObserver((entries) => mark(entries.map((e) => e.target)));
+  for (const el of document.querySelectorAll(SELECTOR)) observer.observe(el);
 }
 
-/** After a demo's tables were replaced (once per task, however many demos). */
+/** After a demo's tables were replaced (once per idle period, however many demos). */
 const dirty = new Set();
 export function remark(el) {
-  if (!dirty.size) setTimeout(() => { for (const d of dirty) mark(d); dirty.clear(); }, 0);
+  if (!dirty.size) {
+    idle(() => {
+      const blocks = [];
+      for (const d of dirty) for (const b of d.querySelectorAll(SELECTOR)) blocks.push(b);
+      dirty.clear();
+      if (observer) for (const b of blocks) observer.observe(b);   // new blocks: watched from now on
+      mark(blocks);
+    });
+  }
   dirty.add(el);
 }
