@@ -59,6 +59,40 @@ def bench_build(reps: int) -> dict:
             "meets_target": bool(walls) and summary(walls)["median"] <= 2.0}
 
 
+def bench_precompute(reps: int) -> dict:
+    """The build's precompute phase (issue 15) in this process: every demo section of the real
+    pages, with an empty results cache (cold: what a first build or CI pays) and again with the
+    cache it filled (warm: every later build until tpmath changes)."""
+    import os
+    sys.path.insert(0, str(ROOT / "src"))
+    from tpsite import build as tb, content as tc, precompute
+    content = tc.load_content(ROOT / "content")
+    prepared = tb.prepare_pages(content)
+    cold, warm = [], []
+    saved = os.environ.get("TP_RESULTS_CACHE")
+    try:
+        for _ in range(reps):
+            with tempfile.TemporaryDirectory(prefix="tp-bench-results-") as cache:
+                os.environ["TP_RESULTS_CACHE"] = cache
+                t0 = time.perf_counter()
+                made = tb.precompute_results(content, prepared)
+                cold.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                tb.precompute_results(content, prepared)
+                warm.append(time.perf_counter() - t0)
+    finally:
+        if saved is None:
+            os.environ.pop("TP_RESULTS_CACHE", None)
+        else:
+            os.environ["TP_RESULTS_CACHE"] = saved
+    files = {id(r): r for r in made.values()}.values()
+    return {"unit": "s", "cold": summary(cold), "warm": summary(warm),
+            "sections": {r.section: {"states": r.states, "unique": r.unique, "full": r.full, "bytes": len(r.data),
+                                     "gzip": len(gzip.compress(r.data, 6, mtime=0))} for r in files},
+            "rule": {"full_states_max": precompute.FULL_STATES_MAX, "near_changes": precompute.NEAR_CHANGES,
+                     "number_values_max": precompute.NUMBER_VALUES_MAX}}
+
+
 # ------------------------------------------------------------------------------- bytes
 
 class _Refs(HTMLParser):
@@ -66,7 +100,7 @@ class _Refs(HTMLParser):
 
     def __init__(self):
         super().__init__()
-        self.css, self.js, self.meta = [], [], {}
+        self.css, self.js, self.meta, self.results = [], [], {}, []
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -76,6 +110,8 @@ class _Refs(HTMLParser):
             self.js.append(a["src"])
         elif tag == "meta" and a.get("name"):
             self.meta[a["name"]] = a.get("content") or ""
+        if a.get("data-results"):
+            self.results.append(a["data-results"])
 
 
 def _local(site: Path, page_url: str, ref: str) -> Path | None:
@@ -128,6 +164,11 @@ def page_bytes(site: Path, html: Path) -> dict:
         raw_total, gz_total = raw_total + raw, gz_total + gz
     out["raw"], out["gzip"] = raw_total, gz_total
     out["pyodide_base"] = parser.meta.get("tp-pyodide")
+    # Precomputed results of the page's demos (not in the totals: each is fetched on first use).
+    results = sorted({p for p in (_local(site, page_url, h) for h in parser.results) if p})
+    sizes = [_sizes(p) for p in results]
+    out["results"] = {"raw": sum(r for r, _ in sizes), "gzip": sum(g for _, g in sizes),
+                      "files": {p.name: {"raw": r, "gzip": g} for p, (r, g) in zip(results, sizes)}}
     return out
 
 

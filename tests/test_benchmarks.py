@@ -34,6 +34,7 @@ def test_quick_run_exits_0_and_prints_the_table(quick_run, capsys):
         print("\n" + proc.stdout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for label in ("(1) time to live tables, cold", "(1) time to live tables, warm", "(2) control latency: stage",
+                  "(P7) before ready: stage", "(8) precomputed results en/index.html",
                   "(3) first contentful paint", "(4) bytes en/index.html", "(5) build time", "(6) MLP",
                   "(7) Lighthouse en/index.html"):
         assert label in proc.stdout, label
@@ -55,10 +56,15 @@ def test_json_has_every_section_with_numbers(quick_run):
         assert lat["failures"] == 0
         assert lat["applied_ms"]["n"] >= 20 and lat["applied_ms"]["p50"] <= lat["applied_ms"]["p95"] <= lat["applied_ms"]["max"]
     assert br["control_latency"]["calibration_fixed_work_ms"]["n"] == 100
+    for kind in ("stage", "tp", "collective", "ranks", "shards", "target"):   # answered while loading
+        pre = br["precomputed_latency"][kind]
+        assert pre["failures"] == 0 and pre["runtime"] == "loading", pre
+        assert pre["applied_ms"]["n"] >= 20 and pre["applied_ms"]["p50"] <= pre["applied_ms"]["p95"]
     assert _positive(br["first_paint"]["ratio"]["median"])
     pages = {p["page"] for p in data["bytes"]["pages"]}
     assert {"en/index.html", "zh/index.html", "en/row-parallel.html", "zh/row-parallel.html"} <= pages
     for p in data["bytes"]["pages"]:
+        assert p["results"]["files"] and 0 < p["results"]["gzip"] < p["results"]["raw"]
         assert p["parts"]["wheel"]["raw"] > 0 and p["parts"]["js"]["raw"] > 0 and 0 < p["gzip"] < p["raw"]
     assert data["bytes"]["runtime"]["raw"] > 10_000_000        # wasm + stdlib + numpy: megabytes
     build = data["build"]

@@ -1,0 +1,155 @@
+"""The precomputed results of the demos' discrete control states (tpsite/precompute.py, issue 15).
+
+Checked against the view functions themselves, called afresh here: every stored answer decodes to
+exactly what ``views.render_json`` returns for the controls its key names (all states of the small
+sections, a sample of the larger ones), in both languages; the walk's rule (which states are
+there) is checked against the sections' own controls; the pool encoding and the cache on their
+own; and the build wires the files to the pages (``--runtime cdn``) or leaves them out (``none``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+
+import pytest
+
+from tpmath import views
+from tpsite import precompute as pc
+
+SECTIONS = views.sections()
+
+
+@pytest.fixture(scope="module")
+def made():
+    """{section: (answers, order, full, file data)} for every section, English."""
+    out = {}
+    for name, sec in SECTIONS.items():
+        answers, order, full = pc.walk(sec, views.render_json, "en")
+        data, _ = pc.build_file(sec, answers, order)
+        out[name] = (answers, order, full, json.loads(data))
+    return out
+
+
+def controls_of(section: str, key: str) -> dict:
+    return dict(zip((c.name for c in SECTIONS[section].controls), json.loads(key)))
+
+
+def test_discrete_values_follow_the_controls():
+    by = {(s, c.name): c for s, sec in SECTIONS.items() for c in sec.controls}
+    assert pc.discrete_values(by[("mlp", "stage")]) == tuple(by[("mlp", "stage")].options)
+    assert pc.discrete_values(by[("row-linear", "tp")]) == ("1", "2", "4")          # ints as the form holds them
+    assert pc.discrete_values(by[("row-linear", "d_in")]) == tuple(str(i) for i in range(1, 9))
+    smoothing = pc.discrete_values(by[("vocab-extras", "smoothing")])                # 0 … 1 by 0.05
+    assert len(smoothing) == 21 and smoothing[:4] == ("0", "0.05", "0.1", "0.15") and smoothing[-1] == "1"
+    assert all(abs(float(v) - i * 0.05) < 1e-12 for i, v in enumerate(smoothing))
+    for continuous in (("vocab-ce", "shift"), ("ring", "count"), ("row-linear", "seed"), ("comm-cost", "tflops")):
+        assert pc.discrete_values(by[continuous]) is None, continuous
+
+
+@pytest.mark.parametrize("section", sorted(SECTIONS))
+def test_every_stored_answer_is_the_view_functions_answer(made, section):
+    answers, order, full, data = made[section]
+    assert data["section"] == section and data["controls"] == [c.name for c in SECTIONS[section].controls]
+    assert set(data["states"]) == set(order) == set(answers)
+    keys = order if len(order) <= 40 else random.Random(section).sample(order, 40)
+    for key in keys:
+        controls = controls_of(section, key)
+        fresh = json.loads(views.render_json(section, json.dumps(controls), "en"))
+        assert pc.decode(data, data["states"][key]) == fresh, (section, key)
+        # one file serves both languages: the answers are translation keys, not text
+        assert json.loads(views.render_json(section, json.dumps(controls), "zh")) == fresh, (section, key)
+
+
+@pytest.mark.parametrize("section", sorted(SECTIONS))
+def test_the_states_are_the_rule(made, section):
+    """Small sections: every combination of the discrete controls that the form can send (the
+    controls the static page disables stay as they are until another change enables them);
+    larger ones: at least every single and every pair of changes from the static page."""
+    sec = SECTIONS[section]
+    answers, order, full, _ = made[section]
+    first = views.render(section, None, "en")
+    form, disabled = pc.initial_form(sec, first)
+    choices = {c.name: pc.discrete_values(c) for c in sec.controls}
+    combos = 1
+    for values in choices.values():
+        combos *= len(values) if values else 1
+    assert full == (combos <= pc.FULL_STATES_MAX)
+    assert pc.state_key(sec, form) in answers                     # the static page itself
+    free = [c.name for c in sec.controls if choices[c.name] and c.name not in disabled]
+    singles = [{n: v} for n in free for v in choices[n]]
+    for change in singles:
+        assert pc.state_key(sec, {**form, **change}) in answers, (section, change)
+    # pairs of changes whose first answer leaves the other fields as they were
+    for a, b in itertools.combinations(free, 2):
+        for va, vb in itertools.product(choices[a], choices[b]):
+            after = pc.next_form({**form, a: va}, json.loads(answers[pc.state_key(sec, {**form, a: va})]))
+            if after is None or after[0] != {**form, a: va} or b in after[1]:
+                continue
+            assert pc.state_key(sec, {**form, a: va, b: vb}) in answers, (section, a, va, b, vb)
+    if full and not disabled and not first.get("control_state"):
+        # nothing disables or resets a field: the complete product
+        assert len(answers) == combos
+
+
+def test_the_pool_stores_repeats_once_and_decodes_exactly():
+    sec = SECTIONS["mlp"]
+    big = {"t": "g", "a": {"class": "rk", "data-rank": "0"}, "c": [{"t": "text", "x": "0.5000"}] * 3}
+    payloads = {
+        '["a"]': {"ok": True, "result": {"figure": big, "n": 1, "m": 1.0, "b": True, "z": None}},
+        '["b"]': {"ok": True, "result": {"figure": big, "n": 2, "m": "1", "b": False, "z": [1, True, 1.0]}},
+    }
+    answers = {k: json.dumps(v) for k, v in payloads.items()}
+    data, unique = pc.build_file(sec, answers, list(answers))
+    parsed = json.loads(data)
+    assert unique == 2 and len(parsed["pool"]) >= 1
+    assert data.count(b'"data-rank":"0"') == 1                    # the repeated subtree is written once
+    for key, payload in payloads.items():
+        got = pc.decode(parsed, parsed["states"][key])
+        assert got == payload and json.dumps(got) == json.dumps(payload)   # 1, 1.0, True stay themselves
+    with pytest.raises(ValueError):
+        pc.build_file(sec, {'["x"]': json.dumps({"ok": True, "result": {"@": 1}})}, ['["x"]'])
+
+
+def test_the_cache_answers_the_second_build_and_misses_after_a_change(tmp_path, monkeypatch):
+    monkeypatch.setenv("TP_RESULTS_CACHE", str(tmp_path))
+    first = pc.precompute(views, ["mlp", "dp-tp"], ["en", "zh"])
+    assert first[("mlp", "en")] is first[("mlp", "zh")]           # one file for both languages
+    calls = []
+
+    class Views:        # the same sections, but a render that must not run on a cache hit
+        sections = staticmethod(views.sections)
+        __file__ = views.__file__
+
+        @staticmethod
+        def render_json(*args):
+            calls.append(args)
+            return views.render_json(*args)
+    second = pc.precompute(Views, ["mlp", "dp-tp"], ["en", "zh"])
+    assert calls == [] and second[("mlp", "en")].data == first[("mlp", "en")].data
+    assert second[("dp-tp", "zh")].path == first[("dp-tp", "zh")].path
+    third = pc.precompute(Views, ["mlp"], ["en"])                 # other languages: another digest
+    assert calls and third[("mlp", "en")].data == first[("mlp", "en")].data
+    assert len(list(tmp_path.glob("mlp.*.index.json"))) == 1      # the older entry was replaced
+
+
+def test_the_build_links_each_demo_to_its_file_only_with_a_runtime(tmp_path):
+    from html_tree import parse
+    from tpsite.build import build
+    result = build(tmp_path / "cdn", runtime="cdn")
+    site = tmp_path / "cdn"
+    files = {info["path"] for info in result["results"].values()}
+    assert files and all((site / f).is_file() for f in files)
+    seen = 0
+    for page in sorted(site.glob("*/*.html")):
+        doc = parse(page.read_text(encoding="utf-8"))
+        for demo in doc.find_all("div", class_="demo"):
+            url = demo.attrs["data-results"]
+            assert url.startswith("../static/results/") and url[3:] in files
+            assert json.loads((site / url[3:]).read_text(encoding="utf-8"))["section"] == demo.attrs["data-section"]
+            seen += 1
+    assert seen >= 10
+    build(tmp_path / "none", runtime="none")
+    assert not (tmp_path / "none" / "static" / "results").exists()
+    assert "data-results" not in (tmp_path / "none" / "en" / "index.html").read_text(encoding="utf-8")
