@@ -26,7 +26,9 @@ export function setupLayout() {
     idle(() => mark(document.querySelectorAll(SELECTOR)));
     return;
   }
-  observer = new ResizeObserver((entries) => mark(entries.map((e) => e.target)));
+  // An entry of width 0 sits in a block the browser skipped (content-visibility: auto, off
+  // screen): measuring it would force that layout; it is reported again once it is laid out.
+  observer = new ResizeObserver((entries) => mark(entries.filter((e) => e.contentRect.width > 0).map((e) => e.target)));
   for (const el of document.querySelectorAll(SELECTOR)) observer.observe(el);
 }
 
