@@ -4,8 +4,10 @@
  *
  * Measuring (scrollWidth) must not force a layout while the page loads: a ResizeObserver reports
  * each block once the browser has laid it out anyway (and again when its width changes), and
- * the blocks a demo rewrote are measured when the page is idle.  All reads come before all
- * writes, so one pass never lays the page out twice. */
+ * the blocks a demo rewrote are measured when the page is idle.  Code blocks (few) are measured
+ * once at idle time too, even inside blocks the browser skipped (content-visibility); after the
+ * window is resized every block is measured again (the skipped ones are not laid out to report
+ * their new width).  All reads come before all writes, so one pass never lays the page out twice. */
 
 const SELECTOR = ".math-display, pre, math[display=inline]";
 
@@ -22,6 +24,11 @@ const idle = (fn) => (typeof requestIdleCallback === "function" ? requestIdleCal
 let observer = null;
 
 export function setupLayout() {
+  let timer = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => mark(document.querySelectorAll(SELECTOR)), 200);
+  });
   if (typeof ResizeObserver !== "function") {     // old browsers: once, when the page is idle
     idle(() => mark(document.querySelectorAll(SELECTOR)));
     return;
@@ -30,6 +37,7 @@ export function setupLayout() {
   // screen): measuring it would force that layout; it is reported again once it is laid out.
   observer = new ResizeObserver((entries) => mark(entries.filter((e) => e.contentRect.width > 0).map((e) => e.target)));
   for (const el of document.querySelectorAll(SELECTOR)) observer.observe(el);
+  idle(() => mark(document.querySelectorAll("pre")));
 }
 
 /** After a demo's tables were replaced (once per idle period, however many demos). */
