@@ -1,0 +1,104 @@
+"""The first screen shows the idea (issue 15 item 5), in real Chromium, both languages.
+
+- page 1's intro has the column→row MLP figure ({{figure mlp}}) with its controls: the whole
+  figure is inside the first screen at 1280×900 and inside the first two screens at 390×844;
+- its controls are the demo's: changing one there changes the demo block's control, tables and
+  figure (and the other way round), the two figures stay equal;
+- the phone header is compact and the contents list is folded (details/summary, works without
+  JavaScript); on a wide screen the sidebar list is shown instead.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from test_browser import BOOT_TIMEOUT_MS, SNAPSHOT_JS, diff, expected
+
+pytestmark = pytest.mark.browser
+
+BOX_JS = """(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
+  return {top: r.top + scrollY, bottom: r.bottom + scrollY, height: r.height}; }"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("width,height,screens", [(1280, 900, 1), (390, 844, 2)])
+def test_the_mlp_figure_is_in_the_first_screens(new_context, site_url, lang, width, height, screens):
+    ctx = new_context(viewport={"width": width, "height": height})
+    ctx.route("**/pyodide/**", lambda route: route.abort())     # the static page is what a reader sees first
+    page = ctx.new_page()
+    page.goto(f"{site_url}{lang}/index.html")
+    page.wait_for_load_state("load")
+    fig = page.evaluate(BOX_JS, "#figure-mlp figure[data-figure='mlp']")
+    controls = page.evaluate(BOX_JS, "#figure-mlp form.controls")
+    assert fig["height"] > 200                                          # the drawing, not an empty box
+    assert fig["bottom"] <= screens * height, (lang, width, fig)
+    assert controls["top"] < height                                     # the reader can act at once
+    # the figure block comes before any prose of the article
+    assert page.evaluate("""() => { const f = document.getElementById('figure-mlp');
+        const p = document.querySelector('article > p:not(.lead)');
+        return !!(f.compareDocumentPosition(p) & Node.DOCUMENT_POSITION_FOLLOWING); }""")
+    header = page.evaluate(BOX_JS, "header.site-header")
+    toc_open = page.evaluate("() => document.querySelector('.toc-fold details').open")
+    toc_shown = page.evaluate("""() => [getComputedStyle(document.querySelector('.toc-side')).display,
+                                        getComputedStyle(document.querySelector('.toc-fold')).display]""")
+    if width < 600:
+        assert header["height"] <= 130, header                          # title + language on one row, links below
+        assert toc_shown == ["none", "block"] and toc_open is False
+    else:
+        assert toc_shown[0] != "none" and toc_shown[1] == "none"
+    ctx.close()
+
+
+def test_the_folded_contents_list_opens_without_javascript(new_context, site_url):
+    ctx = new_context(viewport={"width": 390, "height": 844}, java_script_enabled=False)
+    page = ctx.new_page()
+    page.goto(f"{site_url}zh/row-parallel.html")
+    links = page.locator(".toc-fold a")
+    assert links.count() > 3 and not links.first.is_visible()
+    page.click(".toc-fold summary")
+    assert links.first.is_visible()
+    links.first.click()
+    assert page.evaluate("location.hash") == links.first.get_attribute("href")
+    ctx.close()
+
+
+CHANGE_IN_JS = """async ([form, name, value]) => {
+  const demo = document.querySelector('.demo[data-section="mlp"]');
+  const done = new Promise(resolve => demo.addEventListener("tp-rendered", ev => resolve(ev.detail), {once: true}));
+  const el = document.querySelector(form).elements[name];
+  el.value = value;
+  el.dispatchEvent(new Event("change", {bubbles: true}));
+  return await done;
+}"""
+FIGURES_JS = """() => {
+  const clean = (f) => { const c = f.cloneNode(true);
+    for (const e of [c, ...c.querySelectorAll('.tp-changed')]) { e.classList.remove('tp-changed');
+      if (e.getAttribute('class') === '') e.removeAttribute('class'); } return c.outerHTML; };
+  return [clean(document.querySelector('#figure-mlp figure')), clean(document.querySelector('#demo-mlp figure'))];
+}"""
+FORMS_JS = """() => ['#figure-mlp', '#demo-mlp'].map(s => Object.fromEntries(Array.from(
+    document.querySelector(s + ' form.controls').elements).filter(e => e.name).map(e => [e.name, e.value])))"""
+
+
+def test_the_intro_figure_and_the_demo_are_one_demo(new_context, site_url):
+    ctx = new_context()
+    page = ctx.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{site_url}en/index.html")
+    page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
+    demo = page.locator('.demo[data-section="mlp"]').element_handle()
+    for form, name, value in (("#figure-mlp form", "tp", "4"), ("#demo-mlp form", "stage", "backward"),
+                              ("#figure-mlp form", "stage", "shards")):
+        detail = page.evaluate(CHANGE_IN_JS, [form, name, value])
+        assert detail["ok"] and detail["source"] == "live"
+        intro, block = page.evaluate(FORMS_JS)
+        assert intro == block and block[name] == value
+        first, second = page.evaluate(FIGURES_JS)
+        assert first == second
+        snap = page.evaluate(SNAPSHOT_JS, demo)
+        assert diff(f"mlp {block}", snap, expected("mlp", block, "en")) == []
+    # the slider of the intro's copy follows too (position of "shards" = 0)
+    assert page.eval_on_selector("#figure-mlp input[type=range][data-for=stage]", "e => e.value") == "0"
+    assert errors == []
+    ctx.close()
