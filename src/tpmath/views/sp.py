@@ -260,7 +260,7 @@ def render_sp_layer(values: dict, lang: str) -> dict:
         "values": {
             "sp-loss": fmt.num(res["sharded"]["loss"]),
             "sp-reference-loss": fmt.num(res["reference"]["loss"]),
-            "max-abs-err": fmt.err(max(res["max_abs_err"].values())),
+            "sp-max-err": fmt.err(max(res["max_abs_err"].values())),
             "sp-sent": fmt.num(res["comm_per_rank"]["block"]),
             "tp-sent": fmt.num(res["plain_tp"]["comm_per_rank"]["block"]),
         },
@@ -488,7 +488,7 @@ SECTIONS = {
         ),
         render=render_sp_layer,
         tables=("sp-ranks", "sp-comm", "sp-ln", "sp-masks", "sp-check"),
-        values=("sp-loss", "sp-reference-loss", "max-abs-err", "sp-sent", "tp-sent"),
+        values=("sp-loss", "sp-reference-loss", "sp-max-err", "sp-sent", "tp-sent"),
         real=_real,
     ),
     "memory": Section(
