@@ -84,21 +84,28 @@ class Block:
 
     def draw(self, x: float, y: float) -> dict:
         gx, gy = x + self.grid_x, y + CAP_H
+        w, h = self.cols * CELL, len(self.rows) * CELL
         kids = [text(gx, y + CAP_H - 4, self.caption, "cap")]
+        # One rect per token (a row has one owner), the cell rules as one path, and only the dropped
+        # entries drawn one by one: a few nodes per block instead of one per entry.
         for i, r in enumerate(self.rows):
-            for j in range(self.cols):
-                cx, cy = gx + j * CELL, gy + i * CELL
-                off = self.dropped is not None and bool(self.dropped[i, j])
-                kids.append(el("rect", {**rank_attrs(r, f"cell v{0 if off else self.shade}"), "x": n(cx),
-                                        "y": n(cy), "width": n(CELL), "height": n(CELL)}))
-                if off:
-                    kids.append(el("line", {"class": "drop", "x1": n(cx + 2), "y1": n(cy + CELL - 2),
-                                            "x2": n(cx + CELL - 2), "y2": n(cy + 2)}))
+            kids.append(el("rect", {**rank_attrs(r, f"cell v{self.shade}"), "x": n(gx), "y": n(gy + i * CELL),
+                                    "width": n(w), "height": n(CELL)}))
             if self.labels is not None:
                 kids.append(text(gx - 3, gy + i * CELL + CELL / 2, self.labels[i], "tok", "end",
                                  **{"dominant-baseline": "central"}))
-        kids.append(el("rect", {**rank_attrs(self.owner, "frame"), "x": n(gx), "y": n(gy),
-                                "width": n(self.cols * CELL), "height": n(len(self.rows) * CELL)}))
+        if self.dropped is not None:
+            for i, j in zip(*np.nonzero(self.dropped)):
+                cx, cy = gx + int(j) * CELL, gy + int(i) * CELL
+                kids += [el("rect", {"class": "cell-off", "x": n(cx), "y": n(cy), "width": n(CELL), "height": n(CELL)}),
+                         el("line", {"class": "drop", "x1": n(cx + 2), "y1": n(cy + CELL - 2), "x2": n(cx + CELL - 2),
+                                     "y2": n(cy + 2)})]
+        rules = [f"M{n(gx + j * CELL)} {n(gy)}V{n(gy + h)}" for j in range(1, self.cols)]
+        rules += [f"M{n(gx)} {n(gy + i * CELL)}H{n(gx + w)}" for i in range(1, len(self.rows))]
+        if rules:
+            kids.append(el("path", {"class": "rules", "d": "".join(rules)}))
+        kids.append(el("rect", {**rank_attrs(self.owner, "frame"), "x": n(gx), "y": n(gy), "width": n(w),
+                                "height": n(h)}))
         if self.sub is not None:
             kids.append(text(gx, gy + len(self.rows) * CELL + 11, self.sub, "dimtext"))
         return el("g", {"data-part": self.part}, kids)
