@@ -333,8 +333,8 @@ def configuration_totals(c: dict, r: dict) -> dict[str, int | float]:
     out = {}
     for name in CONFIG_ORDER:
         _, sp, rc = mem.CONFIGURATIONS[name]
-        if sp and c["tp"] == 1:
-            continue                      # with t = 1 the SP rows equal the plain ones
+        if sp and (c["tp"] == 1 or c["seq"] % c["tp"]):
+            continue                      # equal to the plain rows at t = 1; impossible when t ∤ s
         out[name] = memory_result({**c, "sp": "on" if sp else "off", "recompute": rc})["per_rank_bytes"]
     return out
 
@@ -446,6 +446,8 @@ def render_memory(values: dict, lang: str) -> dict:
         notes["mem-custom"] = label("note.mem_custom")
     for d in r["differs_from_formula"]:
         notes[f"mem-differs-{d}"] = label(f"note.mem_differs_{d.replace('-', '_')}")
+    if c["tp"] > 1 and c["seq"] % c["tp"]:
+        notes["mem-sp-split"] = label("note.mem_sp_split", tp=fmt.integer(c["tp"]), seq=fmt.integer(c["seq"]))
     if c["pp"] > 1:
         notes["mem-pp"] = label("note.mem_pp", pp=fmt.integer(c["pp"]), layers=fmt.integer(c["layers"]))
     per = r["per_rank_bytes"]
