@@ -140,7 +140,7 @@ def test_values_and_check_table_equal_numpy():
     assert set(rows) == {"Y", "ℒ", "G_X", "G_γ", "G_β", "G_W₁", "G_W₂"}
     assert rows["G_W₁"][1] == "4×8" and rows["Y"][1] == "1×4×4" and rows["ℒ"][1] == "1"
     for row in rows.values():
-        assert err(row[2]) < 1e-12 and row[4] == "✓" and err(row[5]) < 1e-12
+        assert row[2].startswith("< ") and row[3] == "✓" and row[4].startswith("< ")
 
 
 @pytest.mark.parametrize("tp,seq", [(2, 4), (4, 8)])
@@ -174,7 +174,7 @@ def test_layernorm_mistake_leaves_each_rank_its_own_row():
                for r in range(4))
     assert abs(err(worst[2]) - want) <= 0.06 * want
     rows = {row[0]: row for row in res["tables"]["sp-check"]["rows"]}
-    assert rows["G_γ"][4] == "✗" and rows["Y"][4] == "✓" and rows["G_X"][4] == "✓"
+    assert rows["G_γ"][3] == "✗" and rows["Y"][3] == "✓" and rows["G_X"][3] == "✓"
     assert not any(c["collective"] == "all-reduce" for c in core.run_sp_layer(tp=4, seq=8, batch=1, mistake="ln-grad-not-reduced")["comm"])
 
 
@@ -228,7 +228,7 @@ def test_same_dropout_seed_repeats_one_mask_on_every_rank():
     assert len({r[1] for r in rows}) == 1                             # from the same counters
     assert all(r[5] == "✗" for r in rows)
     check = {row[0]: row for row in res["tables"]["sp-check"]["rows"]}
-    assert check["Y"][4] == "✗" and err(check["Y"][2]) > 1e-3
+    assert check["Y"][3] == "✗" and err(check["Y"][2]) > 1e-3
 
 
 def test_gather_on_the_hidden_dim_puts_rows_in_the_wrong_order():
@@ -462,3 +462,32 @@ def test_every_string_the_sections_use_exists_in_both_languages():
     assert all(cjk.search(mine["zh"][k]) for k in prose)             # the Chinese sentences are Chinese
     for k in mine["en"]:                                             # the same placeholders in both
         assert set(re.findall(r"{(\w+)}", mine["en"][k])) == set(re.findall(r"{(\w+)}", mine["zh"][k])), k
+
+
+# ------------------------------------------------------------------ the built page
+
+PAGE4_IDS = ("replicated", "block", "ln-grads", "dropout", "gather-output", "mistakes", "memory", "practice",
+             "interview", "notation", "references")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_page_builds_in_both_languages(built_site, lang):
+    from html_tree import parse
+    html = (built_site / lang / "sequence-parallel.html").read_text(encoding="utf-8")
+    doc = parse(html)
+    ids = [h.attrs["id"] for h in doc.iter("h2")]
+    assert tuple(i for i in ids if i in PAGE4_IDS) == PAGE4_IDS
+    demos = [d.attrs["data-section"] for d in doc.find_all("div", class_="demo")]
+    assert demos == ["sp-layer", "memory"]
+    figures = [f.attrs["data-figure"] for f in doc.iter("figure") if "data-figure" in f.attrs]
+    assert figures == ["sp-layer", "sp-ln", "memory"]
+    for name in ("sp-ranks", "sp-comm", "sp-ln", "sp-check", "mem-rank", "mem-table2", "mem-breakdown"):
+        assert doc.find("table", data_table=name) is not None, name
+    assert doc.find("details", data_real="sp-layer") is not None and doc.find("details", data_real="memory") is None
+    # Table 2 in MathML: seven rows of the page's table carry a formula each
+    table2 = [t for t in doc.iter("table") if "data-table" not in t.attrs and any(
+        "sbh" in m.text() or "34" in m.text() for m in t.iter("math"))]
+    assert len(table2) == 1 and len(list(table2[0].iter("math"))) == 7
+    nav = [a.text() for a in doc.find_all("a") if a.attrs.get("href") == "sequence-parallel.html"]
+    assert ("Sequence parallel" if lang == "en" else "序列并行") in nav
+    assert "0.01%" not in html and "0.01 %" not in html           # the paper's figure is not quoted (§4.3 gives 0.57 %)

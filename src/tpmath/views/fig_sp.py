@@ -398,8 +398,10 @@ def figure_ln(res: dict) -> dict:
         if reduced:
             ref = res["reference"]
             err = max(float(np.max(np.abs(res["sharded"][k] - ref[k]))) for k in ("G_gamma", "G_beta"))
-            ok = all(res["max_abs_err"][k] <= res["tolerances"][k] for k in ("G_gamma", "G_beta"))
-            check_text = {"key": "fig.matches_ref" if ok else "fig.sp_off_ref", "args": {"err": fmt.err(err)}}
+            tol = min(res["tolerances"][k] for k in ("G_gamma", "G_beta"))
+            # below the tolerance the digits are rounding noise that differs between CPython and WebAssembly
+            check_text = {"key": "fig.matches_ref" if err <= tol else "fig.sp_off_ref",
+                          "args": {"err": fmt.within(err, tol)}}
             out.append([box, arrow_panel(None, w=30, h=2 * CELL_H + 18),
                         matrix_panel(res["sharded"]["G_gamma"], {"key": "fig.every_rank", "args": {"name": "G_γ"}},
                                      None, "G_gamma", scale, shape=check_text),

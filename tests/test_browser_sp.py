@@ -1,0 +1,164 @@
+"""Page 4 in real Chromium + Pyodide: live = build time = CPython = the command line.
+
+For the sections ``sp-layer`` and ``memory`` of ``sequence-parallel.html`` (both languages):
+the live tables in the default state equal the build-time HTML, every setting below equals
+``tpmath.views.render`` in CPython cell for cell, and the numbers equal what
+``python -m tpmath sp-layer|memory … --json`` prints in another process.  (Figures are compared
+once the page's JavaScript applies them live: the `frontend` branch.)
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from test_browser import BOOT_TIMEOUT_MS, LivePage, cli, diff, expected  # noqa: F401
+from tpmath.views import fmt
+from tpmath.views.fig_sp import size
+
+pytestmark = pytest.mark.browser
+
+SLUG = "sequence-parallel.html"
+MINUS = "\u2212"
+
+SP_SETTINGS = [
+    {},
+    {"tp": "4", "seq": "8", "step": "grad-scatter"},
+    {"tp": "2", "seq": "8", "step": "gather", "mistake": "gather-wrong-dim"},
+    {"tp": "4", "seq": "8", "step": "tp", "dropout": "0.25"},
+    {"tp": "2", "seq": "4", "step": "grad-ln", "mistake": "ln-grad-not-reduced"},
+    {"tp": "4", "seq": "4", "step": "residual", "mistake": "same-dropout-seed", "dropout": "0.5"},
+    {"tp": "1", "seq": "8", "step": "grad-w"},
+]
+MEM_SETTINGS = [
+    {},
+    {"sp": "on", "recompute": "selective"},
+    {"preset": "paper-22b", "optimizer": "megatron-fp16", "sp": "on"},
+    {"preset": "gpt-3-175b", "seq": "2048", "tp": "8", "recompute": "full", "sp": "on"},
+    {"preset": "custom", "hidden": "2048", "heads": "16", "layers": "24", "vocab": "50304", "seq": "2048",
+     "batch": "2", "tp": "4", "pp": "2", "sp": "on", "optimizer": "mixed-adam"},
+]
+KEY = {"ln": ("X", "A"), "gather": ("A", "A_full"), "tp": ("Hd", "O_partial"), "scatter": ("O_partial", "O"),
+       "residual": ("O", "Y"), "grad-gather": ("G_Y", "G_O_full"), "grad-w": ("G_W2", "G_W1"),
+       "grad-scatter": ("G_A_partial", "G_A"), "grad-ln": ("G_A", "G_X")}
+
+
+def mat(text: str) -> np.ndarray:
+    return np.array(json.loads(text.replace(MINUS, "-")), dtype=float)
+
+
+@pytest.fixture(scope="module")
+def pages(new_context, site_url):
+    ctx = new_context()
+    out = {}
+    for lang in ("en", "zh"):
+        page = ctx.new_page()
+        live = LivePage(page, lang, SLUG)
+        page.goto(f"{site_url}{lang}/{SLUG}", wait_until="domcontentloaded")
+        live.static = {s: live.snapshot(s) for s in ("sp-layer", "memory")}
+        out[lang] = live
+    for live in out.values():
+        live.page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'",
+                                    timeout=BOOT_TIMEOUT_MS)
+        assert live.page.evaluate("document.documentElement.dataset.runtime") == "ready"
+    yield out
+    for live in out.values():
+        live.page.close()
+
+
+def test_default_state_live_equals_build_time(pages):
+    problems = []
+    for lang, live in pages.items():
+        for section, away in (("sp-layer", {"tp": "4"}), ("memory", {"tp": "4"})):
+            static = live.static[section]
+            moved = live.set(section, away)
+            assert moved["tables"] != static["tables"], section
+            back = live.set(section, dict(static["controls"]))
+            assert back["msg"] == ""
+            problems += diff(f"{lang} {section}", back, static)
+    assert problems == [], "\n".join(problems)
+
+
+def check_sp_against_cli(controls: dict, state: dict) -> int:
+    c = {"tp": "2", "seq": "4", "mistake": "none", "dropout": "0", "step": "gather", **controls}
+    if c["tp"] == "1":
+        c["mistake"] = "none"
+    if c["mistake"] == "same-dropout-seed" and c["dropout"] == "0":
+        c["dropout"] = "0.25"
+    out = cli("sp-layer", "--tp", c["tp"], "--seq", c["seq"], "--batch", "1", "--mistake", c["mistake"],
+              "--dropout", c["dropout"])
+    n = 0
+    table = state["tables"]["sp-ranks"]
+    assert len(table["rows"]) == int(c["tp"])
+    for row, rk in zip(table["rows"], out["ranks"]):
+        assert row[0] == f"R{rk['rank']}"
+        for text, key in zip(row[2:], KEY[c["step"]]):
+            want = np.asarray(rk[key], dtype=float)
+            want = want.reshape(-1, want.shape[-1])
+            assert np.max(np.abs(mat(text) - want)) <= 5.01e-4, (key, rk["rank"])
+            n += 1
+    for row, rk in zip(state["tables"]["sp-ln"]["rows"], out["ranks"]):
+        assert np.max(np.abs(mat(row[2]) - np.asarray(rk["G_gamma_partial"]))) <= 5.01e-5
+        assert np.max(np.abs(mat(row[3]) - np.asarray(rk["G_beta_partial"]))) <= 5.01e-5
+        n += 2
+    comm = state["tables"]["sp-comm"]["rows"]
+    sp_rows = [r for r in comm if r[1] in ("g", "ḡ", "γ, β")]
+    assert [int(r[4].replace("\u2009", "")) for r in sp_rows] == [e["elements"] for e in out["comm"]]
+    check = {row[0]: row for row in state["tables"]["sp-check"]["rows"]}
+    names = {"Y": "Y", "loss": "ℒ", "G_X": "G_X", "G_gamma": "G_γ", "G_beta": "G_β", "G_W1": "G_W₁", "G_W2": "G_W₂"}
+    for key, name in names.items():
+        assert check[name][2] == fmt.within(out["max_abs_err"][key], out["tolerances"][key]), key
+        n += 1
+    v = state["values"]
+    assert v["sp-loss"] == fmt.num(out["sharded"]["loss"]) and v["sp-reference-loss"] == fmt.num(out["reference"]["loss"])
+    return n + 2
+
+
+def mem_cli_args(c: dict) -> list[str]:
+    c = {"preset": "llama-2-7b", "seq": "4096", "batch": "1", "tp": "8", "pp": "1", "sp": "off", "recompute": "none",
+         "optimizer": "megatron-bf16", **c}
+    args = ["memory", "--recompute", c["recompute"], "--optimizer", c["optimizer"]]
+    if c["sp"] == "on" and c["tp"] != "1":
+        args.append("--sp")
+    if c["preset"] == "custom":
+        return args + [f"--{k}={c[k]}" for k in ("hidden", "heads", "layers", "vocab", "seq", "batch", "tp", "pp")]
+    args += ["--preset", c["preset"]]
+    if not c["preset"].startswith("paper-"):     # the paper's presets fix s, b, t and p themselves
+        args += [f"--{k}={c[k]}" for k in ("seq", "batch", "tp", "pp")]
+    return args
+
+
+def check_memory_against_cli(controls: dict, state: dict) -> int:
+    out = cli(*mem_cli_args(controls))
+    per = out["per_rank_bytes"]
+    rows = state["tables"]["mem-rank"]["rows"]
+    got = [int(r[2].replace("\u2009", "")) for r in rows]
+    assert got == [round(per[k]) for k in ("parameters", "gradients", "optimizer", "activations")]
+    assert state["values"]["mem-total"] == size(per["total"])
+    assert state["values"]["mem-per-layer"] == size(out["activation_bytes_per_layer"])
+    assert state["values"]["mem-params"] == fmt.integer(out["parameters"]["per_rank"])
+    t2 = [r[2] for r in state["tables"]["mem-table2"]["rows"]]
+    assert t2[0] == size(out["table2"]["none"]) and size(out["table2"]["tp"]) in t2
+    return 7
+
+
+@pytest.mark.parametrize("section", ["sp-layer", "memory"])
+def test_live_equals_cpython_and_the_command_line(pages, section):
+    settings, check = (SP_SETTINGS, check_sp_against_cli) if section == "sp-layer" else \
+        (MEM_SETTINGS, check_memory_against_cli)
+    problems, checked = [], 0
+    for lang, live in pages.items():
+        base = dict(live.static[section]["controls"])
+        for setting in settings:
+            controls = {**base, **setting}
+            state = live.set(section, controls)
+            assert state["msg"] == "" and state["invalid"] == [], (lang, setting, state["msg"])
+            problems += diff(f"{lang} {section} {setting}", state, expected(section, controls, lang))
+            checked += check(setting, state)
+        live.set(section, base)
+    assert checked > 0
+    assert problems == [], "\n".join(problems)
+    for live in pages.values():
+        assert live.errors == [], live.errors
