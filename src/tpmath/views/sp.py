@@ -120,9 +120,12 @@ def shown_err(err: float, ref: np.ndarray) -> str:
 
 
 def worst_err(res: dict) -> str:
-    """The largest difference of any output or gradient, shown as :func:`shown_err` does."""
-    worst = max(core.RESULT_KEYS, key=lambda k: res["max_abs_err"][k] / res["tolerances"][k])
-    return fmt.within(res["max_abs_err"][worst], res["tolerances"][worst])
+    """The largest difference of any output or gradient: below every tolerance, "< the largest
+    tolerance" (which quantity's noise is largest is itself noise); otherwise its digits."""
+    errs, tols = res["max_abs_err"], res["tolerances"]
+    if all(errs[k] <= tols[k] for k in core.RESULT_KEYS):
+        return fmt.within(0.0, max(tols.values()))
+    return fmt.err(max(errs[k] for k in core.RESULT_KEYS if errs[k] > tols[k]))
 
 
 def _merge(parts: list[np.ndarray], how: str) -> np.ndarray:
