@@ -160,7 +160,7 @@ def test_memory_bars(preset, tp, sp, rc):
         for n in walk(svg):
             if n.get("a", {}).get("data-part", "").startswith("bar-"):
                 widths[n["a"]["data-part"][4:]] = [float(r["a"]["width"]) for r in n["c"]
-                                                    if r["t"] == "rect" and "seg" in r["a"]["class"].split()]
+                                                    if r["t"] == "rect" and "mem-seg" in r["a"]["class"].split()]
         states = {tuple(w[:3]) for w in widths.values()}
         assert len(states) == 1
         assert widths["tp"][3] >= widths["full"][-1]

@@ -418,7 +418,7 @@ def figure_ln(res: dict) -> dict:
 
 # ------------------------------------------------------------------------------ memory
 
-SEGMENTS = (("parameters", "seg-w"), ("gradients", "seg-g"), ("optimizer", "seg-o"), ("activations", "seg-a"))
+SEGMENTS = (("parameters", "mem-w"), ("gradients", "mem-g"), ("optimizer", "mem-o"), ("activations", "mem-a"))
 BAR_LABEL_W = 104.0
 BAR_VALUE_W = 64.0
 BAR_H = 18.0
@@ -437,7 +437,7 @@ def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[
     for i, (key, cls) in enumerate(SEGMENTS):     # the legend: a swatch and a word each
         x = PAD + (i % 2) * 180 if width < 560 else PAD + i * 150
         y = 8 + (i // 2) * 18 if width < 560 else 8
-        nodes += [el("rect", {"class": f"seg {cls}", "x": n(x), "y": n(y), "width": "12", "height": "12"}),
+        nodes += [el("rect", {"class": f"mem-seg {cls}", "x": n(x), "y": n(y), "width": "12", "height": "12"}),
                   text(x + 17, y + 6, {"key": f"fig.mem_seg_{key}"}, "lbl", **{"dominant-baseline": "central"})]
     y = 52.0 if width < 560 else 34.0
     top_y = y
@@ -453,7 +453,7 @@ def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[
         for key, cls in SEGMENTS:
             w = bar_w * per[key] / axis if axis else 0.0
             if w > 0:
-                kids.append(el("rect", {"class": f"seg {cls}", "x": n(x), "y": n(y), "width": n(max(w, 0.5)),
+                kids.append(el("rect", {"class": f"mem-seg {cls}", "x": n(x), "y": n(y), "width": n(max(w, 0.5)),
                                         "height": n(BAR_H)}))
             x += w
         if lit:
