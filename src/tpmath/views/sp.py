@@ -260,10 +260,10 @@ def render_sp_layer(values: dict, lang: str) -> dict:
     tp, seq, p = int(c["tp"]), int(c["seq"]), float(c["dropout"])
     res = run(tp, seq, c["mistake"], p)
     one = one_device(seq, p)
-    tables = {"sp-ranks": _ranks_table(res, one, c["step"]), "sp-comm": _comm_table(res), "sp-ln": _ln_table(res)}
-    if p > 0:
+    tables = {"sp-ranks": _ranks_table(res, one, c["step"]), "sp-comm": _comm_table(res), "sp-ln": _ln_table(res),
+              "sp-check": _check_table(res)}
+    if p > 0:                    # after the declared tables, where the page adds a table it had not shown
         tables["sp-masks"] = _masks_table(res, one)
-    tables["sp-check"] = _check_table(res)
     notes["sp-step"] = label(f"note.sp_step_{c['step'].replace('-', '_')}", tp=c["tp"], s=c["seq"],
                               sl=fmt.integer(int(c["seq"]) // int(c["tp"])))
     notes.update(_notes(res, c))
@@ -504,7 +504,7 @@ SECTIONS = {
             Control("step", "select", "gather", options=STEP_NAMES, label="ctl.sp_step"),
         ),
         render=render_sp_layer,
-        tables=("sp-ranks", "sp-comm", "sp-ln", "sp-masks", "sp-check"),
+        tables=("sp-ranks", "sp-comm", "sp-ln", "sp-check"),     # + "sp-masks" when dropout is on
         values=("sp-loss", "sp-reference-loss", "sp-max-err", "sp-sent", "tp-sent"),
         real=_real,
     ),
@@ -520,7 +520,7 @@ SECTIONS = {
             Control("optimizer", "select", "megatron-bf16", options=tuple(mem.OPTIMIZERS), label="ctl.mem_optimizer"),
         ),
         render=render_memory,
-        tables=("mem-rank", "mem-table2", "mem-breakdown", "mem-paper"),
+        tables=("mem-rank", "mem-table2", "mem-breakdown"),      # + "mem-paper" where the paper has numbers
         values=("mem-total", "mem-activations", "mem-per-layer", "mem-params"),
     ),
 }
