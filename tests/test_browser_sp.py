@@ -22,6 +22,7 @@ pytestmark = pytest.mark.browser
 
 SLUG = "sequence-parallel.html"
 MINUS = "\u2212"
+SPACES = str.maketrans("", "", "\u2009\u202f\u00a0 ")   # digit grouping in fmt.integer
 
 SP_SETTINGS = [
     {},
@@ -105,7 +106,7 @@ def check_sp_against_cli(controls: dict, state: dict) -> int:
         n += 2
     comm = state["tables"]["sp-comm"]["rows"]
     sp_rows = [r for r in comm if r[1] in ("g", "ḡ", "γ, β")]
-    assert [int(r[4].replace("\u2009", "")) for r in sp_rows] == [e["elements"] for e in out["comm"]]
+    assert [int(r[4].translate(SPACES)) for r in sp_rows] == [e["elements"] for e in out["comm"]]
     check = {row[0]: row for row in state["tables"]["sp-check"]["rows"]}
     names = {"Y": "Y", "loss": "ℒ", "G_X": "G_X", "G_gamma": "G_γ", "G_beta": "G_β", "G_W1": "G_W₁", "G_W2": "G_W₂"}
     for key, name in names.items():
@@ -134,7 +135,7 @@ def check_memory_against_cli(controls: dict, state: dict) -> int:
     out = cli(*mem_cli_args(controls))
     per = out["per_rank_bytes"]
     rows = state["tables"]["mem-rank"]["rows"]
-    got = [int(r[2].replace("\u2009", "")) for r in rows]
+    got = [int(r[2].translate(SPACES)) for r in rows]
     assert got == [round(per[k]) for k in ("parameters", "gradients", "optimizer", "activations")]
     assert state["values"]["mem-total"] == size(per["total"])
     assert state["values"]["mem-per-layer"] == size(out["activation_bytes_per_layer"])
