@@ -163,3 +163,65 @@ def test_live_equals_cpython_and_the_command_line(pages, section):
     assert problems == [], "\n".join(problems)
     for live in pages.values():
         assert live.errors == [], live.errors
+
+
+# ---- figures: live = build time = CPython (once the page's JavaScript applies figures live) -----
+
+SER_FN = """function ser(el) {
+  const ns = el.namespaceURI === "http://www.w3.org/2000/svg" ? "svg:" : "";
+  const attrs = [];
+  for (const a of el.attributes) {
+    if (a.name === "hidden") continue;
+    let v = a.value;
+    if (a.name === "class") v = v.split(/\\s+/).filter(c => c && c !== "tp-changed").join(" ");
+    if (a.name === "class" && v === "" && a.value.includes("tp-changed")) continue;
+    attrs.push([a.name, v]);
+  }
+  attrs.sort((x, y) => x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0);
+  const kids = Array.from(el.children);
+  return [ns + el.localName, attrs, kids.length ? kids.map(ser) : el.textContent];
+}"""
+FIGURES_JS = "(demo) => { " + SER_FN + """
+  return Object.fromEntries(Array.from(demo.querySelectorAll("figure[data-figure]")).filter(f => !f.hidden)
+    .map(f => [f.getAttribute("data-figure"), ser(f)])); }"""
+
+
+def py_ser(node: dict, lang: str, svg: bool = False) -> list:
+    """CPython's element tree in the shape of SER_FN, its texts translated."""
+    from test_browser import cell_text
+    svg = svg or node["t"] == "svg"
+    tag = ("svg:" if svg else "") + node["t"]
+    attrs = sorted([k, v] for k, v in node.get("a", {}).items())
+    if "x" in node:
+        return [tag, attrs, cell_text(node["x"], lang)]
+    kids = node.get("c", [])
+    return [tag, attrs, [py_ser(c, lang, svg) for c in kids] if kids else ""]
+
+
+FIGURE_SETTINGS = {"sp-layer": [{"tp": "4", "seq": "8", "step": "grad-w", "dropout": "0.25"},
+                                {"tp": "2", "seq": "8", "mistake": "ln-grad-not-reduced", "step": "grad-ln"}],
+                   "memory": [{"preset": "paper-22b", "sp": "on", "recompute": "selective"}]}
+
+
+def test_figures_live_equal_build_time_and_cpython(pages):
+    from tpmath import views
+    live_figures = pages["en"].page.evaluate("() => !!document.querySelector('script[type=module]')")
+    if not live_figures:
+        pytest.skip("this page's JavaScript does not apply figures live yet (branch frontend)")
+    problems = []
+    for lang, live in pages.items():
+        for section, settings in FIGURE_SETTINGS.items():
+            base = dict(live.static[section]["controls"])
+            static = live.page.evaluate(FIGURES_JS, live.demo(section))
+            want = {k: py_ser(v, lang) for k, v in views.render(section, base, lang)["figures"].items()}
+            if static != want:
+                problems.append(f"{lang} {section}: build-time figures != CPython's")
+            for setting in settings + [{}]:
+                controls = {**base, **setting}
+                live.set(section, controls)
+                got = live.page.evaluate(FIGURES_JS, live.demo(section))
+                want = {k: py_ser(v, lang) for k, v in views.render(section, controls, lang)["figures"].items()}
+                if got != want:
+                    problems.append(f"{lang} {section} {setting}: live figures != CPython's "
+                                    f"{sorted(got)} / {sorted(want)}")
+    assert problems == [], "\n".join(problems)
