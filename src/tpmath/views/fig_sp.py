@@ -17,6 +17,7 @@ states and the activations of one rank for each configuration of Table 2 at the 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +52,9 @@ def _text_w(cell: Any) -> float:
     """Estimated width of a caption at 12 px: translated cells get :data:`SUB_W`."""
     if not isinstance(cell, str):
         return SUB_W
-    return sum(12.0 if _WIDE_CHAR.match(ch) else 6.8 for ch in cell)
+    # fsum, not sum: Python 3.12 (Pyodide) adds floats with compensation and 3.11 does not, and the
+    # drawing must be the same to the last coordinate in both
+    return math.fsum(12.0 if _WIDE_CHAR.match(ch) else 6.8 for ch in cell)
 
 
 @dataclass
