@@ -23,7 +23,8 @@ import pytest
 
 from tpmath import TPMathError
 from tpmath import sp_layer as core
-from tpmath.views import fmt, render, sections
+from tpmath import fmt
+from tpmath.views import render, sections
 from tpmath.views import sp as spv
 from tpmath.views.tree import walk
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import sp_layer as core
-from . import fmt
+from .. import fmt
 from .tree import (CELL_H, NARROW_W, WIDE_W, Panel, Row, arrow_head, arrow_panel, check, el, figure,
                    figure_svg, matrix_panel, n, rank_attrs, text)
 

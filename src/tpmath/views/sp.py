@@ -25,9 +25,10 @@ from .. import memory as mem
 from .. import sp_layer as core
 from ..collectives import reduce_all
 from ..validate import as_choice, as_int
-from . import Control, Section, fmt
+from .. import fmt
+from . import Control, Section, tree
+from .cells import id_range, label, rank, select_int, table
 from .fig_sp import figure_ln, figure_memory, figure_sp, size
-from .page1_util import id_range, label, rank, select_int, table
 
 # ------------------------------------------------------------------------------ sp-layer
 
