@@ -3,20 +3,17 @@
 For the sections ``sp-layer`` and ``memory`` of ``sequence-parallel.html`` (both languages):
 the live tables in the default state equal the build-time HTML, every setting below equals
 ``tpmath.views.render`` in CPython cell for cell, and the numbers equal what
-``python -m tpmath sp-layer|memory … --json`` prints in another process.  (Figures are compared
-once the page's JavaScript applies them live: the `frontend` branch.)
+``python -m tpmath sp-layer|memory … --json`` prints in another process; the figures live equal
+the build-time ones and CPython's, element for element.
 """
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
 
 from test_browser import BOOT_TIMEOUT_MS, LivePage, cli, diff, expected  # noqa: F401
-from tpmath.views import fmt
-from tpmath.views.fig_sp import size
+from tpmath import fmt
 
 pytestmark = pytest.mark.browser
 
@@ -46,8 +43,28 @@ KEY = {"ln": ("X", "A"), "gather": ("A", "A_full"), "tp": ("Hd", "O_partial"), "
        "grad-scatter": ("G_A_partial", "G_A"), "grad-ln": ("G_A", "G_X")}
 
 
-def mat(text: str) -> np.ndarray:
-    return np.array(json.loads(text.replace(MINUS, "-")), dtype=float)
+# The cells of one live table with their structure: a grid cell (table.grid) as rows of its numbers'
+# texts, a rank tag as [its text, its data-rank], any other cell as its text.
+CELLS_JS = """([demo, name]) => {
+  const t = demo.querySelector('table[data-table="' + name + '"]');
+  const cell = (c) => {
+    const g = c.querySelector("table.grid");
+    if (g) return Array.from(g.rows).map(r => Array.from(r.cells).map(d => d.textContent));
+    const tag = c.querySelector(".rank-tag");
+    if (tag) return [tag.textContent, tag.getAttribute("data-rank")];
+    return c.textContent;
+  };
+  return Array.from(t.tBodies[0].rows).map(r => Array.from(r.cells).map(cell));
+}"""
+
+
+def mat(cell: list) -> np.ndarray:
+    """A grid cell's rows of numbers (U+2212 minus) as an array."""
+    return np.array([[float(x.replace(MINUS, "-")) for x in row] for row in cell], dtype=float)
+
+
+def live_rows(live: LivePage, section: str, name: str) -> list:
+    return live.page.evaluate(CELLS_JS, [live.demo(section), name])
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +99,7 @@ def test_default_state_live_equals_build_time(pages):
     assert problems == [], "\n".join(problems)
 
 
-def check_sp_against_cli(controls: dict, state: dict) -> int:
+def check_sp_against_cli(controls: dict, state: dict, live: LivePage) -> int:
     c = {"tp": "2", "seq": "4", "mistake": "none", "dropout": "0", "step": "gather", **controls}
     if c["tp"] == "1":
         c["mistake"] = "none"
@@ -91,16 +108,17 @@ def check_sp_against_cli(controls: dict, state: dict) -> int:
     out = cli("sp-layer", "--tp", c["tp"], "--seq", c["seq"], "--batch", "1", "--mistake", c["mistake"],
               "--dropout", c["dropout"])
     n = 0
-    table = state["tables"]["sp-ranks"]
-    assert len(table["rows"]) == int(c["tp"])
-    for row, rk in zip(table["rows"], out["ranks"]):
-        assert row[0] == f"R{rk['rank']}"
-        for text, key in zip(row[2:], KEY[c["step"]]):
+    rows = live_rows(live, "sp-layer", "sp-ranks")
+    assert len(rows) == int(c["tp"])
+    for row, rk in zip(rows, out["ranks"]):
+        assert row[0] == [f"R{rk['rank']}", str(rk["rank"])]
+        for cell, key in zip(row[2:], KEY[c["step"]]):
             want = np.asarray(rk[key], dtype=float)
             want = want.reshape(-1, want.shape[-1])
-            assert np.max(np.abs(mat(text) - want)) <= 5.01e-4, (key, rk["rank"])
+            got = mat(cell)
+            assert got.shape == want.shape and np.max(np.abs(got - want)) <= 5.01e-4, (key, rk["rank"])
             n += 1
-    for row, rk in zip(state["tables"]["sp-ln"]["rows"], out["ranks"]):
+    for row, rk in zip(live_rows(live, "sp-layer", "sp-ln"), out["ranks"]):
         assert np.max(np.abs(mat(row[2]) - np.asarray(rk["G_gamma_partial"]))) <= 5.01e-5
         assert np.max(np.abs(mat(row[3]) - np.asarray(rk["G_beta_partial"]))) <= 5.01e-5
         n += 2
@@ -131,17 +149,17 @@ def mem_cli_args(c: dict) -> list[str]:
     return args
 
 
-def check_memory_against_cli(controls: dict, state: dict) -> int:
+def check_memory_against_cli(controls: dict, state: dict, live: LivePage) -> int:
     out = cli(*mem_cli_args(controls))
     per = out["per_rank_bytes"]
     rows = state["tables"]["mem-rank"]["rows"]
     got = [int(r[2].translate(SPACES)) for r in rows]
     assert got == [round(per[k]) for k in ("parameters", "gradients", "optimizer", "activations")]
-    assert state["values"]["mem-total"] == size(per["total"])
-    assert state["values"]["mem-per-layer"] == size(out["activation_bytes_per_layer"])
+    assert state["values"]["mem-total"] == fmt.nbytes(per["total"])
+    assert state["values"]["mem-per-layer"] == fmt.nbytes(out["activation_bytes_per_layer"])
     assert state["values"]["mem-params"] == fmt.integer(out["parameters"]["per_rank"])
     t2 = [r[2] for r in state["tables"]["mem-table2"]["rows"]]
-    assert t2[0] == size(out["table2"]["none"]) and size(out["table2"]["tp"]) in t2
+    assert t2[0] == fmt.nbytes(out["table2"]["none"]) and fmt.nbytes(out["table2"]["tp"]) in t2
     return 7
 
 
@@ -157,7 +175,7 @@ def test_live_equals_cpython_and_the_command_line(pages, section):
             state = live.set(section, controls)
             assert state["msg"] == "" and state["invalid"] == [], (lang, setting, state["msg"])
             problems += diff(f"{lang} {section} {setting}", state, expected(section, controls, lang))
-            checked += check(setting, state)
+            checked += check(setting, state, live)
         live.set(section, base)
     assert checked > 0
     assert problems == [], "\n".join(problems)
@@ -165,7 +183,7 @@ def test_live_equals_cpython_and_the_command_line(pages, section):
         assert live.errors == [], live.errors
 
 
-# ---- figures: live = build time = CPython (once the page's JavaScript applies figures live) -----
+# ---- figures: live = build time = CPython ------------------------------------------------------
 
 SER_FN = """function ser(el) {
   const ns = el.namespaceURI === "http://www.w3.org/2000/svg" ? "svg:" : "";
@@ -205,9 +223,6 @@ FIGURE_SETTINGS = {"sp-layer": [{"tp": "4", "seq": "8", "step": "grad-w", "dropo
 
 def test_figures_live_equal_build_time_and_cpython(pages):
     from tpmath import views
-    live_figures = pages["en"].page.evaluate("() => !!document.querySelector('script[type=module]')")
-    if not live_figures:
-        pytest.skip("this page's JavaScript does not apply figures live yet (branch frontend)")
     problems = []
     for lang, live in pages.items():
         for section, settings in FIGURE_SETTINGS.items():

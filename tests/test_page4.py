@@ -40,9 +40,16 @@ def num(text: str) -> float:
     return float(text.replace(MINUS, "-").replace("\u00a0", " ").replace("\u202f", " ").split()[0])
 
 
-def mat(text: str) -> np.ndarray:
-    """A fmt.mat / fmt.vec text back to numbers."""
-    return np.array(json.loads(text.replace(MINUS, "-")), dtype=float)
+def mat(cell) -> np.ndarray:
+    """A grid cell (tree.grid: rows of numbers) back to numbers; a text cell's leading number."""
+    rows = [[num(td["x"]) for td in tr.get("c", [])] for tr in walk(cell["el"]) if tr["t"] == "tr"]
+    return np.array(rows, dtype=float)
+
+
+def rank_of(cell) -> tuple[str, str]:
+    """(text, data-rank) of a rank-tag row header."""
+    node = cell["el"]
+    return node["x"], node["a"]["data-rank"]
 
 
 def err(text: str) -> float:
@@ -117,7 +124,7 @@ def test_every_step_table_equals_numpy(tp, seq, step):
     assert len(t["rows"]) == tp
     s_l, f_l = seq // tp, spv.FFN // tp
     for r, row in enumerate(t["rows"]):
-        assert row[0] == f"R{r}"
+        assert rank_of(row[0]) == (f"R{r}", str(r))
         lo, width = (r * f_l, f_l) if step in ("tp", "grad-w") else (r * s_l, s_l)
         assert row[1] == (str(lo) if width == 1 else f"{lo}–{lo + width - 1}")
         for text, want in zip(row[2:], expected_step(ref, step, tp, r)):
@@ -227,7 +234,8 @@ def test_same_dropout_seed_repeats_one_mask_on_every_rank():
     assert res["controls"]["dropout"] == "0.25"                       # p = 0 raised to the demo's p
     assert res["control_state"]["dropout"] == {"disabled": False, "value": "0.25"}
     rows = res["tables"]["sp-masks"]["rows"]
-    assert len({r[2] for r in rows}) == 1 and len({r[4] for r in rows}) == 1   # the same mask everywhere
+    for col in (2, 4):                                                # the same mask everywhere
+        assert all(np.array_equal(mat(r[col]), mat(rows[0][col])) for r in rows)
     assert len({r[1] for r in rows}) == 1                             # from the same counters
     assert all(r[5] == "✗" for r in rows)
     check = {row[0]: row for row in res["tables"]["sp-check"]["rows"]}
@@ -247,6 +255,22 @@ def test_gather_on_the_hidden_dim_puts_rows_in_the_wrong_order():
     same = render("sp-layer", {"tp": "4", "seq": "4", "mistake": "gather-wrong-dim"})   # one token per rank
     assert cell_key(same["notes"]["sp-noop"]) == "note.sp_gather_noop"
     assert err(same["values"]["sp-max-err"]) < 1e-12
+
+
+def test_matrices_are_grids_and_rank_rows_rank_tags():
+    """Matrices and vectors are grid cells (no "[[…]]" text), tinted by the rank holding them; the
+    rank rows are headed by rank tags of the same rank."""
+    res = render("sp-layer", {"tp": "4", "seq": "8", "dropout": "0.25", "step": "tp"})
+    for name, t in res["tables"].items():
+        for row in t["rows"] + t["foot"]:
+            assert not any(isinstance(c, str) and c.startswith("[") for c in row), (name, row)
+    for name in ("sp-ranks", "sp-ln", "sp-masks"):
+        for r, row in enumerate(res["tables"][name]["rows"]):
+            assert rank_of(row[0]) == (f"R{r}", str(r))
+            grids = [c["el"] for c in row if isinstance(c, dict) and c.get("el", {}).get("t") == "table"]
+            assert grids and all(g["a"]["data-rank"] == str(r) for g in grids), name
+        for row in res["tables"][name]["foot"]:
+            assert all("data-rank" not in c["el"]["a"] for c in row if isinstance(c, dict) and "el" in c)
 
 
 # ------------------------------------------------------------------ controls and errors
@@ -304,10 +328,6 @@ def sbh_formula(name: str, s, b, h, a, t) -> float:
             "tp-sp-selective": s * b * h * 34 / t, "full": 2 * s * b * h, "full-sp": 2 * s * b * h / t}[name]
 
 
-def size(x: float) -> str:
-    return fmt.nbytes(x).replace(" ", "\u00a0")
-
-
 def test_memory_defaults_are_llama_2_7b_with_typed_in_counts():
     res = render("memory", {})
     s, b, h, a, L, t, v, F = 4096, 1, 4096, 32, 32, 8, 32000, 11008
@@ -323,8 +343,8 @@ def test_memory_defaults_are_llama_2_7b_with_typed_in_counts():
     assert rows["label.mem_optimizer"][2] == fmt.integer(12 * n)
     assert rows["label.mem_activations"][2] == fmt.integer(round(acts))
     assert res["tables"]["mem-rank"]["foot"][0][2] == fmt.integer(round(18 * n + acts))
-    assert res["values"]["mem-per-layer"] == size(per_layer)
-    assert res["values"]["mem-total"] == size(18 * n + acts)
+    assert res["values"]["mem-per-layer"] == fmt.nbytes(per_layer)
+    assert res["values"]["mem-total"] == fmt.nbytes(18 * n + acts)
 
 
 @pytest.mark.parametrize("preset,seq,tp", [("llama-2-7b", 4096, 8), ("gpt-3-175b", 2048, 8), ("custom", 1024, 4),
@@ -340,7 +360,7 @@ def test_table_2_rows_equal_the_papers_formulas(preset, seq, tp):
         t = 1 if name == "none" else tp
         want = sbh_formula(name, s, b, h, a, t)
         assert row[1] == spv.FORMULA[name]
-        assert row[2] == size(want) and row[3] == size(want * L)
+        assert row[2] == fmt.nbytes(want) and row[3] == fmt.nbytes(want * L)
         share = 100 * want / sbh_formula("tp", s, b, h, a, tp)
         assert abs(num(row[4]) - share) <= 0.05 + 1e-9
     this = [r for r in rows if cell_key(r[0]) == "label.mem_this"]

@@ -26,6 +26,8 @@ import numpy as np
 
 from .. import sp_layer as core
 from .. import fmt
+from .cells import label
+from .fig_parts import badge
 from .tree import (CELL_H, NARROW_W, WIDE_W, Panel, Row, arrow_head, arrow_panel, check, el, figure,
                    figure_svg, matrix_panel, n, rank_attrs, text)
 
@@ -40,12 +42,6 @@ PAD, GAP = 8.0, 10.0
 BAND_H = 38.0
 REGION_T = 18.0        # the region's title line
 _WIDE_CHAR = re.compile(r"[\u2e80-\u9fff\uff00-\uffef]")
-
-
-def size(x: int | float) -> str:
-    """A byte count in binary units that never breaks between number and unit (table cells wrap at
-    spaces; the memory figure's numbers must read exactly like the table's)."""
-    return fmt.nbytes(x).replace(" ", "\u00a0")
 
 
 def _text_w(cell: Any) -> float:
@@ -192,7 +188,7 @@ def _mask_sub(res: dict, one: dict, rk: dict, key: str) -> Any:
     """✓ / ✗ under a masked block: is it this rank's block of the one-device mask?"""
     (a, b), (c, d) = rk["seq_range"], rk["ffn_range"]
     ref = one["keep_H"][:, :, c:d] if key == "keep_H" else one["keep_O"][:, a:b]
-    return {"key": "fig.sp_mask_ok" if np.array_equal(rk[key], ref) else "fig.sp_mask_bad"}
+    return label("fig.sp_mask_ok" if np.array_equal(rk[key], ref) else "fig.sp_mask_bad")
 
 
 def _dropped(rk: dict, key: str) -> np.ndarray | None:
@@ -218,16 +214,15 @@ def _forward(res: dict, one: dict) -> list:
                    Block(f"H.{r}", "Hᵣ", [r] * S, rk["W1"].shape[1], r, dropped=_dropped(rk, "keep_H"),
                          sub=_mask_sub(res, one, rk, "keep_H") if p else None),
                    Block(f"O_partial.{r}", "HᵣW₂ᵣ", [r] * S, res["hidden"], r, shade=1,
-                         sub={"key": "fig.sp_partial"})])
+                         sub=label("fig.sp_partial"))])
         sp2.append([Block(f"O.{r}", "Oᵣ", own, res["hidden"], r, dropped=_dropped(rk, "keep_O"),
                           sub=_mask_sub(res, one, rk, "keep_O") if p else None),
                     Block(f"Y.{r}", "Yᵣ", own, res["hidden"], r)])
-    g = {"key": "fig.sp_g_fwd_wrong" if wrong else "fig.sp_g_fwd"}
+    g = label("fig.sp_g_fwd_wrong" if wrong else "fig.sp_g_fwd")
     return [("region", ("sp", sp1)),
-            ("band", ("g", g, {"key": "fig.sp_all_tokens_wrong" if wrong else "fig.sp_all_tokens",
-                               "args": {"s": fmt.integer(S)}})),
+            ("band", ("g", g, label("fig.sp_all_tokens_wrong" if wrong else "fig.sp_all_tokens", s=fmt.integer(S)))),
             ("region", ("tp", tp)),
-            ("band", ("ḡ", {"key": "fig.sp_gbar_fwd"}, {"key": "fig.sp_own_tokens"})),
+            ("band", ("ḡ", label("fig.sp_gbar_fwd"), label("fig.sp_own_tokens"))),
             ("region", ("sp-out", sp2))]
 
 
@@ -249,14 +244,14 @@ def _backward(res: dict, one: dict) -> list:
                          labels=[fmt.integer(t) for t in range(S)]),
                    Block(f"G_Z.{r}", "G_Zᵣ", [r] * S, rk["W1"].shape[1], r, dropped=_dropped(rk, "keep_H"),
                          sub=_mask_sub(res, one, rk, "keep_H") if p else None),
-                   Block(f"G_A_partial.{r}", "G_ZᵣW₁ᵣᵀ", [r] * S, D, r, shade=1, sub={"key": "fig.sp_partial"})])
+                   Block(f"G_A_partial.{r}", "G_ZᵣW₁ᵣᵀ", [r] * S, D, r, shade=1, sub=label("fig.sp_partial"))])
         sp2.append([Block(f"G_A.{r}", "G_Aᵣ", own, D, r, labels=[fmt.integer(t) for t in kept[r]]),
                     Block(f"G_X.{r}", "G_Xᵣ", own, D, r)])
-    g = {"key": "fig.sp_g_bwd_wrong" if wrong else "fig.sp_g_bwd"}
+    g = label("fig.sp_g_bwd_wrong" if wrong else "fig.sp_g_bwd")
     return [("region", ("sp", sp1)),
-            ("band", ("ḡ", {"key": "fig.sp_gbar_bwd"}, {"key": "fig.sp_all_tokens", "args": {"s": fmt.integer(S)}})),
+            ("band", ("ḡ", label("fig.sp_gbar_bwd"), label("fig.sp_all_tokens", s=fmt.integer(S)))),
             ("region", ("tp", tp)),
-            ("band", ("g", g, {"key": "fig.sp_own_tokens_wrong" if wrong else "fig.sp_own_tokens"})),
+            ("band", ("g", g, label("fig.sp_own_tokens_wrong" if wrong else "fig.sp_own_tokens"))),
             ("region", ("sp-out", sp2))]
 
 
@@ -283,11 +278,11 @@ def _strip(step: str, width: float) -> tuple[list[dict], float]:
     for i, (name, cx) in enumerate(zip(STEP_ORDER, centres)):
         nodes.append(el("circle", {"class": "step hl" if name == step else "step", "cx": n(cx), "cy": n(y), "r": "10"}))
         nodes.append(text(cx, y, fmt.integer(i + 1), "step-t", "middle", **{"dominant-baseline": "central"}))
-    label = {"key": f"opt.step.{step.replace('-', '_')}"}
+    name = label(f"opt.step.{step.replace('-', '_')}")
     if width >= 560:
-        nodes.append(text(centres[-1] + 22, y + 5, label, "stage-name"))
+        nodes.append(text(centres[-1] + 22, y + 5, name, "stage-name"))
         return [el("g", {"data-part": "steps"}, nodes)], 36.0
-    nodes.append(text(PAD, y + 30, label, "stage-name"))
+    nodes.append(text(PAD, y + 30, name, "stage-name"))
     return [el("g", {"data-part": "steps"}, nodes)], 58.0
 
 
@@ -300,10 +295,7 @@ def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict],
     lit = STEP_PARTS[step][1]
     nodes, y = _strip(step, width)
     for r in range(T):      # a badge on top of every column: colour is never the only cue
-        cx = x_of[r] + col_w / 2
-        nodes += [el("rect", {**rank_attrs(r, "badge"), "x": n(cx - 17), "y": n(y), "width": "34", "height": "20",
-                              "rx": "4"}),
-                  text(cx, y + 10, "R" + fmt.integer(r), "badge-t", "middle", **{"dominant-baseline": "central"})]
+        nodes += badge(r, x_of[r] + col_w / 2, y)
     y += 26
     for k, (kind, payload) in enumerate(steps):
         hl = " hl" if k in lit else ""
@@ -315,7 +307,7 @@ def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict],
             cls = ("region tpr" if name == "tp" else "region") + hl
             group = [el("rect", {"class": cls, "x": n(PAD / 2), "y": n(y), "width": n(width - PAD), "height": n(h),
                                  "rx": "6"}),
-                     text(PAD, y + 13, {"key": _REGION_TITLE[name]}, "region-t")]
+                     text(PAD, y + 13, label(_REGION_TITLE[name]), "region-t")]
             for r, (kids, _, _) in enumerate(stacks):
                 group.append(el("g", {"transform": f"translate({n(x_of[r] + 2)},{n(y + REGION_T + 4)})",
                                       "data-rank-column": str(r)}, kids))
@@ -329,7 +321,7 @@ def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict],
             y += DROP_ARROW
             group += [el("rect", {"class": "coll" + hl, "x": n(PAD), "y": n(y), "width": n(width - 2 * PAD),
                                   "height": n(BAND_H), "rx": "6"}),
-                      text(width / 2, y + 15, {"key": "fig.sp_band", "args": {"op": op, "what": title}},
+                      text(width / 2, y + 15, label("fig.sp_band", op=op, what=title),
                            "coll-t", "middle"),
                       text(width / 2, y + 30, sub, "coll-s", "middle")]
             y += BAND_H
@@ -358,8 +350,8 @@ def figure_sp(step: str, res: dict, one: dict) -> dict:
     """The ``sp-layer`` figure: the pass the step belongs to, rank by rank, the step lit."""
     phase = STEP_PARTS[step][0]
     steps = _forward(res, one) if phase == "forward" else _backward(res, one)
-    title = {"key": f"fig.sp_title_{phase}", "args": {"tp": fmt.integer(res["tp"]), "s": fmt.integer(res["seq"]),
-                                                      "step": {"key": f"opt.step.{step.replace('-', '_')}"}}}
+    title = label(f"fig.sp_title_{phase}", tp=fmt.integer(res["tp"]), s=fmt.integer(res["seq"]),
+                  step=label(f"opt.step.{step.replace('-', '_')}"))
     return _two_layouts("sp-layer", title, lambda w: _pipeline(steps, res["tp"], step, w))
 
 
@@ -384,8 +376,7 @@ def figure_ln(res: dict) -> dict:
         out = []
         for rk in res["ranks"]:
             r = rk["rank"]
-            tokens = {"key": "fig.sp_tokens", "args": {"a": fmt.integer(rk["seq_range"][0]),
-                                                       "b": fmt.integer(rk["seq_range"][1] - 1)}}
+            tokens = label("fig.sp_tokens", a=fmt.integer(rk["seq_range"][0]), b=fmt.integer(rk["seq_range"][1] - 1))
             panels = [matrix_panel(rk["G_gamma_partial"], "G_γ", r, f"G_gamma_partial.{r}", scale, shape=tokens),
                       matrix_panel(rk["G_beta_partial"], "G_β", r, f"G_beta_partial.{r}", scale, shape=tokens)]
             h = max(p.h for p in panels)
@@ -393,29 +384,28 @@ def figure_ln(res: dict) -> dict:
         box = Panel(150, 2 * CELL_H + 18, [
             el("rect", {"class": "coll" if reduced else "coll skip", "x": "0", "y": "18", "width": "150",
                         "height": n(2 * CELL_H), "rx": "6"}),
-            text(75, 18 + CELL_H * 0.75, {"key": "fig.sp_ln_box" if reduced else "fig.sp_ln_box_skipped"},
+            text(75, 18 + CELL_H * 0.75, label("fig.sp_ln_box" if reduced else "fig.sp_ln_box_skipped"),
                  "coll-t", "middle"),
-            text(75, 18 + CELL_H * 1.55, {"key": "fig.sum_ranks", "args": {"last": "R" + fmt.integer(T - 1)}}
-                 if reduced else {"key": "fig.sp_ln_box_none"}, "coll-s", "middle"),
+            text(75, 18 + CELL_H * 1.55, label("fig.sum_ranks", last="R" + fmt.integer(T - 1))
+                 if reduced else label("fig.sp_ln_box_none"), "coll-s", "middle"),
         ], part="ln-allreduce", cls="hl" if reduced else "dim")
         if reduced:
             ref = res["reference"]
             err = max(float(np.max(np.abs(res["sharded"][k] - ref[k]))) for k in ("G_gamma", "G_beta"))
             tol = min(res["tolerances"][k] for k in ("G_gamma", "G_beta"))
             # below the tolerance the digits are rounding noise that differs between CPython and WebAssembly
-            check_text = {"key": "fig.matches_ref" if err <= tol else "fig.sp_off_ref",
-                          "args": {"err": fmt.within(err, tol)}}
+            check_text = label("fig.matches_ref" if err <= tol else "fig.sp_off_ref", err=fmt.within(err, tol))
             out.append([box, arrow_panel(None, w=30, h=2 * CELL_H + 18),
-                        matrix_panel(res["sharded"]["G_gamma"], {"key": "fig.every_rank", "args": {"name": "G_γ"}},
+                        matrix_panel(res["sharded"]["G_gamma"], label("fig.every_rank", name="G_γ"),
                                      None, "G_gamma", scale, shape=check_text),
-                        matrix_panel(res["sharded"]["G_beta"], {"key": "fig.every_rank", "args": {"name": "G_β"}},
+                        matrix_panel(res["sharded"]["G_beta"], label("fig.every_rank", name="G_β"),
                                      None, "G_beta", scale)])
         else:
-            out.append([box, Panel(280, 2 * CELL_H + 18, [text(0, 18 + CELL_H * 0.75, {"key": "fig.sp_ln_drift1"}, "op"),
-                                                          text(0, 18 + CELL_H * 1.55, {"key": "fig.sp_ln_drift2"}, "op")])])
+            out.append([box, Panel(280, 2 * CELL_H + 18, [text(0, 18 + CELL_H * 0.75, label("fig.sp_ln_drift1"), "op"),
+                                                          text(0, 18 + CELL_H * 1.55, label("fig.sp_ln_drift2"), "op")])])
         return out
 
-    title = {"key": "fig.sp_ln_title", "args": {"tp": fmt.integer(T)}}
+    title = label("fig.sp_ln_title", tp=fmt.integer(T))
     return figure("sp-ln", title, rows)
 
 
@@ -441,7 +431,7 @@ def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[
         x = PAD + (i % 2) * 180 if width < 560 else PAD + i * 150
         y = 8 + (i // 2) * 18 if width < 560 else 8
         nodes += [el("rect", {"class": f"mem-seg {cls}", "x": n(x), "y": n(y), "width": "12", "height": "12"}),
-                  text(x + 17, y + 6, {"key": f"fig.mem_seg_{key}"}, "lbl", **{"dominant-baseline": "central"})]
+                  text(x + 17, y + 6, label(f"fig.mem_seg_{key}"), "lbl", **{"dominant-baseline": "central"})]
     y = 52.0 if width < 560 else 34.0
     top_y = y
     if draw_line:                                # behind the bars and their numbers
@@ -450,7 +440,7 @@ def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[
                                  "x2": n(lx), "y2": n(top_y + len(totals) * (BAR_H + BAR_GAP))}))
     for name, per in totals.items():
         lit = name == r["configuration"]
-        kids = [text(x0 - 6, y + BAR_H / 2, {"key": f"fig.mem_cfg_{name.replace('-', '_')}"},
+        kids = [text(x0 - 6, y + BAR_H / 2, label(f"fig.mem_cfg_{name.replace('-', '_')}"),
                      "cap" if lit else "lbl", "end", **{"dominant-baseline": "central"})]
         x = x0
         for key, cls in SEGMENTS:
@@ -462,12 +452,12 @@ def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[
         if lit:
             kids.append(el("rect", {"class": "frame-hl", "x": n(x0 - 2), "y": n(y - 2), "width": n(x - x0 + 4),
                                     "height": n(BAR_H + 4), "rx": "2"}))
-        kids.append(text(x + 5, y + BAR_H / 2, size(per["total"]), "num", **{"dominant-baseline": "central"}))
+        kids.append(text(x + 5, y + BAR_H / 2, fmt.nbytes(per["total"]), "num", **{"dominant-baseline": "central"}))
         nodes.append(el("g", {"data-part": f"bar-{name}", "class": "hl" if lit else None}, kids))
         y += BAR_H + BAR_GAP
     if draw_line:
         nodes.append(text(x0 + bar_w * line_bytes / axis, y + 10,
-                          {"key": "fig.mem_line", "args": {"size": size(line_bytes)}}, "dimtext", "middle"))
+                          label("fig.mem_line", size=fmt.nbytes(line_bytes)), "dimtext", "middle"))
         y += 16
     return nodes, width, y + PAD
 
@@ -475,6 +465,6 @@ def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[
 def figure_memory(r: dict, totals: dict, line_bytes: float) -> dict:
     """``memory``: one stacked bar per configuration at the chosen t (weights, gradients, optimizer
     states, activations), the chosen one lit; a line at 80 GiB when the bars come near it."""
-    title = {"key": "fig.mem_title", "args": {"t": fmt.integer(r["inputs"]["tp"])}}
+    title = label("fig.mem_title", t=fmt.integer(r["inputs"]["tp"]))
     return _two_layouts("memory", title,
                         lambda w: _bars(r, totals, line_bytes, BARS_WIDE if w > NARROW_W else NARROW_W))

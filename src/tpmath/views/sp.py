@@ -23,12 +23,12 @@ import numpy as np
 
 from .. import memory as mem
 from .. import sp_layer as core
-from ..collectives import reduce_all
+from ..collectives import REGISTRY, reduce_all
 from ..validate import as_choice, as_int
 from .. import fmt
 from . import Control, Section, tree
-from .cells import id_range, label, rank, select_int, table
-from .fig_sp import figure_ln, figure_memory, figure_sp, size
+from .cells import id_range, label, select_int, table
+from .fig_sp import figure_ln, figure_memory, figure_sp
 
 # ------------------------------------------------------------------------------ sp-layer
 
@@ -57,8 +57,7 @@ STEP_NAMES = tuple(name for name, _, _ in STEPS)
 PASS = {name: phase for name, phase, _ in STEPS}
 _COLUMNS = {name: cols for name, _, cols in STEPS}
 _AXIS = {"seq": 1, "cols": 2, "w1": 1, "w2": 0}
-# how a collective and a tensor of the core's comm list are written on the page
-NCCL = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter", "all-reduce": "AllReduce"}
+# how a tensor of the core's comm list is written on the page (collectives: their NCCL names)
 TENSOR = {"LN(X)": "A = LN(X)", "O": "O", "G_O": "G_O", "G_A": "G_A", "G_gamma, G_beta": "G_γ, G_β"}
 CHECK = {True: "✓", False: "✗"}
 QUANTITY = {"Y": "Y", "loss": "ℒ", "G_X": "G_X", "G_gamma": "G_γ", "G_beta": "G_β", "G_W1": "G_W₁", "G_W2": "G_W₂"}
@@ -108,10 +107,20 @@ def _dropout_text(value: Any) -> str:
 DECIMALS = 3     # two (s × h) matrices side by side fit a desktop column with 3 decimals, not with 4
 
 
-def _mat(a: np.ndarray) -> str:
-    """A (b = 1, rows, cols) tensor of the block, or a weight, as a matrix text."""
-    a = np.asarray(a)
-    return fmt.mat(a.reshape(-1, a.shape[-1]) if a.ndim == 3 else a, DECIMALS)
+def _rows2(a: np.ndarray) -> np.ndarray:
+    """A (b = 1, rows, cols) tensor of the block as its (rows, cols) matrix; weights as they are."""
+    a = np.asarray(a, dtype=np.float64)
+    return a.reshape(-1, a.shape[-1]) if a.ndim == 3 else a
+
+
+def _scale(*arrays: np.ndarray) -> float:
+    """One shading scale for a column: every rank's entry and the one-device tensor shade alike."""
+    return max(float(np.max(np.abs(a))) for a in arrays)
+
+
+def _grid(a: np.ndarray, owner: int | None, scale: float, decimals: int = DECIMALS) -> dict:
+    """A matrix cell tinted by the rank holding it (None: the one-device / merged tensor)."""
+    return tree.grid(_rows2(a), rank=owner, decimals=decimals, scale=scale)
 
 
 def shown_err(err: float, ref: np.ndarray) -> str:
@@ -150,16 +159,16 @@ BY_COLUMNS = ("tp", "grad-w")        # steps whose shards are columns of F (the 
 def _ranks_table(res: dict, one: dict, step: str) -> dict:
     cols = _COLUMNS[step]
     by_cols = step in BY_COLUMNS
-    rows = []
-    for rk in res["ranks"]:
-        rows.append([rank(rk["rank"]), id_range(*rk["ffn_range" if by_cols else "seq_range"])]
-                    + [_mat(rk[key]) for key, _, _ in cols])
     parts = [[rk[key] for rk in res["ranks"]] for key, _, _ in cols]
     merged = [_merge(p, how) for p, (_, _, how) in zip(parts, cols)]
     ref = [one[key] for key, _, _ in cols]
+    scales = [_scale(r, *p) for p, r in zip(parts, ref)]
+    rows = [[tree.rank_tag(rk["rank"]), id_range(*rk["ffn_range" if by_cols else "seq_range"])]
+            + [_grid(rk[key], rk["rank"], sc) for (key, _, _), sc in zip(cols, scales)]
+            for rk in res["ranks"]]
     foot = [
-        [label("label.sp_one_device"), ""] + [_mat(a) for a in ref],
-        [label("label.sp_merged"), ""] + [_mat(m) for m in merged],
+        [label("label.sp_one_device"), ""] + [_grid(a, None, sc) for a, sc in zip(ref, scales)],
+        [label("label.sp_merged"), ""] + [_grid(m, None, sc) for m, sc in zip(merged, scales)],
         [label("label.sp_max_err"), ""] + [shown_err(_err(p, m, a, how), a)
                                                for p, m, a, (_, _, how) in zip(parts, merged, ref, cols)],
     ]
@@ -170,7 +179,7 @@ def _ranks_table(res: dict, one: dict, step: str) -> dict:
 
 def _comm_row(c: dict, scheme: str, tp: int) -> list:
     op = "γ, β" if c["operator"] == "LN" else c["operator"]
-    return [label(f"label.sp_{scheme}_{c['phase']}"), op, NCCL[c["collective"]], TENSOR[c["tensor"]],
+    return [label(f"label.sp_{scheme}_{c['phase']}"), op, REGISTRY[c["collective"]].nccl, TENSOR[c["tensor"]],
             fmt.integer(c["elements"]), fmt.num(core.ring_elements_per_rank(c["collective"], c["elements"], tp))]
 
 
@@ -191,16 +200,19 @@ def _ln_table(res: dict) -> dict:
     after the AllReduce (or, under the mistake, each rank's own row), against one device."""
     ranks = res["ranks"]
     ref = res["reference"]
-    rows = [[rank(rk["rank"]), id_range(*rk["seq_range"]), fmt.vec(rk["G_gamma_partial"]),
-             fmt.vec(rk["G_beta_partial"])] for rk in ranks]
+    sg = _scale(ref["G_gamma"], *(rk["G_gamma_partial"] for rk in ranks))
+    sb = _scale(ref["G_beta"], *(rk["G_beta_partial"] for rk in ranks))
+    rows = [[tree.rank_tag(rk["rank"]), id_range(*rk["seq_range"]), _grid(rk["G_gamma_partial"], rk["rank"], sg, 4),
+             _grid(rk["G_beta_partial"], rk["rank"], sb, 4)] for rk in ranks]
     err_g = max(float(np.max(np.abs(rk["G_gamma"] - ref["G_gamma"]))) for rk in ranks)
     err_b = max(float(np.max(np.abs(rk["G_beta"] - ref["G_beta"]))) for rk in ranks)
     if res["mistake"] == "ln-grad-not-reduced":
         used = [label("label.sp_ln_none"), "", "—", "—"]
     else:
-        used = [label("label.sp_ln_sum"), "", fmt.vec(ranks[0]["G_gamma"]), fmt.vec(ranks[0]["G_beta"])]
+        used = [label("label.sp_ln_sum"), "", _grid(ranks[0]["G_gamma"], None, sg, 4),
+                _grid(ranks[0]["G_beta"], None, sb, 4)]
     foot = [used,
-            [label("label.sp_one_device"), "", fmt.vec(ref["G_gamma"]), fmt.vec(ref["G_beta"])],
+            [label("label.sp_one_device"), "", _grid(ref["G_gamma"], None, sg, 4), _grid(ref["G_beta"], None, sb, 4)],
             [label("label.sp_max_err"), "", shown_err(err_g, ref["G_gamma"]), shown_err(err_b, ref["G_beta"])]]
     return table("cap.sp_ln", ["col.rank", "col.sp_tokens", "col.sp_g_gamma_partial", "col.sp_g_beta_partial"],
                  rows, foot)
@@ -221,14 +233,20 @@ def mask_is_block(res: dict, one: dict, rk: dict) -> bool:
                 and np.array_equal(rk["keep_O"], one["keep_O"][:, a:b]))
 
 
+def _mask(m: np.ndarray, owner: int | None) -> dict:
+    """A keep-mask as a grid of 1 (kept, shaded) and 0 (dropped, blank)."""
+    return _grid(m.astype(np.float64), owner, 1.0, 0)
+
+
 def _masks_table(res: dict, one: dict) -> dict:
     rows = []
     for rk in res["ranks"]:
         (h0, h1), (o0, o1) = mask_counters(res, rk)
-        rows.append([rank(rk["rank"]), id_range(h0, h1), _mat(rk["keep_H"].astype(float)), id_range(o0, o1),
-                     _mat(rk["keep_O"].astype(float)), CHECK[mask_is_block(res, one, rk)]])
-    foot = [[label("label.sp_one_device"), id_range(0, one["keep_H"].size), _mat(one["keep_H"].astype(float)),
-             id_range(one["keep_H"].size, one["keep_H"].size + one["keep_O"].size), _mat(one["keep_O"].astype(float)), ""]]
+        rows.append([tree.rank_tag(rk["rank"]), id_range(h0, h1), _mask(rk["keep_H"], rk["rank"]), id_range(o0, o1),
+                     _mask(rk["keep_O"], rk["rank"]), CHECK[mask_is_block(res, one, rk)]])
+    n_h = one["keep_H"].size
+    foot = [[label("label.sp_one_device"), id_range(0, n_h), _mask(one["keep_H"], None),
+             id_range(n_h, n_h + one["keep_O"].size), _mask(one["keep_O"], None), ""]]
     return table("cap.sp_masks", ["col.rank", "col.sp_h_counters", "col.sp_h_mask", "col.sp_o_counters",
                                   "col.sp_o_mask", "col.sp_mask_is_block"], rows, foot)
 
@@ -370,13 +388,13 @@ def _rank_table(c: dict, r: dict) -> dict:
     per = r["per_rank_bytes"]
     L = r["inputs"]["layers"]
     extra = sum(e["bytes"] for e in r["activation_extra"])
-    rows = [[label(f"label.mem_{k}"), f"{fmt.integer(n)} × {fmt.num(bpp[b])} B", _bytes(per[k]), size(per[k])]
+    rows = [[label(f"label.mem_{k}"), f"{fmt.integer(n)} × {fmt.num(bpp[b])}\u00a0B", _bytes(per[k]), fmt.nbytes(per[k])]
             for k, b in (("parameters", "weights"), ("gradients", "gradients"), ("optimizer", "optimizer_per_rank"))]
     rows.append([label("label.mem_activations"),
-                 label("label.mem_act_formula", layers=fmt.integer(L), per_layer=size(r["activation_bytes_per_layer"]),
-                       extra=size(extra)),
-                 _bytes(per["activations"]), size(per["activations"])])
-    foot = [[label("label.mem_total"), "", _bytes(per["total"]), size(per["total"])]]
+                 label("label.mem_act_formula", layers=fmt.integer(L), per_layer=fmt.nbytes(r["activation_bytes_per_layer"]),
+                       extra=fmt.nbytes(extra)),
+                 _bytes(per["activations"]), fmt.nbytes(per["activations"])])
+    foot = [[label("label.mem_total"), "", _bytes(per["total"]), fmt.nbytes(per["total"])]]
     return table("cap.mem_rank", ["col.mem_item", "col.mem_how", "col.mem_bytes", "col.mem_size"], rows, foot)
 
 
@@ -394,20 +412,20 @@ def _table2(c: dict, r: dict, totals: dict) -> dict:
     for name in TABLE2_ORDER:
         if name != "none" and name not in totals:
             continue
-        total = size(totals[name]["total"]) if name in totals else ""
+        total = fmt.nbytes(totals[name]["total"]) if name in totals else ""
         share = _percent(100 * t2[name] / base) if base else ""
         head = label(f"label.mem_cfg_{name.replace('-', '_')}")
         if name == r["configuration"]:
             head = label("label.mem_this", name=head)
-        rows.append([head, FORMULA[name], size(t2[name]), size(t2[name] * L), share, total])
+        rows.append([head, FORMULA[name], fmt.nbytes(t2[name]), fmt.nbytes(t2[name] * L), share, total])
     return table("cap.mem_table2", ["col.mem_config", "col.mem_formula", "col.mem_per_layer", "col.mem_layers",
                                     "col.mem_vs_tp", "col.mem_total"], rows)
 
 
 def _breakdown(r: dict) -> dict:
     rows = [[label(f"label.mem_item_{i['item'].replace('-', '_')}"), label(f"label.mem_block_{i['block']}"),
-             label(f"label.mem_region_{i['region']}"), size(i["bytes"])] for i in r["activation_breakdown"]]
-    foot = [[label("label.mem_per_layer_total"), "", "", size(r["activation_bytes_per_layer"])]]
+             label(f"label.mem_region_{i['region']}"), fmt.nbytes(i["bytes"])] for i in r["activation_breakdown"]]
+    foot = [[label("label.mem_per_layer_total"), "", "", fmt.nbytes(r["activation_bytes_per_layer"])]]
     return table("cap.mem_breakdown", ["col.mem_tensor", "col.mem_block", "col.mem_region", "col.mem_bytes_layer"],
                  rows, foot)
 
@@ -473,9 +491,9 @@ def render_memory(values: dict, lang: str) -> dict:
         "tables": tables,
         "figures": {"memory": figure_memory(r, totals, GIB80)},
         "values": {
-            "mem-total": size(per["total"]),
-            "mem-activations": size(per["activations"]),
-            "mem-per-layer": size(r["activation_bytes_per_layer"]),
+            "mem-total": fmt.nbytes(per["total"]),
+            "mem-activations": fmt.nbytes(per["activations"]),
+            "mem-per-layer": fmt.nbytes(r["activation_bytes_per_layer"]),
             "mem-params": fmt.integer(r["parameters"]["per_rank"]),
         },
         "notes": notes,
@@ -491,18 +509,18 @@ _MD = _memory_defaults()
 
 
 def _number(name: str, default: int) -> Control:
-    return Control(name, "number", default, min=1, max=LIMITS[name], step=1, label=f"ctl.mem_{name}")
+    return Control(name, "number", default, min=1, max=LIMITS[name], step=1, label=f"ctl.mem_{name}", slider="log")
 
 
 SECTIONS = {
     "sp-layer": Section(
         name="sp-layer",
         controls=(
-            Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS), label="ctl.sp_tp"),
-            Control("seq", "select", "4", options=tuple(str(s) for s in SEQ_OPTIONS), label="ctl.sp_seq"),
+            Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS), label="ctl.sp_tp", slider=True),
+            Control("seq", "select", "4", options=tuple(str(s) for s in SEQ_OPTIONS), label="ctl.sp_seq", slider=True),
             Control("mistake", "select", "none", options=core.MISTAKES, label="ctl.sp_mistake"),
-            Control("dropout", "select", "0", options=DROPOUT_OPTIONS, label="ctl.sp_dropout"),
-            Control("step", "select", "gather", options=STEP_NAMES, label="ctl.sp_step"),
+            Control("dropout", "select", "0", options=DROPOUT_OPTIONS, label="ctl.sp_dropout", slider=True),
+            Control("step", "select", "gather", options=STEP_NAMES, label="ctl.sp_step", slider=True),
         ),
         render=render_sp_layer,
         tables=("sp-ranks", "sp-comm", "sp-ln", "sp-check"),     # + "sp-masks" when dropout is on
