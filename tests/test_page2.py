@@ -324,6 +324,22 @@ def test_interview_question_4_numbers(controls):
     assert foot[:3] == ["448\u00a0MiB", "448\u00a0MiB", "896\u00a0MiB"]
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_question_4_quotes_the_default_calculator(lang):
+    """The answer's MiB figures are the calculator's default rows (per AllReduce, forward, backward,
+    per layer), not numbers typed by hand that could drift from the core."""
+    md = (ROOT / "content" / lang / "row-parallel.md").read_text(encoding="utf-8")
+    answer = re.search(r"<summary>4\..*?</details>", md, re.S).group(0)
+    out = views.render("comm-cost", None, lang)
+    rows = out["tables"]["comm-layer"]["rows"]
+    foot = out["tables"]["comm-layer"]["foot"]
+    shown = {r[5] for r in rows} | {f[-1] for f in foot[:3]} | {out["values"]["cost-activation"]}
+    quoted = set(re.findall(r"(\d+) MiB", answer))
+    assert quoted == {"128", "224", "448", "896"}
+    assert {q + "\u00a0MiB" for q in quoted} == shown
+    assert "B = 4" in answer and "L = 4096" in answer       # the default it names
+
+
 def test_ring_factors_quoted_in_text():
     """The misconception about 'communication does not shrink': 1, 1.5, 1.75 for n = 2, 4, 8."""
     for lang in ("en", "zh"):
