@@ -313,6 +313,24 @@ def test_vocab_ce_tables(shards, target, shift):
     assert ("padding" in res["notes"]) == (ref["Vp"] != 6)
 
 
+def test_vocab_ce_default_target_shows_the_merge():
+    """The section opens on a target that is not the largest logit, so one rank's target term is
+    z_y − m ≠ 0 and the other's is 0 (with target 2, the largest, both would be 0)."""
+    res = render("vocab-ce", None)
+    y = int(res["controls"]["target"])
+    assert y != int(np.argmax(LOGITS))
+    ref = ce_reference(LOGITS, y, int(res["controls"]["shards"]))
+    terms = [row[5] for row in rows(res, "vocab-ranks")]
+    assert terms == [fmt.num(e["t"]) for e in ref["ranks"]]
+    assert sorted(terms) == sorted([fmt.num(LOGITS[y] - LOGITS.max()), fmt.num(0.0)])
+    # the prose quotes this term: z_y − m = 1.4 − 2 = −0.6 for target 4
+    for lang in ("en", "zh"):
+        md = (ROOT / "content" / lang / "index.md").read_text(encoding="utf-8")
+        quoted = re.search(r"z_y-m=([-\d.]+)-([-\d.]+)=([-\d.]+)", md)
+        assert [float(x) for x in quoted.groups()] == pytest.approx([LOGITS[y], LOGITS.max(), LOGITS[y] - LOGITS.max()])
+        assert re.search(rf"(target|token) {y}\b", md)
+
+
 def test_vocab_padding_megatron_rule():
     res = render("vocab-extras", {"tp": "2"})
     padded = {row[0]: row[2] for row in rows(res, "vocab-padding")}

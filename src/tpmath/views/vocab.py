@@ -29,6 +29,9 @@ from .fig_vocab import figure_vocab_ce, figure_vocab_extras
 V = len(core.DEFAULT_LOGITS)
 SHARD_OPTIONS = tuple(range(1, V + 1))
 TARGET_OPTIONS = tuple(range(V))
+# The demo opens on target 4 (logit 1.4), not the seed's 2: 2 is the largest logit, so z_y − m = 0 and
+# every rank's target term is 0, which hides the merge the section is about.  2 stays one click away.
+PAGE_TARGET = 4
 GPT2_VOCAB = 50257                      # GPT-2's BPE vocabulary (an input, not a result)
 PAD_TP = (1, 2, 4, 8)                   # tensor-parallel sizes of the padding table
 IGNORE_INDEX = -100                     # PyTorch's default
@@ -175,7 +178,7 @@ SECTIONS = {
         name="vocab-ce",
         controls=(
             Control("shards", "select", "2", options=int_range(1, V), slider=True),
-            Control("target", "select", str(core.DEFAULT_TARGET), options=int_range(0, V - 1), slider=True),
+            Control("target", "select", str(PAGE_TARGET), options=int_range(0, V - 1), slider=True),
             Control("shift", "number", 0, min=-core.SHIFT_LIMIT, max=core.SHIFT_LIMIT, step="any", slider="symlog"),
         ),
         render=render_vocab_ce,
