@@ -122,9 +122,11 @@ def demos_of(opened):
     return [(live, s) for live in opened.values() for s in live.sections()]
 
 
-def other_option(section: str):
+def other_option(section: str, base: dict):
+    """The first control and an option other than the one the page opened on (a page may open a
+    demo on other values than the section's defaults: {{demo NAME control=value}})."""
     c = views.sections()[section].controls[0]
-    return c.name, next((str(o) for o in c.options if str(o) != str(c.default)), None)
+    return c.name, next((str(o) for o in c.options if str(o) != str(base[c.name])), None)
 
 
 # ---- figures ----------------------------------------------------------------------------------
@@ -137,7 +139,7 @@ def test_static_figures_equal_live_figures_and_cpython_trees(opened):
         if not static:
             continue
         base = dict(live.static[section]["controls"])
-        name, other = other_option(section)
+        name, other = other_option(section, base)
         if other is not None:                       # away and back: the figures are rebuilt live
             live.set(section, {**base, name: other})
             assert live.page.evaluate(FIGURES_JS, live.demo(section)) != static, section
@@ -299,12 +301,13 @@ def test_static_page_shows_the_control_state(opened):
     seen_disabled = 0
     for live, section in demos_of(opened):
         got = live.static_state[section]
-        assert _disabled_view(got) == want_state(section, None, live.lang), (live.lang, section)
+        opened_on = dict(live.static[section]["controls"])      # the defaults, or the page's own values
+        assert _disabled_view(got) == want_state(section, opened_on, live.lang), (live.lang, section)
         for name, s in got.items():
             if s["disabled"]:
                 seen_disabled += 1
                 assert s["why_next_to_it"] and all(s["slider_disabled"]), (section, name)
-    assert seen_disabled >= 4      # AllToAll's op and root, the preset's fields, both languages
+    assert seen_disabled >= 4      # AllToAll's op and root (page 1), AllReduce's root (page 2), the preset's fields
 
 
 def test_controls_that_do_nothing_are_disabled_with_their_reason(opened):
@@ -321,8 +324,8 @@ def test_controls_that_do_nothing_are_disabled_with_their_reason(opened):
             assert state["msg"] == "", (name, state["msg"])
             got = live.page.evaluate(STATE_JS, live.demo(section))
             assert _disabled_view(got) == want_state(section, controls, live.lang), (live.lang, name)
-            assert got["op"]["disabled"] == (name not in core.USES_OP)          # independent of the view
-            assert got["root"]["disabled"] == (name not in core.USES_ROOT)
+            assert got["op"]["disabled"] == (not core.REGISTRY[name].reduces)          # the record, not the view
+            assert got["root"]["disabled"] == (core.REGISTRY[name].root is None)
             for s in got.values():
                 assert s["why_next_to_it"] or not s["disabled"]
                 assert all(d == s["disabled"] for d in s["slider_disabled"])
@@ -374,8 +377,8 @@ def test_presets_fill_and_disable_their_fields_custom_frees_them(opened):
         state = live.set(section, custom)
         assert state["msg"] == "" and diff("custom", state, expected(section, custom, live.lang)) == []
         # custom heads that tp does not divide: refused, naming them
-        bad = live.set(section, {**custom, "heads": "12", "tp": "8"})
-        assert "12" in bad["msg"] and bad["invalid"] == ["tp"] and bad["tables"] == state["tables"]
+        bad = live.set(section, {**custom, "heads": "32", "tp": "3"})       # 2048/32 whole, 3 ∤ 32
+        assert "32" in bad["msg"] and bad["invalid"] == ["tp"] and bad["tables"] == state["tables"]
         live.set(section, base)
         assert not page.evaluate("(d) => d.querySelector('[data-note=comm-preset]').hidden", demo)
     assert checked == 2 * len(cc.PRESETS) and refused == 2
