@@ -340,6 +340,17 @@ def test_question_4_quotes_the_default_calculator(lang):
     assert "B = 4" in answer and "L = 4096" in answer       # the default it names
 
 
+def test_heads_rule_quoted_in_text():
+    """The tp values the text allows GPT-2 XL are the core's (divisors of its 25 heads)."""
+    from tpmath.comm_cost import PRESETS, tp_choices
+    p = PRESETS["gpt2-xl"]
+    assert tp_choices(p["heads"], p["kv_heads"]) == [1, 5, 25] == [t for t in range(1, 26) if 25 % t == 0]
+    en = (ROOT / "content" / "en" / "row-parallel.md").read_text(encoding="utf-8")
+    zh = (ROOT / "content" / "zh" / "row-parallel.md").read_text(encoding="utf-8")
+    assert "GPT-2 XL has 25" in en and "TP can be 1, 5 or 25" in en and "refuses TP = 8" in en
+    assert "GPT-2 XL 有 25 个头" in zh and "1、5 或 25" in zh
+
+
 def test_ring_factors_quoted_in_text():
     """The misconception about 'communication does not shrink': 1, 1.5, 1.75 for n = 2, 4, 8."""
     for lang in ("en", "zh"):

@@ -393,7 +393,14 @@ def test_vocab_extras_default_shows_padding():
     res = render("vocab-extras", None)
     tp = int(res["controls"]["tp"])
     assert 6 % tp != 0
-    assert res["notes"]["vocab-megatron"]["key"] == "note.vocab_megatron_pad"
+    note = res["notes"]["vocab-megatron"]
+    assert note["key"] == "note.vocab_megatron_pad"
+    padded = -(-6 // tp) * tp
+    assert (note["args"]["padded"], note["args"]["K"]) == (str(padded), str(padded // tp))
+    # the prose quotes the same case
+    for lang in ("en", "zh"):
+        md = (ROOT / "content" / lang / "index.md").read_text(encoding="utf-8")
+        assert f"$tp={tp}$" in md and f"$K={padded // tp}$" in md and f"{padded}" in md
 
 
 def test_vocab_ignore_and_hidden_gradient():
