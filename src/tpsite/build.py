@@ -96,7 +96,8 @@ def _views_module():
 
 
 def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None:
-    """Render every demo block (default control values) and run every Python demo."""
+    """Render every demo block (the section's defaults, or the values its shortcode gives) and run
+    every Python demo."""
     views = None
     outputs: dict[Path, tuple[str, str]] = {}
     for key in sorted(prepared):
@@ -110,8 +111,13 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None
                 if sc.name not in sections:
                     raise BuildError(f"unknown demo section {sc.name!r}; known: "
                                      f"{', '.join(sorted(sections)) or '(none)'}", prep.page.path, sc.line)
+                known = {c.name for c in sections[sc.name].controls}
+                unknown = [k for k, _ in sc.controls if k not in known]
+                if unknown:
+                    raise BuildError(f"{{{{demo {sc.name}}}}}: no control {unknown[0]!r}; its controls: "
+                                     f"{', '.join(sorted(known))}", prep.page.path, sc.line)
                 try:
-                    result = views.render(sc.name, None, prep.page.lang)
+                    result = views.render(sc.name, dict(sc.controls) or None, prep.page.lang)
                 except Exception as err:
                     raise BuildError(f"view section {sc.name!r} failed: {type(err).__name__}: {err}",
                                      prep.page.path, sc.line) from err

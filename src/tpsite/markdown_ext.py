@@ -7,6 +7,9 @@ the page's Content-Security-Policy can forbid them).
 Shortcodes stand alone on a line, separated from text by blank lines::
 
     {{demo mlp}}             the interactive block of view section "mlp"
+    {{demo collectives collective=all-reduce}}
+                             the same, opening with other values than the section's defaults
+                             (control=value pairs: the page's own starting point for its text)
     {{pydemo row_parallel}}  content/demos/row_parallel.py, highlighted, output, Run button
 
 They are replaced by tokens before Markdown runs and by the rendered blocks after.
@@ -27,7 +30,7 @@ from markdown.treeprocessors import Treeprocessor
 from .errors import BuildError
 from .mathml import _blocks
 
-SHORTCODE_RE = re.compile(r"^\{\{\s*(demo|pydemo)\s+([A-Za-z0-9_-]+)\s*\}\}\s*$")
+SHORTCODE_RE = re.compile(r"^\{\{\s*(demo|pydemo)\s+([A-Za-z0-9_-]+)((?:\s+[A-Za-z0-9_-]+=[^\s{}=]+)*)\s*\}\}\s*$")
 LOOSE_SHORTCODE_RE = re.compile(r"\{\{\s*(demo|pydemo)\b")
 TOKEN = "MXTPSHORT{:04d}Z"
 TOKEN_RE = re.compile(r"MXTPSHORT(\d{4})Z")
@@ -38,6 +41,7 @@ class Shortcode:
     kind: str       # "demo" | "pydemo"
     name: str
     line: int
+    controls: tuple[tuple[str, str], ...] = ()   # a demo's starting values (control=value), as written
 
 
 def extract_shortcodes(text: str, path, first_line: int = 1) -> tuple[str, list[Shortcode]]:
@@ -54,11 +58,17 @@ def extract_shortcodes(text: str, path, first_line: int = 1) -> tuple[str, list[
             lineno = first_line + start - 1 + offset
             m = SHORTCODE_RE.match(line)
             if m:
-                found.append(Shortcode(m.group(1), m.group(2), lineno))
+                controls = tuple(tuple(pair.split("=", 1)) for pair in m.group(3).split())
+                if controls and m.group(1) != "demo":
+                    raise BuildError("only {{demo NAME control=value …}} takes values", path, lineno)
+                names = [k for k, _ in controls]
+                if len(set(names)) != len(names):
+                    raise BuildError(f"a control is given twice: {' '.join(names)}", path, lineno)
+                found.append(Shortcode(m.group(1), m.group(2), lineno, controls))
                 out.append(TOKEN.format(len(found) - 1) + ("\n" if line.endswith("\n") else ""))
             elif LOOSE_SHORTCODE_RE.search(line):
                 raise BuildError("a shortcode must stand alone on its line: "
-                                 "{{demo NAME}} or {{pydemo NAME}}", path, lineno)
+                                 "{{demo NAME}}, {{demo NAME control=value}} or {{pydemo NAME}}", path, lineno)
             else:
                 out.append(line)
     return "".join(out), found
