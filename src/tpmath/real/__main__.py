@@ -21,7 +21,8 @@ from ..errors import TPMathError
 from . import common
 
 MODULES = {"mlp": "mlp", "row-linear": "linear", "column-linear": "linear", "collective": "collective",
-           "vocab-ce": "vocab", "mismatch": "mismatch", "sp-layer": "sp_layer", "attention": "attention"}
+           "vocab-ce": "vocab", "mismatch": "mismatch", "sp-layer": "sp_layer", "attention": "attention",
+           "layer": "layer"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import TPMathError
 
 # One module per page area; each defines SECTIONS.
-VIEW_MODULES = ("mlp", "backward", "collectives", "vocab", "row", "comm")
+VIEW_MODULES = ("mlp", "backward", "collectives", "vocab", "row", "comm", "attention")
 
 # Which module defines each section, so a render imports only the module it needs (in the
 # browser, importing every view module from source at boot costs a noticeable part of a
@@ -53,6 +53,7 @@ SECTION_MODULES = {
     "vocab-ce": "vocab", "vocab-extras": "vocab",
     "row-linear": "row", "row-backward": "row", "row-pairing": "row",
     "comm-cost": "comm",
+    "attention": "attention", "layer": "attention", "qkv-layout": "attention",
 }
 
 
