@@ -34,13 +34,16 @@ def _rows2(a) -> np.ndarray:
     return a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a.reshape(1, -1) if a.ndim < 2 else a
 
 
-def heat(m, rank: int | None, key: str, cell: float, scale: float | None = None, bad=None) -> tuple[list, float, float]:
-    """A matrix as shaded cells without numbers (a heat grid); ``bad`` marks cells off the reference."""
+def heat(m, rank: int | None, key: str, cell: float, scale: float | None = None, bad=None,
+         masked=None) -> tuple[list, float, float]:
+    """A matrix as shaded cells without numbers (a heat grid); ``bad`` marks cells off the reference,
+    ``masked`` cells a causal mask removed (drawn empty)."""
     a = _rows2(m)
     level = shades(a, scale)
     kids = []
     for (i, j), v in np.ndenumerate(level):
-        kids.append(el("rect", {**rank_attrs(rank, f"cell v{int(v)}"), "x": n(j * cell), "y": n(i * cell),
+        cls = "cell a-masked" if masked is not None and masked[i, j] else f"cell v{int(v)}"
+        kids.append(el("rect", {**rank_attrs(rank, cls), "x": n(j * cell), "y": n(i * cell),
                                 "width": n(cell), "height": n(cell)}))
     if bad is not None:
         for i, j in zip(*np.nonzero(bad)):
@@ -52,8 +55,8 @@ def heat(m, rank: int | None, key: str, cell: float, scale: float | None = None,
 
 
 def heat_panel(m, caption, rank: int | None, key: str, cell: float, scale=None, bad=None, under=None,
-               under_cls: str = "dimtext", min_w: float = 0.0) -> Panel:
-    nodes, w, h = heat(m, rank, key, cell, scale, bad)
+               under_cls: str = "dimtext", min_w: float = 0.0, masked=None) -> Panel:
+    nodes, w, h = heat(m, rank, key, cell, scale, bad, masked)
     out = [text(0, CAP - 5, caption, "cap"), el("g", {"transform": f"translate(0,{n(CAP)})"}, nodes)]
     height = CAP + h
     if under is not None:
@@ -150,7 +153,7 @@ def _enter_row(res: dict, cfg: att.Config) -> list[Panel]:
         box = op_box({"key": "fig.att_g_in_bad"}, {"key": "fig.att_times_tp", "args": {"tp": fmt.integer(cfg.tp)}},
                      150, "a-warnbox", "enter")
     else:
-        box = op_box({"key": "fig.att_f_in"}, {"key": "fig.att_identity"}, 150, "coll dim", "enter")
+        box = op_box({"key": "fig.att_f_in"}, {"key": "fig.att_identity"}, 180, "coll dim", "enter")
     return [x, arrow_panel(None, w=30, h=44), box]
 
 
@@ -164,9 +167,12 @@ def _lane(rk: dict, res: dict, one: dict, cfg: att.Config, yscale: float) -> Row
         P = rk["probs"][:, j]
         bad = np.abs(P - ref_p[:, h]) > 1e-12
         wrong = bool(bad.any())
-        under = ({"key": "fig.att_reads", "args": {"k": "k" + fmt.integer(got)}}, "a-warn" if wrong else "dimtext")
+        misread = got != att.kv_head_of(h, cfg.heads, cfg.kv_heads)
+        under = ({"key": "fig.att_reads", "args": {"k": "k" + fmt.integer(got)}}, "a-warn" if misread else "dimtext")
+        masked = ~np.tri(cfg.seq, dtype=bool) if cfg.causal else None      # keys after the query
         panels.append(heat_panel(P, "P · q" + fmt.integer(h), r, f"P.{r}.{h}", HEAT, 1.0,
-                                 bad=_rows2(bad) if wrong else None, under=under[0], under_cls=under[1], min_w=52))
+                                 bad=_rows2(bad) if wrong else None, under=under[0], under_cls=under[1], min_w=52,
+                                 masked=masked))
     Yp = rk["Y_partial"]
     panels += [arrow_panel("·W_o,ᵣ", w=58, h=2 * HEAT * cfg.seq / 2 + CAP),
                heat_panel(Yp, {"key": "fig.partial_of", "args": {"name": "Yᵣ"}}, r, f"Yp.{r}", HEAT_Y, yscale,
@@ -182,7 +188,7 @@ def _shape(a) -> str:
 def _leave_row(res: dict, cfg: att.Config, yscale: float) -> list[Panel]:
     """The operator after W_o (g, or f by mistake) and Y on every rank against the reference."""
     if cfg.mistake == "f-and-g-swapped":
-        box = op_box({"key": "fig.att_f_out_bad"}, {"key": "fig.att_never_summed"}, 150, "a-warnbox", "leave")
+        box = op_box({"key": "fig.att_f_out_bad"}, {"key": "fig.att_never_summed"}, 180, "a-warnbox", "leave")
     elif cfg.tp == 1:
         box = op_box({"key": "fig.allreduce_op", "args": {"op": "g"}}, {"key": "fig.att_one_rank"}, 150,
                      "coll dim", "leave")
@@ -220,7 +226,7 @@ def figure_attention(res: dict, one: dict, cfg: att.Config) -> dict:
     title = {"key": "fig.att_title", "args": {"tp": fmt.integer(cfg.tp), "h": fmt.integer(cfg.heads),
                                               "k": fmt.integer(cfg.kv_heads),
                                               "mistake": {"key": f"opt.mistake.{cfg.mistake.replace('-', '_')}"}}}
-    return figure("attention", title, rows)
+    return figure("attention", title, rows, caption={"key": "fig.att_caption"})
 
 
 def figure_attention_grads(res: dict, cfg: att.Config) -> dict:
@@ -252,12 +258,12 @@ def figure_attention_grads(res: dict, cfg: att.Config) -> dict:
         return out
 
     title = {"key": "fig.att_grads_title", "args": {"tp": fmt.integer(cfg.tp)}}
-    return figure("attention-grads", title, rows)
+    return figure("attention-grads", title, rows, caption={"key": "fig.att_grads_caption"})
 
 
 def _gx_merge(res: dict, cfg: att.Config, swapped: bool, gscale: float) -> list[Panel]:
     if swapped:
-        box = op_box({"key": "fig.att_g_in_bad"}, {"key": "fig.att_never_summed"}, 150, "a-warnbox", "f-back")
+        box = op_box({"key": "fig.att_g_back_bad"}, {"key": "fig.att_never_summed"}, 180, "a-warnbox", "f-back")
     elif cfg.tp == 1:
         box = op_box({"key": "fig.allreduce_op", "args": {"op": "f"}}, {"key": "fig.att_one_rank"}, 150, "coll dim",
                      "f-back")
@@ -278,9 +284,9 @@ def _kv_merge(res: dict, cfg: att.Config, kscale: float) -> list[Panel]:
     groups = att.kv_groups([rk["kv_heads"] for rk in res["ranks"]])
     names = " ".join("{" + ",".join("R" + fmt.integer(r) for r in g) + "}" for g in groups)
     if cfg.mistake == "kv-grad-not-summed":
-        box = op_box({"key": "fig.att_kv_not_summed"}, names, 170, "a-warnbox", "kv-sum")
+        box = op_box({"key": "fig.att_kv_not_summed"}, names, 210, "a-warnbox", "kv-sum")
     else:
-        box = op_box({"key": "fig.att_kv_sum"}, names, 170, "coll hl", "kv-sum")
+        box = op_box({"key": "fig.att_kv_sum"}, names, 210, "coll hl", "kv-sum")
     GK, ref = res["sharded"]["G_W_k"], res["reference"]["G_W_k"]
     err, tol = res["max_abs_err"]["G_W_k"], res["tolerances"]["G_W_k"]
     bad = np.abs(GK - ref).T > tol
@@ -306,76 +312,82 @@ def _range(ids) -> str:
     return f"{fmt.integer(ids[0])}–{fmt.integer(ids[-1])}"
 
 
+LAYER_NARROW, LAYER_WIDE = 376.0, 600.0
+
+
 def figure_layer(res: dict, cfg: att.Config, direction: str) -> dict:
-    """The pre-LN layer on one fixed ≤ 380-wide drawing: two blocks, f and g, rank stacks."""
-    tp, fwd = cfg.tp, direction == "forward"
-    F = res["config"]["ffn"]
-    attn = [f"q{_range(rk['q_heads'])} · k{_range(rk['kv_heads'])}" for rk in res["ranks"]]
-    mlp = [f"F {_range(range(*rk['ffn_cols']))}" for rk in res["ranks"]]
-    nodes, y = [], 8.0
-    legend = {"key": "fig.layer_fwd" if fwd else "fig.layer_bwd"}
-    nodes.append(text(4, y + 10, legend, "stage-name"))
-    y += 26
-    block_h = max(44.0, tp * 20.0 + 8)
-    for i, (ln, stack, bias, name_in, name_out, part) in enumerate((
-            ("LN₁", attn, "+b_o", "X", "H₁", "attn"), ("LN₂", mlp, "+b₂", "H₁", "Y", "mlp"))):
-        nodes += _block(y, block_h, ln, stack, bias, name_in, name_out, part, tp, fwd,
-                        {"key": "fig.layer_attn" if i == 0 else "fig.layer_mlp", "args": {"f": fmt.integer(F)}})
-        y += block_h + 62
-    nodes.append(text(4, y - 30, {"key": "fig.layer_count"}, "dimtext"))
-    width = 376.0
-    title = {"key": "fig.layer_title", "args": {"tp": fmt.integer(tp),
-                                                "pass": {"key": f"opt.pass.{direction}"}}}
-    svg = figure_svg(title, nodes, width, y - 18, cls="fig-one")
-    node = el("figure", {"class": "tp-figure", "data-figure": "layer"}, [svg])
+    """The pre-LN layer: two blocks, f and g, rank stacks; a desktop and a phone drawing."""
+    title = {"key": "fig.layer_title", "args": {"tp": fmt.integer(cfg.tp), "pass": {"key": f"opt.pass.{direction}"}}}
+    svgs = []
+    for width, cls in ((LAYER_WIDE, "fig-wide"), (LAYER_NARROW, "fig-narrow")):
+        nodes, height = _layer_nodes(res, cfg, direction == "forward", width / LAYER_NARROW)
+        svgs.append(figure_svg(title, nodes, width, height, cls=cls))
+    node = el("figure", {"class": "tp-figure", "data-figure": "layer"},
+              svgs + [el("figcaption", None, text={"key": "fig.layer_caption"})])
     check(node)
     return node
 
 
+def _layer_nodes(res: dict, cfg: att.Config, fwd: bool, k: float) -> tuple[list, float]:
+    tp, F = cfg.tp, res["config"]["ffn"]
+    attn = [f"q{_range(rk['q_heads'])} · k{_range(rk['kv_heads'])}" for rk in res["ranks"]]
+    mlp = [f"F {_range(range(*rk['ffn_cols']))}" for rk in res["ranks"]]
+    nodes, y = [text(4, 18, {"key": "fig.layer_fwd" if fwd else "fig.layer_bwd"}, "stage-name")], 34.0
+    block_h = max(44.0, tp * 20.0 + 8)
+    for i, (ln, stack, bias, name_in, name_out, part) in enumerate((
+            ("LN₁", attn, "+b_o", "X", "U", "attn"), ("LN₂", mlp, "+b₂", "U", "Y", "mlp"))):
+        caption = {"key": "fig.layer_attn" if i == 0 else "fig.layer_mlp", "args": {"f": fmt.integer(F)}}
+        nodes += _block(y, block_h, ln, stack, bias, name_in, name_out, part, tp, fwd, caption, k)
+        y += 22 + block_h + 20 + 18            # caption, the row, the f/g labels under it, a gap
+    nodes.append(text(4, y, {"key": "fig.layer_grey"}, "dimtext"))
+    nodes.append(text(4, y + 16, {"key": "fig.layer_count"}, "dimtext"))
+    return nodes, y + 24
+
+
+# x positions (left edges) on the 376-wide phone drawing; the desktop one stretches them by k
+_X = {"in": 4, "ln": 34, "f": 84, "stack": 118, "g": 232, "b": 266, "add": 318, "out": 344}
+_ARROWS = ((24, "ln"), (70, "f"), (104, "stack"), (218, "g"), (252, "b"), (302, "add"), (328, "out"))
+
+
 def _block(y0: float, h: float, ln: str, stack: list, bias: str, name_in: str, name_out: str, part: str,
-           tp: int, fwd: bool, caption) -> list:
+           tp: int, fwd: bool, caption, k: float) -> list:
     """One row: in → LN → f → rank stack → g → +b → ⊕ → out, with the residual skip above."""
-    mid = y0 + 22 + h / 2
     top = y0 + 22
-    nodes = [text(4, y0 + 12, caption, "cap")]
-    xs = {"in": 4, "ln": 34, "f": 84, "stack": 118, "g": 232, "b": 266, "add": 318, "out": 344}
-    nodes.append(text(xs["in"], mid + 4, name_in, "a-sym"))
+    mid = top + h / 2
+    x = {key: v * k for key, v in _X.items()}
+    box = 36 * k                                        # LN and bias boxes
+    nodes = [text(4, y0 + 12, caption, "cap"), text(x["in"], mid + 4, name_in, "a-sym")]
     # forward: arrows point right; backward: the gradients flow left
-    for a, b in (("in_end", "ln"), ("ln_end", "f"), ("f_end", "stack"), ("stack_end", "g"), ("g_end", "b"),
-                 ("b_end", "add"), ("add_end", "out")):
-        x1 = {"in_end": 24, "ln_end": 70, "f_end": 104, "stack_end": 218, "g_end": 252, "b_end": 302,
-              "add_end": 328}[a]
-        x2 = xs[b] - 2
+    for start, dest in _ARROWS:
+        x1, x2 = start * k, x[dest] - 2
         nodes.append(el("line", {"class": "arrow", "x1": n(x1), "y1": n(mid), "x2": n(x2), "y2": n(mid)}))
         nodes.append(arrow_head(x2, mid, 0) if fwd else arrow_head(x1, mid, 180))
-    # replicated boxes (every rank computes them alike)
-    for key, label_, w in (("ln", ln, 36), ("b", bias, 36)):
-        nodes.append(el("rect", {"class": "a-repbox rep", "x": n(xs[key]), "y": n(mid - 13), "width": n(w),
+    for key, label_ in (("ln", ln), ("b", bias)):               # replicated: every rank computes them alike
+        nodes.append(el("rect", {"class": "a-repbox rep", "x": n(x[key]), "y": n(mid - 13), "width": n(box),
                                  "height": "26", "rx": "4"}))
-        nodes.append(text(xs[key] + w / 2, mid, label_, "a-ht", "middle", **{"dominant-baseline": "central"}))
-    # residual: ⊕ and the skip from the block input
-    nodes.append(el("circle", {"class": "a-repbox rep", "cx": n(xs["add"]), "cy": n(mid), "r": "10"}))
-    nodes.append(text(xs["add"], mid, "+", "a-ht", "middle", **{"dominant-baseline": "central"}))
-    skip_y = top - 4
-    nodes.append(el("path", {"class": "arrow", "d": f"M{n(28)},{n(mid)} V{n(skip_y)} H{n(xs['add'])} V{n(mid - 10)}"}))
-    nodes.append(arrow_head(xs["add"], mid - 10, 90) if fwd else arrow_head(28, mid - 2, 90))
-    # f and g: which one communicates in this pass
-    for key, op in (("f", "f"), ("g", "g")):
-        active = (op == "g") == fwd
-        nodes.append(el("rect", {"class": "coll hl" if active else "coll dim", "x": n(xs[key]), "y": n(mid - 11),
-                                 "width": "20", "height": "22", "rx": "4"}))
-        nodes.append(text(xs[key] + 10, mid, op, "coll-t", "middle", **{"dominant-baseline": "central"}))
-        nodes.append(text(xs[key] + 10, mid + 24, {"key": "fig.layer_ar" if active else "fig.layer_id"},
+        nodes.append(text(x[key] + box / 2, mid, label_, "a-ht", "middle", **{"dominant-baseline": "central"}))
+    add = x["add"]
+    nodes.append(el("circle", {"class": "a-repbox rep", "cx": n(add), "cy": n(mid), "r": "10"}))
+    nodes.append(text(add, mid, "+", "a-ht", "middle", **{"dominant-baseline": "central"}))
+    skip_x, skip_y = 28 * k, top - 4                            # the residual skips the block
+    nodes.append(el("path", {"class": "arrow", "d": f"M{n(skip_x)},{n(mid)} V{n(skip_y)} H{n(add)} V{n(mid - 10)}"}))
+    nodes.append(arrow_head(add, mid - 10, 90) if fwd else arrow_head(skip_x, mid - 2, 90))
+    for key in ("f", "g"):                                      # which operator communicates in this pass
+        active = (key == "g") == fwd
+        nodes.append(el("rect", {"class": "coll hl" if active else "coll dim", "x": n(x[key]), "y": n(mid - 11),
+                                 "width": "20", "height": "22", "rx": "4", "data-part": f"{part}-{key}"}))
+        nodes.append(text(x[key] + 10, mid, key, "coll-t", "middle", **{"dominant-baseline": "central"}))
+        nodes.append(text(x[key] + 10, top + h + 14, {"key": "fig.layer_ar" if active else "fig.layer_id"},
                           "a-small" if active else "a-small dimtext", "middle"))
-    # the rank stack: the parallel region, one box per rank
-    bh = (h - 8 - (tp - 1) * 4) / tp
+    bh = (h - 8 - (tp - 1) * 4) / tp                            # the parallel region: one box per rank
+    sw = (_ARROWS[3][0] - _X["stack"]) * k
     for r, label_ in enumerate(stack):
         yy = top + 4 + r * (bh + 4)
-        nodes.append(el("rect", {**rank_attrs(r, "a-hbox"), "x": n(xs["stack"]), "y": n(yy), "width": "100",
+        nodes.append(el("rect", {**rank_attrs(r, "a-hbox"), "x": n(x["stack"]), "y": n(yy), "width": n(sw),
                                  "height": n(bh), "rx": "3"}))
-        nodes.append(text(xs["stack"] + 4, yy + bh / 2, "R" + fmt.integer(r) + " " + label_, "a-small", "start",
+        nodes.append(text(x["stack"] + 4, yy + bh / 2, "R" + fmt.integer(r) + " " + label_, "a-small", "start",
                           **{"dominant-baseline": "central"}))
-    nodes.append(text(xs["out"], mid + 4, name_out, "a-sym"))
+    nodes.append(text(x["out"], mid + 4, name_out, "a-sym"))
     return [el("g", {"data-part": part}, nodes)]
 
 
