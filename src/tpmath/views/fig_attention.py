@@ -34,8 +34,7 @@ def _rows2(a) -> np.ndarray:
     return a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a.reshape(1, -1) if a.ndim < 2 else a
 
 
-def heat(m, rank: int | None, key: str, cell: float, scale: float | None = None, bad=None,
-         masked=None) -> tuple[list, float, float]:
+def heat(m, rank: int | None, cell: float, scale: float | None = None, bad=None, masked=None) -> tuple[list, float, float]:
     """A matrix as shaded cells without numbers (a heat grid); ``bad`` marks cells off the reference,
     ``masked`` cells a causal mask removed (drawn empty)."""
     a = _rows2(m)
@@ -51,12 +50,12 @@ def heat(m, rank: int | None, key: str, cell: float, scale: float | None = None,
                                     "width": n(cell - 2), "height": n(cell - 2)}))
     w, h = a.shape[1] * cell, a.shape[0] * cell
     kids.append(el("rect", {**rank_attrs(rank, "frame"), "x": "0", "y": "0", "width": n(w), "height": n(h)}))
-    return [el("g", {"data-part": key}, kids)], w, h
+    return [el("g", None, kids)], w, h
 
 
 def heat_panel(m, caption, rank: int | None, key: str, cell: float, scale=None, bad=None, under=None,
                under_cls: str = "dimtext", min_w: float = 0.0, masked=None) -> Panel:
-    nodes, w, h = heat(m, rank, key, cell, scale, bad, masked)
+    nodes, w, h = heat(m, rank, cell, scale, bad, masked)
     out = [text(0, CAP - 5, caption, "cap"), el("g", {"transform": f"translate(0,{n(CAP)})"}, nodes)]
     height = CAP + h
     if under is not None:
