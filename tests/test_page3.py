@@ -560,3 +560,44 @@ def test_built_tables_are_the_view_results(site, lang):
                 for cell in row:
                     if isinstance(cell, str):
                         assert html.escape(cell, quote=False) in body or cell in html.unescape(body), (name, cell)
+
+
+# ------------------------------------------------------------------------------ real ranks
+
+@pytest.mark.parametrize("controls", [{}, {"tp": "4", "heads": "4", "kv-heads": "1", "pass": "backward"},
+                                      {"tp": "1", "causal": "off"}])
+def test_layer_real_block_prints_the_tables_numbers(controls):
+    """The layer's real-ranks block: the command parses back to the same plan, and what every
+    rank prints for its replicated gradients is the page's R0 grid (identical on all ranks)."""
+    import shlex
+
+    from tpmath import ranks
+    from tpmath.real.__main__ import build_parser
+    res = views.render("layer", controls)
+    (block,) = res["real"]
+    argv = shlex.split(block["command"])
+    args = build_parser().parse_args(argv[6:])
+    p = ranks.plan("layer", {o.dest: getattr(args, o.dest) for o in ranks.options("layer")})
+    assert int(argv[3]) == p["world"] == int(res["controls"]["tp"])
+    assert ranks.format_output(*ranks.expected(p)) == block["output"]
+    if res["controls"]["pass"] == "backward":
+        per_rank, _ = ranks.expected(p)
+        table = {r[0]: grid_values(r[1]) for r in res["tables"]["layer-replicated"]["rows"]}
+        for recs in per_rank:
+            got = dict(recs)
+            for key, symbol in (("gamma1", "γ₁"), ("b_o", "b_o"), ("b2", "b₂")):
+                close(table[symbol], got[f"G_{key} (local, no collective)"])
+
+
+@pytest.mark.parametrize("section, controls", [("attention", {}), ("attention", {"tp": "4", "kv-heads": "1"}),
+                                               ("qkv-layout", {"tp": "4", "heads": "8", "head-dim": "1"})])
+def test_attention_real_blocks_are_the_runs_of_the_controls(section, controls):
+    from tpmath import ranks
+    res = views.render(section, controls)
+    (block,) = res["real"]
+    assert block["command"].startswith(f"torchrun --standalone --nproc-per-node {res['controls']['tp']} ")
+    if section == "attention":
+        c = res["controls"]
+        p = ranks.plan("attention", {"tp": c["tp"], "heads": c["heads"], "kv_heads": c["kv-heads"], "seq": c["seq"],
+                                     "hidden": c["hidden"], "causal": c["causal"] == "on", "seed": c["seed"]})
+        assert block["output"] == ranks.format_output(*ranks.expected(p))

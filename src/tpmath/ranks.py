@@ -707,8 +707,8 @@ def layer_records(cfg: attention.Config, rk: dict, stage: str) -> list[tuple[str
     kv_sum = f" ← all_reduce(SUM, ranks {','.join(map(str, mine))})" if cfg.kv_heads < tp else ""
     fwd = [("W_q", "W_q" + cols(a, b)), ("W_k", "W_k" + cols(c, d)), ("W_v", "W_v" + cols(c, d)),
            ("W_o", "W_o" + rows(a, b)), ("W1", "W1" + cols(e, f)), ("b1", f"b1[{e}:{f}]"), ("W2", "W2" + rows(e, f)),
-           ("Y_attn_partial", "attention partial (own heads)"), ("H1", "H1 = X + attention" + reduced + " + b_o"),
-           ("Y_mlp_partial", "MLP partial (own columns)"), ("Y", "Y = H1 + MLP" + reduced + " + b2"),
+           ("Y_attn_partial", "attention partial (own heads)"), ("H1", "U = X + attention" + reduced + " + b_o"),
+           ("Y_mlp_partial", "MLP partial (own columns)"), ("Y", "Y = U + MLP" + reduced + " + b2"),
            ("loss", "loss = Σ Y⊙G")]
     bwd = [("G_W_q", "G_W_q" + cols(a, b)), ("G_W_k", "G_W_k" + cols(c, d) + kv_sum),
            ("G_W_v", "G_W_v" + cols(c, d) + kv_sum), ("G_W_o", "G_W_o" + rows(a, b)), ("G_W1", "G_W1" + cols(e, f)),
