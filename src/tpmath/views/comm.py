@@ -19,6 +19,7 @@ from ..errors import TPMathError
 from ..validate import as_choice, as_float, as_int
 from . import Control, Section
 from . import fmt
+from .fig_comm import figure_comm_cost
 
 CUSTOM = "custom"
 PRESET_CHOICES = tuple(cc.PRESETS) + (CUSTOM,)
@@ -110,6 +111,7 @@ def render_cost(values: dict, lang: str) -> dict:
             "cost-comm-fraction": fmt.num(100 * r["comm_fraction_serial"], 1) + " %",
         },
         "notes": notes,
+        "figures": {"comm-cost": figure_comm_cost(r, c["layers"])},
     }
 
 

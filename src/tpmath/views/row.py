@@ -30,6 +30,7 @@ from ..schedules import bus_bandwidth_factor
 from ..validate import as_int
 from . import Control, Section
 from . import fmt
+from .fig_row import figure_row_backward, figure_row_linear, figure_row_pairing
 
 TP_CHOICES = (1, 2, 4)
 PAIRING_TP_CHOICES = (1, 2, 4, 8)
@@ -140,6 +141,7 @@ def render_linear(values: dict, lang: str) -> dict:
         "values": {"row-max-abs-err": fmt.err(row["max_abs_err"]["Y"]),
                    "col-max-abs-err": fmt.err(col["max_abs_err"]["Y"])},
         "notes": {"row-linear-comm": _comm_note(row, col)},
+        "figures": {"row-linear": figure_row_linear(row, col)},
     }
 
 
@@ -198,6 +200,7 @@ def render_backward(values: dict, lang: str) -> dict:
         "tables": {"row-bwd-ranks": row_bwd, "col-bwd-ranks": col_bwd, "row-comm": comm},
         "values": {"row-bwd-max-abs-err": fmt.err(worst_row), "col-bwd-max-abs-err": fmt.err(worst_col)},
         "notes": {"row-backward": _key("note.row_backward", tp=str(c["tp"]))},
+        "figures": {"row-backward": figure_row_backward(row, col)},
     }
 
 
@@ -284,6 +287,7 @@ def render_pairing(values: dict, lang: str) -> dict:
         "values": {"pairing-ring-factor": fmt.num(bus_bandwidth_factor("all-reduce", n))},
         "notes": {"row-pairing": _key("note.row_pairing", T=fmt.integer(T), h=fmt.integer(h),
                                       F=fmt.integer(F), tp=str(n))},
+        "figures": {"row-pairing": figure_row_pairing(n, schemes, rows)},
     }
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from .. import vocab_ce as core
 from ..validate import as_float
 from . import Control, Section, fmt
+from .fig_vocab import figure_vocab_ce, figure_vocab_extras
 from .page1_util import id_range, int_range, label, rank, select_int, table
 
 V = len(core.DEFAULT_LOGITS)
@@ -80,6 +81,7 @@ def render_vocab_ce(controls: dict, lang: str) -> dict:
             "padded-vocab": fmt.integer(res["padded_vocab"]),
         },
         "notes": notes,
+        "figures": {"vocab-ce": figure_vocab_ce(res)},
     }
 
 
@@ -156,6 +158,8 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
             "smoothing-reference": fmt.num(smooth["reference_loss"]),
             "ignore-loss": fmt.num(ign["loss"]),
         },
+        "figures": {"vocab-extras": figure_vocab_extras(tp, eps, smooth, ign, IGNORE_TARGETS, IGNORE_INDEX,
+                                                        core.vocab_pad_table(GPT2_VOCAB, tp))},
     }
 
 
