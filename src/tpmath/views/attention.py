@@ -252,9 +252,9 @@ def _notes(cfg: att.Config, res: dict, reset: str | None) -> dict:
     out = {"att-split": split,
            "att-mistake": label(f"note.att_mistake_{_k(cfg.mistake)}", err=worst_error(res),
                                 tp=n(cfg.tp), hr=n(cfg.q_per_rank), spread=fmt.err(res["replica_spread"]["G_W_k"]))}
-    if reset is not None:
-        out["att-reset"] = label("note.att_reset", mistake=label(f"opt.mistake.{_k(reset)}"),
-                                 why=label(f"note.att_needs_{_k(reset)}"))
+    # always present (empty when nothing was reset): the page only rewrites the notes a result names
+    out["att-reset"] = "" if reset is None else label("note.att_reset", mistake=label(f"opt.mistake.{_k(reset)}"),
+                                                      why=label(f"note.att_needs_{_k(reset)}"))
     return out
 
 
