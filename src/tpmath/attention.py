@@ -61,7 +61,6 @@ import numpy as np
 
 from .collectives import reduce_all
 from .errors import TPMathError
-from .kernels import matmul
 from .validate import as_choice, as_flag, as_int
 
 MISTAKES = ("none", "f-and-g-swapped", "kv-not-replicated", "kv-grad-not-summed", "scale-local-width")
@@ -204,20 +203,13 @@ def example_inputs(seed: Any, cfg: Config) -> dict[str, np.ndarray]:
 # --------------------------------------------------------------------------------- ops
 # Each op returns (out, back); back(G_out) returns the gradients of the op's inputs.
 
-def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b summed in index order: the same bits in CPython and in Pyodide.  Under a causal
-    mask the first token's output is a product of short decimals and can sit exactly on a
-    4-decimal rounding boundary; BLAS's summation order would then flip the printed digit."""
-    return matmul(a, b, ordered=True)
-
-
 def matmul_op(x: np.ndarray, W: np.ndarray):
     """y = x W over the last axis: x (…, I), W (I, O) -> (…, O)."""
-    y = _mm(x, W)
+    y = x @ W
 
     def back(g):                                              # g (…, O)
-        G_x = _mm(g, W.T)                                     # (…, I)
-        G_W = _mm(x.reshape(-1, x.shape[-1]).T, g.reshape(-1, g.shape[-1]))   # (I, O): every row adds
+        G_x = g @ W.T                                         # (…, I)
+        G_W = x.reshape(-1, x.shape[-1]).T @ g.reshape(-1, g.shape[-1])   # (I, O): every row adds
         return G_x, G_W
     return y, back
 
@@ -255,11 +247,11 @@ def repeat_kv_op(kv: np.ndarray, heads: int):
 
 def scores_op(q: np.ndarray, k: np.ndarray, scale: float):
     """A = q kᵀ · scale: (B, n, S, E), (B, n, S, E) -> (B, n, S, S)."""
-    a = _mm(q, k.swapaxes(-1, -2)) * scale
+    a = (q @ k.swapaxes(-1, -2)) * scale
 
     def back(g):
         g = g * scale
-        return _mm(g, k), _mm(g.swapaxes(-1, -2), q)          # G_q, G_k (B, n, S, E)
+        return g @ k, g.swapaxes(-1, -2) @ q                  # G_q, G_k (B, n, S, E)
     return a, back
 
 
@@ -278,10 +270,10 @@ def softmax_op(a: np.ndarray, causal: bool):
 
 def weighted_sum_op(p: np.ndarray, v: np.ndarray):
     """O = P V: (B, n, S, S), (B, n, S, E) -> (B, n, S, E)."""
-    o = _mm(p, v)
+    o = p @ v
 
     def back(g):
-        return _mm(g, v.swapaxes(-1, -2)), _mm(p.swapaxes(-1, -2), g)   # G_p, G_v
+        return g @ v.swapaxes(-1, -2), p.swapaxes(-1, -2) @ g   # G_p, G_v
     return o, back
 
 

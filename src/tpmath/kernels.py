@@ -25,12 +25,9 @@ def _exact_order(x: np.ndarray) -> bool:
     return x.dtype in (np.float16, np.float32)
 
 
-def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, ordered: bool = False) -> np.ndarray:
-    """``a @ b``; in float16/float32 (or any dtype with ``ordered``) accumulated over K in index
-    order, in the dtype.  ``ordered`` float64 is for results that can sit exactly on a display
-    rounding boundary (products of short decimals), where BLAS's order would flip the last
-    printed digit between CPython and Pyodide."""
-    if not (ordered or _exact_order(a) or _exact_order(b)):
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``a @ b``; in float16/float32 accumulated over K in index order, in the dtype."""
+    if not (_exact_order(a) or _exact_order(b)):
         return np.matmul(a, b, out=out)
     acc = a[..., :, 0:1] * b[..., 0:1, :]                   # (…, M, N) first product
     for k in range(1, a.shape[-1]):
