@@ -117,6 +117,22 @@ def expected(controls: dict, lang: str) -> dict:
             "notes": {k: cell_text(v, s) for k, v in res["notes"].items()}}
 
 
+def cell_diff(got: dict, want: dict) -> list[str]:
+    """The differing cells of two table snapshots, readably."""
+    out = []
+    for name in sorted(set(got) | set(want)):
+        g, w = got.get(name), want.get(name)
+        if g is None or w is None:
+            out.append(f"{name}: {'missing' if g is None else 'unexpected'}")
+            continue
+        for part in ("head", "rows", "foot"):
+            for i, (gr, wr) in enumerate(zip(g[part], w[part])):
+                out += [f"{name} {part}[{i}][{j}]: {gc!r} != {wc!r}" for j, (gc, wc) in enumerate(zip(gr, wr)) if gc != wc]
+            if len(g[part]) != len(w[part]):
+                out.append(f"{name} {part}: {len(g[part])} rows != {len(w[part])}")
+    return out
+
+
 def cli(controls: dict) -> dict:
     c = {**views.defaults("attention"), **controls}
     args = ["attention", "--tp", c["tp"], "--heads", c["heads"], "--kv-heads", c["kv-heads"], "--seq", c["seq"],
@@ -173,7 +189,7 @@ def test_live_equals_static_equals_cli(pages, lang):
         state = page.evaluate(SET_JS, [demo, controls])
         want = expected(controls, lang)
         assert state["msg"] == "", (setting, state["msg"])
-        assert state["tables"] == want["tables"], setting
+        assert cell_diff(state["tables"], want["tables"]) == [], setting
         assert state["values"] == want["values"] and state["notes"] == want["notes"], setting
         assert state["figures"] == want["figures"], setting
         shown = want["controls"]
