@@ -55,6 +55,7 @@ SNAPSHOT_FN = """function snapshot(demo) {
   const form = demo.querySelector("form.controls");
   return {tables, figures, values: texts("data-value"), notes: texts("data-note"),
           msg: form.querySelector(".control-msg").textContent,
+          options: Array.from(form.querySelectorAll("option")).map(o => [o.value, o.disabled, o.textContent]),
           controls: Object.fromEntries(Array.from(form.elements).filter(e => e.name).map(e => [e.name, e.value]))};
 }"""
 SET_JS = """async ([demo, values]) => { """ + SNAPSHOT_FN + """
@@ -112,7 +113,16 @@ def expected(controls: dict, lang: str) -> dict:
               for name, t in res["tables"].items()}
     figures = {name: [[n["t"], n.get("a", {}), cell_text(n["x"], s) if "x" in n else ""] for n in _walk(fig)]
                for name, fig in res["figures"].items()}
-    return {"tables": tables, "figures": figures, "controls": res["controls"],
+    off = res.get("control_state", {}).get("mistake", {}).get("options", {})
+    options = []
+    for c in views.sections()["attention"].controls:
+        for o in c.options:
+            o = str(o)
+            key = f"opt.{c.name.replace('-', '_')}.{o.replace('-', '_')}"
+            label = s.get(key, o)
+            why = off.get(o) if c.name == "mistake" else None
+            options.append([o, why is not None, label if why is None else f"{label} ({cell_text(why, s)})"])
+    return {"tables": tables, "figures": figures, "controls": res["controls"], "options": options,
             "values": {k: cell_text(v, s) for k, v in res["values"].items()},
             "notes": {k: cell_text(v, s) for k, v in res["notes"].items()}}
 
@@ -178,6 +188,7 @@ def test_static_page_is_the_cpython_render(pages, lang):
     assert static["tables"] == want["tables"]
     assert static["values"] == want["values"] and static["notes"] == want["notes"]
     assert static["figures"] == want["figures"]
+    assert static["options"] == want["options"]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -192,6 +203,7 @@ def test_live_equals_static_equals_cli(pages, lang):
         assert cell_diff(state["tables"], want["tables"]) == [], setting
         assert state["values"] == want["values"] and state["notes"] == want["notes"], setting
         assert state["figures"] == want["figures"], setting
+        assert state["options"] == want["options"], setting          # mistakes that change nothing: disabled
         shown = want["controls"]
         assert state["controls"]["mistake"] == shown["mistake"]     # a disabled mistake is set back
         # the numbers against the command line, another process
