@@ -93,11 +93,19 @@ def strings(lang: str) -> dict[str, str]:
 
 
 def cell_text(cell, lang: str) -> str:
+    if isinstance(cell, dict) and "el" in cell:      # an element tree (grid, rank tag): its textContent
+        return "".join(cell_text(n["x"], lang) for n in _nodes(cell["el"]) if "x" in n)
     if isinstance(cell, dict):
         args = {k: cell_text(v, lang) for k, v in (cell.get("args") or {}).items()}
         text = strings(lang)[cell["key"]]
         return text.format_map(args) if args else text
     return "" if cell is None else str(cell)
+
+
+def _nodes(node: dict):
+    yield node
+    for child in node.get("c", []):
+        yield from _nodes(child)
 
 
 def key_text(key, lang: str) -> str:
