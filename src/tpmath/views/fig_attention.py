@@ -225,7 +225,8 @@ def figure_attention(res: dict, one: dict, cfg: att.Config) -> dict:
     title = {"key": "fig.att_title", "args": {"tp": fmt.integer(cfg.tp), "h": fmt.integer(cfg.heads),
                                               "k": fmt.integer(cfg.kv_heads),
                                               "mistake": {"key": f"opt.mistake.{cfg.mistake.replace('-', '_')}"}}}
-    return figure("attention", title, rows, caption={"key": "fig.att_caption"})
+    built = rows()                         # flow only wraps panels: both layouts can share them
+    return figure("attention", title, lambda: built, caption={"key": "fig.att_caption"})
 
 
 def figure_attention_grads(res: dict, cfg: att.Config) -> dict:
@@ -257,7 +258,8 @@ def figure_attention_grads(res: dict, cfg: att.Config) -> dict:
         return out
 
     title = {"key": "fig.att_grads_title", "args": {"tp": fmt.integer(cfg.tp)}}
-    return figure("attention-grads", title, rows, caption={"key": "fig.att_grads_caption"})
+    built = rows()
+    return figure("attention-grads", title, lambda: built, caption={"key": "fig.att_grads_caption"})
 
 
 def _gx_merge(res: dict, cfg: att.Config, swapped: bool, gscale: float) -> list[Panel]:
