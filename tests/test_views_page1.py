@@ -250,9 +250,11 @@ def test_ring_bytes(n, count):
         assert row[2] == fmt.integer(sent) + " B"
         if count % n == 0:
             assert sent == 2 * (n - 1) * count // n * 4
+    # every ring step forwards each of the n chunks once: the whole buffer crosses the ring per step
+    assert [row[3] for row in steps] == [fmt.integer(count * 4) + " B"] * (2 * (n - 1))
     if n <= 4 and count <= 8:
         total = sum(np.arange(1, count + 1) * 10.0 ** r for r in range(n))
-        assert steps[-1][3] == " | ".join(f"R{r} {fmt.vec(total)}" for r in range(n))
+        assert steps[-1][4] == " | ".join(f"R{r} {fmt.vec(total)}" for r in range(n))
     assert res["values"]["bus-factor"] == fmt.num(2 * (n - 1) / n)
 
 
@@ -263,6 +265,9 @@ def test_tree_bytes():
         children = len([c for c in (2 * r + 1, 2 * r + 2) if c < n])
         msgs = children + (1 if r else 0)
         assert row[1] == fmt.integer(msgs) and row[2] == fmt.integer(msgs * count * 4) + " B"
+    # reduce: every rank of the deepest level first (ranks 3, 4 at depth 2), then depth 1; broadcast mirrors it
+    per_level = [2 * 1000 * 4, 2 * 1000 * 4]
+    assert [row[3] for row in rows(res, "ring-steps")] == [fmt.integer(b) + " B" for b in per_level + per_level[::-1]]
 
 
 # ----------------------------------------------------------------------- vocab CE

@@ -18,6 +18,7 @@ from __future__ import annotations
 from .. import dp_tp, mlp, precision
 from ..validate import DTYPES, as_choice
 from . import Control, Section, fmt
+from .fig_backward import figure_backward, figure_dp_tp, figure_precision
 from .page1_util import label, rank, select_int, table
 
 TP_OPTIONS = (1, 2, 4)
@@ -55,6 +56,7 @@ def render_backward(controls: dict, lang: str) -> dict:
                                  "col.err_finite_diff"], check),
         },
         "values": {"fd-step": fmt.num(mlp.FD_STEP, 6)},
+        "figures": {"backward": figure_backward(res)},
     }
 
 
@@ -72,6 +74,7 @@ def render_dp_tp(controls: dict, lang: str) -> dict:
         "values": {"world-size": fmt.integer(dp * tp), "global-batch": fmt.integer(dp * res["batch"])},
         "notes": {"setup": label("note.dp_tp_setup", dp=fmt.integer(dp), tp=fmt.integer(tp),
                                  batch=fmt.integer(res["batch"]), seed=fmt.integer(res["seed"]))},
+        "figures": {"dp-tp": figure_dp_tp(res)},
     }
 
 
@@ -85,11 +88,13 @@ def render_precision(controls: dict, lang: str) -> dict:
     tp = select_int("tp", controls["tp"], TP_OPTIONS)
     res = precision.run_precision(tp=tp)
     row = next(r for r in res["dtypes"] if r["dtype"] == dtype)
-    rows = []
+    rows, drawn = [], []
     for key, name_key in _PRECISION_ROWS:
         err, tol = row["max_abs_err"][key], row["tolerances"][key]
         rows.append([label(name_key), fmt.err(err), fmt.err(tol), label("label.yes" if err <= tol else "label.no")])
+        drawn.append((key, err, tol))
     ce_err, ce_tol = row["ce_abs_diff"], row["ce_tolerance"]
+    drawn.append(("ce", ce_err, ce_tol))
     rows.append([label("label.q_ce"), fmt.err(ce_err), fmt.err(ce_tol),
                  label("label.yes" if ce_err <= ce_tol else "label.no")])
     sgd = res["sgd"]
@@ -111,6 +116,7 @@ def render_precision(controls: dict, lang: str) -> dict:
         },
         "notes": {"verdict": label("note.precision_ok" if row["within_tolerance"] else "note.precision_bad",
                                    dtype=dtype)},
+        "figures": {"precision": figure_precision(dtype, drawn)},
     }
 
 

@@ -24,11 +24,14 @@ from .. import mismatch, schedules
 from ..errors import TPMathError
 from ..validate import as_choice, as_int
 from . import Control, Section, fmt
+from .fig_collectives import figure_collective, figure_mismatch
+from .fig_ring import figure_ring
 from .page1_util import int_range, label, rank, select_int, table
 
 RANK_OPTIONS = (2, 3, 4)
 ROOT_OPTIONS = (0, 1, 2, 3)
 RING_RANKS = tuple(range(2, 9))
+RING_STEPS = tuple(range(0, 2 * (RING_RANKS[-1] - 1) + 1))   # the step control: 0 (before) … the most steps
 MAX_COUNT = 2**30            # elements; bytes are counted, never allocated
 SHOW_BUFFERS = (4, 8)        # buffers are listed per step only up to 4 ranks × 8 elements
 ELEM_BYTES = 4               # float32
@@ -72,6 +75,7 @@ def render_collectives(controls: dict, lang: str) -> dict:
         "values": {"nccl-name": res["nccl_name"],
                    "bus-factor": fmt.num(schedules.bus_bandwidth_factor(name, n))},
         "notes": notes,
+        "figures": {"collectives": figure_collective(res)},
     }
 
 
@@ -108,6 +112,7 @@ def render_mismatch(controls: dict, lang: str) -> dict:
         },
         "values": {"matched": fmt.integer(res["matched"])},
         "notes": {"verdict": verdict, "story": label(f"note.scenario_{scenario}")},
+        "figures": {"mismatch": figure_mismatch(calls, res)},
     }
 
 
@@ -136,12 +141,23 @@ def render_ring(controls: dict, lang: str) -> dict:
         data = [np.arange(1, count + 1, dtype=np.float64) * 10.0 ** r for r in range(n)]   # n × (count,)
         sim = (schedules.simulate_ring_all_reduce if algorithm == "ring" else schedules.simulate_tree_all_reduce)(data)
         buffers = sim["steps"]
+    # The step shown in the figure; its options are those of the most ranks, so clamp to this schedule.
+    shown = select_int("step", controls["step"], RING_STEPS)
+    state = {}
+    if shown > len(sched["steps"]):
+        state["step"] = {"disabled": False, "value": str(len(sched["steps"])),
+                         "why": label("note.ring_step_clamped", step=fmt.integer(shown),
+                                      steps=fmt.integer(len(sched["steps"])))}
+        shown = len(sched["steps"])
+    step_bytes = [_bytes(sum(t["bytes"] for t in step["transfers"] if t["elements"] > 0)) for step in sched["steps"]]
     step_rows = []
     for i, step in enumerate(sched["steps"]):
         cell = (" | ".join(f"{rank(r)} {fmt.vec(b)}" for r, b in enumerate(buffers[i])) if buffers
                 else label("label.buffers_hidden"))
-        step_rows.append([fmt.integer(step["step"] + 1), label(f"label.phase_{step['phase'].replace('-', '_')}"),
-                          _transfers(step), cell])
+        number = fmt.integer(step["step"] + 1)
+        step_rows.append([label("label.step_shown", step=number) if i + 1 == shown else number,
+                          label(f"label.phase_{step['phase'].replace('-', '_')}"), _transfers(step), step_bytes[i],
+                          cell])
     byte_rows = [[rank(p["rank"]), fmt.integer(p["messages_sent"]), _bytes(p["bytes_sent"]),
                   fmt.integer(p["messages_received"]), _bytes(p["bytes_received"])] for p in sched["per_rank"]]
     busiest = max(p["bytes_sent"] for p in sched["per_rank"])
@@ -153,10 +169,11 @@ def render_ring(controls: dict, lang: str) -> dict:
         "bus-factor": fmt.num(sched["bus_factor"]),
     }
     return {
-        "controls": {"ranks": str(n), "algorithm": algorithm, "count": count},
+        "controls": {"ranks": str(n), "algorithm": algorithm, "count": count, "step": str(shown)},
+        "control_state": state,
         "tables": {
-            "ring-steps": table("cap.ring_steps", ["col.step", "col.phase", "col.transfers", "col.buffers"],
-                                step_rows),
+            "ring-steps": table("cap.ring_steps", ["col.step", "col.phase", "col.transfers", "col.step_bytes",
+                                                   "col.buffers"], step_rows),
             "ring-bytes": table("cap.ring_bytes", ["col.rank", "col.messages_sent", "col.bytes_sent",
                                                    "col.messages_received", "col.bytes_received"], byte_rows),
         },
@@ -164,6 +181,7 @@ def render_ring(controls: dict, lang: str) -> dict:
         "notes": {"convention": label("note.ring_convention", count=fmt.integer(count),
                                       elem_bytes=fmt.integer(ELEM_BYTES), bytes=fmt.nbytes(sched["bytes"])),
                   "algorithm": label(f"note.algorithm_{algorithm}")},
+        "figures": {"ring": figure_ring(n, algorithm, sched, shown, step_bytes)},
     }
 
 
@@ -197,6 +215,7 @@ SECTIONS = {
             Control("ranks", "select", "4", options=int_range(2, 8)),
             Control("algorithm", "select", "ring", options=schedules.ALGORITHMS),
             Control("count", "number", 8, min=1, max=MAX_COUNT, step=1),
+            Control("step", "select", "3", options=tuple(str(s) for s in RING_STEPS)),
         ),
         render=render_ring,
         tables=("ring-steps", "ring-bytes"),

@@ -1,0 +1,384 @@
+"""Figures of the collectives (page 1, sections ``collectives`` and ``mismatch``).
+
+``collectives``: NCCL's picture of a collective.  One lane per rank: the input buffer
+("before") on the left, the output buffer ("after") on the right, and between them what
+moves.  A buffer is drawn in the blocks the collective moves (AlltoAll, ReduceScatter and
+Scatter cut it into one block per rank; AllGather and Gather deliver one block per rank), one
+block per row, so every block has its own arrow.  Cells are tinted by the rank the data
+came from and framed by the rank that holds it; a reduction's inputs are *partial* terms
+(dashed frames) and its output is *final* (its own fill): every input enters the reduction
+node, the result leaves it.
+
+Which block went where is read off the core's result, not restated here: the example
+buffers are all distinct (rank r holds 10^r·[1, …, L]), so an output block that equals an
+input block came from it.  Only a reduction (``collectives.USES_OP``) creates new values.
+
+``mismatch``: one lane per rank, its calls in order; completed collectives are joined across
+the lanes, calls that met with different arguments are joined by a broken bond, and a rank
+that waits forever points at the peer it waits for.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from .. import collectives as core
+from .. import mismatch
+from . import fmt
+from .fig_kit import (PAD, ROW_H, arrow, badge, cell_w, curve, group, key, line, mid_text, rank_name, rect,
+                      single, two_widths)
+from .tree import rank_attrs, text
+
+_SPLIT_IN = ("reduce-scatter", "all-to-all", "scatter")     # inputs cut into one block per rank
+_ROOT_ONLY_INPUT = ("broadcast", "scatter")                  # only the root's input is read
+_OP_SYMBOL = {"sum": "Σ", "avg": "Σ ÷ n", "max": "max", "min": "min", "prod": "Π"}
+BLOCK_GAP = 4.0          # between the blocks of one buffer
+LANE_GAP = 12.0          # between the lanes of two ranks
+BADGE_W = 30.0
+NOTHING_W = 72.0         # the dashed box of a rank that receives nothing
+OP_W = 44.0              # a reduction node
+HEAD_H = 56.0
+HEAD_W = 240.0           # room for "before …" on the left and "after …" on the right            # the collective's name and the column heads above the lanes
+
+
+def _blocks(buf: np.ndarray, size: int) -> list[np.ndarray]:
+    return [buf[k:k + size] for k in range(0, buf.size, size)]
+
+
+@lru_cache(maxsize=512)
+def _num(v: float) -> str:
+    """fmt.num, remembered: a figure formats each number for both drawings and their widths."""
+    return fmt.num(v)
+
+
+def _divisors(length: int) -> list[int]:
+    return [d for d in range(1, length + 1) if length % d == 0]
+
+
+def _rows(blocks: int, size: int, per_row: int) -> float:
+    """Height of ``blocks`` stacked blocks of ``size`` cells, ``per_row`` cells a row."""
+    return max(blocks * (size // per_row) * ROW_H + (blocks - 1) * BLOCK_GAP, ROW_H)
+
+
+def _buffer(blocks: list[np.ndarray], per_row: int, cw: float, who: str, rank: int, tint: list,
+            frame_cls: str) -> tuple[list[dict], list[float], float]:
+    """A buffer as stacked blocks of ``per_row`` cells; returns (nodes, block centre ys, height).
+
+    ``tint[b]``: the rank the data of block b came from (None: a reduction's result).
+    Cell data-keys are ``who.rank.offset`` with the element's offset in the NCCL buffer.
+    """
+    nodes, mids, y, offset = [], [], 0.0, 0
+    for b, block in enumerate(blocks):
+        rows = -(-block.size // per_row)
+        src = tint[b]
+        cell_cls = "cell v2" if src is not None else "cell fin"
+        cell_attrs = rank_attrs(src, cell_cls) if src is not None else {"class": cell_cls}
+        for e, v in enumerate(block):
+            cx, cy = (e % per_row) * cw, y + (e // per_row) * ROW_H
+            nodes.append(rect(cx, cy, cw, ROW_H, cell_attrs))
+            nodes.append(mid_text(cx + cw / 2, cy + ROW_H / 2, _num(v), "num" if src is not None else "num fin",
+                                  **{"data-key": f"{who}.{rank}.{offset + e}"}))
+        nodes.append(rect(0, y, min(block.size, per_row) * cw, rows * ROW_H, rank_attrs(rank, frame_cls)))
+        mids.append(y + rows * ROW_H / 2)
+        offset += block.size
+        y += rows * ROW_H + BLOCK_GAP
+    return nodes, mids, y - BLOCK_GAP
+
+
+def _provenance(blocks_in: list[list[np.ndarray]], out_blocks: list[np.ndarray]) -> list[tuple[int, int] | None]:
+    """For each output block, the (rank, block) of the input it copies (the inputs are distinct)."""
+    found = []
+    for ob in out_blocks:
+        src = [(i, b) for i, bl in enumerate(blocks_in) for b, ib in enumerate(bl)
+               if ib.shape == ob.shape and np.array_equal(ib, ob)]
+        found.append(src[0] if src else None)
+    return found
+
+
+def _plan(res: dict) -> dict:
+    """Blocks, provenance and participation of a collective result (no geometry).
+
+    ``src`` of an output block: ("copy", rank, block) of the input it equals, or ("op", k) for
+    block k of a reduction (ReduceScatter: rank j's block is block j; otherwise block 0).
+    """
+    name, nr = res["name"], res["n"]
+    inputs = [np.asarray(b, dtype=np.float64).ravel() for b in res["inputs"]]
+    length = inputs[0].size
+    size = length // nr if name in _SPLIT_IN else length          # the block a collective moves
+    blocks_in = [_blocks(b, size) for b in inputs]
+    reduces = name in core.USES_OP
+    lanes = []
+    for j, out in enumerate(res["outputs"]):
+        used = name not in _ROOT_ONLY_INPUT or j == res["root"]
+        if out is None:
+            lanes.append({"in_used": used, "out": None, "src": []})
+            continue
+        ob = _blocks(np.asarray(out, dtype=np.float64).ravel(), size)
+        if reduces:
+            src = [("op", j if name in _SPLIT_IN else s) for s in range(len(ob))]
+        else:
+            src = [("copy",) + found if found else None for found in _provenance(blocks_in, ob)]
+        lanes.append({"in_used": used, "out": ob, "src": src})
+    return {"blocks_in": blocks_in, "lanes": lanes, "reduces": reduces, "size": size,
+            "op_blocks": len(blocks_in[0]) if reduces else 0}
+
+
+def _fit(plan: dict, cw_in: float, cw_out: float, band: float, max_w: float) -> tuple[int, int, float, float]:
+    """Cells per row of the input and output blocks: the lowest drawing that fits ``max_w``
+    (a block wraps onto rows of a divisor of its length)."""
+    best = None
+    size = plan["size"]
+    for per_in in _divisors(size):
+        for per_out in _divisors(size):
+            w_in, w_out = per_in * cw_in, max(per_out * cw_out, NOTHING_W)
+            width = PAD + BADGE_W + 8 + w_in + band + w_out + PAD
+            height = sum(max(_rows(len(bl), size, per_in), _rows(len(ln["out"] or []), size, per_out))
+                         for bl, ln in zip(plan["blocks_in"], plan["lanes"]))
+            order = (width > max_w, height if width <= max_w else width, -width)
+            if best is None or order < best[0]:
+                best = (order, per_in, per_out, w_in, w_out)
+    return best[1:]
+
+
+def _lane(plan: dict, r: int, per_in: int, per_out: int, cw_in: float, cw_out: float):
+    """Rank r's input and output drawings: (in nodes, in block mids, out nodes, out block mids, height)."""
+    ln = plan["lanes"][r]
+    blocks = plan["blocks_in"][r]
+    in_nodes, in_mid, in_h = _buffer(blocks, per_in, cw_in, "in", r, [r] * len(blocks),
+                                     "frame part" if plan["reduces"] else "frame")
+    if ln["out"] is None:
+        out_nodes = [rect(0, 0, NOTHING_W, ROW_H, {"class": "nothing"}, rx="3"),
+                     mid_text(NOTHING_W / 2, ROW_H / 2, key("co_nothing"), "dimtext")]
+        return in_nodes, in_mid, out_nodes, [], max(in_h, ROW_H)
+    tint = [s[1] if s[0] == "copy" else None for s in ln["src"]]
+    out_nodes, out_mid, out_h = _buffer(ln["out"], per_out, cw_out, "out", r, tint, "frame")
+    return in_nodes, in_mid, out_nodes, out_mid, max(in_h, out_h)
+
+
+def _reductions(plan: dict, op: str, ports_in: dict, ports_out: dict, x_mid: float, top: float,
+                bottom: float) -> list[dict]:
+    """The reduction node(s) and the arrows into and out of them.
+
+    One block (AllReduce, Reduce): one node across all lanes, every input enters it straight.
+    ReduceScatter: one node per block k, beside rank k's output; block k of every rank enters it.
+    """
+    nodes, centre = [], {}
+    if plan["op_blocks"] == 1:
+        nodes.append(rect(x_mid - OP_W / 2, top - 4, OP_W, bottom - top + 8, {"class": "coll"}, rx="6"))
+        nodes.append(mid_text(x_mid, (top + bottom) / 2, _OP_SYMBOL[op], "coll-t"))
+    else:
+        for (j, s), (_, py) in ports_out.items():
+            k = plan["lanes"][j]["src"][s][1]
+            centre[k] = py
+            nodes.append(rect(x_mid - OP_W / 2, py - 12, OP_W, 24, {"class": "coll"}, rx="5"))
+            nodes.append(mid_text(x_mid, py, _OP_SYMBOL[op], "coll-t"))
+    for (i, b), (px, py) in sorted(ports_in.items()):
+        if centre:
+            edge = curve(px + 2, py, x_mid - OP_W / 2, centre[b], "mv", "mvh", rank=i)
+        else:
+            edge = arrow(px + 2, py, x_mid - OP_W / 2, py, "mv", "mvh", rank=i)
+        nodes.append(group(edge, part=f"op.in.{i}.{b}"))
+    for (j, s), (px, py) in sorted(ports_out.items()):
+        k = plan["lanes"][j]["src"][s][1]
+        nodes.append(group(arrow(x_mid + OP_W / 2, py, px - 2, py, "mv fin", "mvh fin"), part=f"op.out.{k}.{j}.{s}"))
+    return nodes
+
+
+def _copies(plan: dict, ports_in: dict, ports_out: dict) -> list[dict]:
+    """One arrow per copied block, from where it was to where it lands, in its source's tint."""
+    nodes = []
+    for j, ln in enumerate(plan["lanes"]):
+        for s, src in enumerate(ln["src"]):
+            if src is None or src[1:] not in ports_in:
+                continue
+            (x1, y1), (x2, y2) = ports_in[src[1:]], ports_out[(j, s)]
+            nodes.append(group(curve(x1 + 2, y1, x2 - 2, y2, "mv", "mvh", rank=src[1]),
+                               part=f"mv.{src[1]}.{src[2]}.{j}.{s}"))
+    return nodes
+
+
+def _draw_collective(res: dict, plan: dict, max_w: float) -> tuple[list[dict], float, float]:
+    in_strings = [_num(v) for bl in plan["blocks_in"] for b in bl for v in b]
+    out_strings = [_num(v) for ln in plan["lanes"] for b in ln["out"] or [] for v in b]
+    cw_in, cw_out = cell_w(in_strings), cell_w(out_strings)
+    # The band between the buffers: room for the arrows to cross (and the reduction nodes).
+    least = {0: 76.0, 1: 2 * 24 + OP_W}.get(plan["op_blocks"], 64 + OP_W + 28)
+    per_in, per_out, w_in, w_out = _fit(plan, cw_in, cw_out, least, max_w)
+    room = max_w - (PAD + BADGE_W + 8 + w_in + w_out + PAD)
+    band = max(least, min(room, least + (84.0 if plan["op_blocks"] != 1 else 24.0)))
+    band = max(band, HEAD_W - w_in - w_out)        # the two column heads side by side
+    x_in = PAD + BADGE_W + 8
+    x_band = x_in + w_in
+    x_out = x_band + band
+    width = x_out + w_out + PAD
+
+    back, lanes, ports_in, ports_out, y = [], [], {}, {}, HEAD_H
+    for r in range(res["n"]):
+        in_nodes, in_mid, out_nodes, out_mid, h = _lane(plan, r, per_in, per_out, cw_in, cw_out)
+        back.append(rect(PAD - 4, y - 4, width - 2 * PAD + 8, h + 8, rank_attrs(r, "lane"), rx="6"))
+        lanes.append(group(badge(r, PAD, y), part=f"rank{r}"))
+        lanes.append(group(in_nodes, part=f"in{r}", cls=None if plan["lanes"][r]["in_used"] else "dim",
+                           dx=x_in, dy=y))
+        lanes.append(group(out_nodes, part=f"out{r}", dx=x_out, dy=y))
+        if plan["lanes"][r]["in_used"]:
+            ports_in.update({(r, b): (x_band, y + m) for b, m in enumerate(in_mid)})
+        ports_out.update({(r, s): (x_out, y + m) for s, m in enumerate(out_mid)})
+        y += h + LANE_GAP
+    bottom = y - LANE_GAP
+
+    if plan["reduces"]:
+        moves = _reductions(plan, res["op"], ports_in, ports_out, x_out - 28 - OP_W / 2, HEAD_H, bottom)
+    else:
+        moves = _copies(plan, ports_in, ports_out)
+    name = (key("co_root", name=res["nccl_name"], root=rank_name(res["root"])) if res["uses_root"]
+            else res["nccl_name"])
+    head = [text(x_band + band / 2, 14, name, "coll-t", "middle"),
+            text(x_in, 32, key("co_before"), "cap"),
+            text(x_in, 46, key("co_partial" if plan["reduces"] else "co_own"), "dimtext"),
+            text(x_out + w_out, 32, key("co_after"), "cap", "end"),
+            text(x_out + w_out, 46, key("co_final" if plan["reduces"] else "co_from"), "dimtext", "end")]
+    return back + head + moves + lanes, width, bottom + PAD
+
+
+def figure_collective(res: dict) -> dict:
+    """The ``collectives`` figure of one core result (``collectives.run_collective``)."""
+    plan = _plan(res)
+    title = key("co_title", name=res["nccl_name"], n=fmt.integer(res["n"]))
+    return two_widths("collectives", title, lambda w: _draw_collective(res, plan, w))
+
+
+# ---------------------------------------------------------------- mismatch
+
+BOX_W, BOX_H = 104.0, 46.0      # one call: name, count and dtype, group
+STATE_H = 16.0                  # the line under a call that never completes
+TRACK = 10.0                    # between two connectors in a gutter
+MM_LANE_GAP = 10.0
+
+
+def _call_lines(call: dict) -> list:
+    shape = "[" + ", ".join(fmt.integer(v) for v in call["shape"]) + "]"
+    group_ = "{" + ",".join(fmt.integer(g) for g in call["group"]) + "}"
+    return [core.NCCL_NAMES.get(call["name"], "Barrier"), f"{shape} · {call['dtype']}", key("mm_group", g=group_)]
+
+
+def _outcome(seqs: list, res: dict) -> dict:
+    """Where every rank ends (its call index, or len(calls) once it has returned), which stuck
+    ranks met their group with different arguments, and the connectors to draw."""
+    hangs = {h["rank"]: h for h in res["hangs"]}
+    pos = {r: hangs[r]["call_index"] if r in hangs else len(seq) for r, seq in enumerate(seqs)}
+
+    def met(r: int) -> bool:
+        mine = seqs[r][pos[r]]
+        return r in mine["group"] and all(pos[g] < len(seqs[g]) and seqs[g][pos[g]]["group"] == mine["group"]
+                                          for g in mine["group"])
+    bonds = [("ok", sorted((int(g), i) for g, i in c["call_index"].items())) for c in res["completed"]]
+    waits, seen = [], set()
+    for r, h in sorted(hangs.items()):
+        if met(r):
+            members = seqs[r][pos[r]]["group"]
+            if members not in seen:
+                seen.add(members)
+                bonds.append(("bad", [(g, pos[g]) for g in members]))
+        elif h["peer"] is not None:
+            waits.append(((r, pos[r]), (h["peer"], pos[h["peer"]])))
+    return {"pos": pos, "hangs": hangs, "met": {r for r in hangs if met(r)}, "bonds": bonds, "waits": waits}
+
+
+def _mismatch_geometry(seqs: list, out: dict) -> tuple[dict, list[float], float]:
+    """x of every column's boxes and of every connector's track; lane tops; the width."""
+    cols = max(len(seq) + (1 if out["pos"][r] >= len(seq) else 0) for r, seq in enumerate(seqs))
+    per_col = [0] * cols
+    tracks = []
+    for kind, members in out["bonds"]:
+        c = max(i for _, i in members)
+        tracks.append((c, per_col[c]))
+        per_col[c] += 1
+    for (src, dst) in out["waits"]:
+        c = max(src[1], dst[1])
+        tracks.append((c, per_col[c]))
+        per_col[c] += 1
+    x, col_x = PAD + BADGE_W + 10, []
+    for c in range(cols):
+        col_x.append(x)
+        x += BOX_W + 14 + TRACK * per_col[c] + 6
+    tops, y = [], 28.0
+    for r, seq in enumerate(seqs):
+        tops.append(y)
+        y += BOX_H + STATE_H + MM_LANE_GAP
+    return {"col_x": col_x, "tracks": tracks}, tops, max(x - 6, col_x[-1] + BOX_W) + PAD
+
+
+def _call_box(r: int, i: int, call: dict, state: str, x: float, y: float) -> dict:
+    lines = _call_lines(call)
+    nodes = [rect(x, y, BOX_W, BOX_H, rank_attrs(r, "call " + state), rx="5"),
+             text(x + 8, y + 15, lines[0], "call-t"),
+             text(x + 8, y + 29, lines[1], "dimtext"),
+             text(x + 8, y + 41, lines[2], "dimtext")]
+    under = {"wait": ("mm_waits", "warn-t"), "bad": ("mm_differ", "warn-t"), "never": ("mm_never", "dimtext")}
+    if state in under:
+        k, cls = under[state]
+        nodes.append(text(x + 2, y + BOX_H + 12, key(k), cls))
+    return group(nodes, part=f"call.{r}.{i}", cls="dim" if state == "never" else None)
+
+
+def _connectors(out: dict, geo: dict, tops: list[float]) -> list[dict]:
+    """Bonds (a met collective: ✓ completed, ✗ arguments differ) and wait arrows, each on its own
+    vertical track in the gutter right of its column."""
+    nodes = []
+    mid = [t + BOX_H / 2 for t in tops]
+    k = 0
+    for kind, members in out["bonds"]:
+        c, t = geo["tracks"][k]
+        k += 1
+        tx = geo["col_x"][c] + BOX_W + 14 + TRACK * t
+        ys = [mid[r] for r, _ in members]
+        parts = [line(geo["col_x"][i] + BOX_W, mid[r], tx, mid[r], "bond " + kind) for r, i in members]
+        parts.append(line(tx, min(ys), tx, max(ys), "bond " + kind))
+        parts.append(mid_text(tx, min(ys) - 9, "✓" if kind == "ok" else "✗", "ok-t" if kind == "ok" else "warn-t"))
+        nodes.append(group(parts, part="bond." + ".".join(f"{r}-{i}" for r, i in members)))
+    for (r, i), (g, j) in out["waits"]:
+        c, t = geo["tracks"][k]
+        k += 1
+        tx = geo["col_x"][c] + BOX_W + 14 + TRACK * t
+        y1, y2 = mid[r] - 6, mid[g] + 6
+        x2 = geo["col_x"][j] + (BOX_W if j < len(out["seqs"][g]) else EXIT_W)
+        parts = [line(geo["col_x"][i] + BOX_W, y1, tx, y1, "waitline"), line(tx, y1, tx, y2, "waitline"),
+                 *arrow(tx, y2, x2 + 1, y2, "waitline", "arrowhead waitline")]
+        nodes.append(group(parts, part=f"wait.{r}.{g}"))
+    return nodes
+
+
+EXIT_W = 54.0
+
+
+def figure_mismatch(calls: list, res: dict) -> dict:
+    """The ``mismatch`` figure: each rank's calls, how they met, where each rank stops."""
+    seqs = mismatch.validate_calls(calls)
+    out = _outcome(seqs, res)
+    out["seqs"] = seqs
+    geo, tops, width = _mismatch_geometry(seqs, out)
+    calls_max = max(len(seq) for seq in seqs)
+    nodes = [text(geo["col_x"][c], 16, key("mm_call", i="#" + fmt.integer(c)), "cap") for c in range(calls_max)]
+    for r, seq in enumerate(seqs):
+        y = tops[r]
+        lane = [rect(PAD - 4, y - 4, width - 2 * PAD + 8, BOX_H + STATE_H + 4, rank_attrs(r, "lane"), rx="6"),
+                *badge(r, PAD, y + BOX_H / 2 - 10)]
+        for i, call in enumerate(seq):
+            if i < out["pos"][r]:
+                state = "done"
+            elif i > out["pos"][r]:
+                state = "never"
+            else:
+                state = "bad" if r in out["met"] else "wait"
+            lane.append(_call_box(r, i, call, state, geo["col_x"][i], y))
+        if out["pos"][r] >= len(seq):
+            x = geo["col_x"][len(seq)]
+            lane += [rect(x, y + BOX_H / 2 - 12, EXIT_W, 24, {"class": "exitp"}, rx="12"),
+                     mid_text(x + EXIT_W / 2, y + BOX_H / 2, key("mm_exit"), "dimtext")]
+        nodes.append(group(lane, part=f"rank{r}"))
+    nodes += _connectors(out, geo, tops)
+    height = tops[-1] + BOX_H + STATE_H + PAD
+    title = key("mm_title", n=fmt.integer(len(seqs)))
+    return single("mismatch", title, nodes, width, height)
