@@ -100,11 +100,20 @@ def page_bytes(site: Path, html: Path) -> dict:
     files = {"html": [html]}
     files["css"] = [p for p in (_local(site, page_url, h) for h in parser.css) if p]
     js = [p for p in (_local(site, page_url, h) for h in parser.js) if p]
-    # app.js starts static/worker.js (resolved against app.js): count it with the page's JS.
+    # app.js is an ES module: count the modules it imports (static imports, followed), and the
+    # worker it starts (static/worker.js, resolved against app.js).
     for p in list(js):
         worker = p.parent / "worker.js"
         if p.name == "app.js" and worker.is_file() and worker not in js:
             js.append(worker)
+    todo = list(js)
+    while todo:
+        p = todo.pop()
+        for ref in re.findall(r'^\s*import\b[^"\']*["\'](\.{1,2}/[^"\']+)["\']', p.read_text(encoding="utf-8"), re.M):
+            dep = (p.parent / ref).resolve()
+            if dep.is_file() and dep not in js:
+                js.append(dep)
+                todo.append(dep)
     files["js"] = js
     wheel = _local(site, page_url, parser.meta.get("tp-wheel", "")) if parser.meta.get("tp-wheel") else None
     files["wheel"] = [wheel] if wheel else []

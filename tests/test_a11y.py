@@ -118,8 +118,11 @@ def test_axe_no_serious_or_critical_violations(live_pages, context, site_url, ax
 
 
 def _controls_in_order(live: LivePage) -> list[list[str]]:
+    """Every enabled named control.  A disabled one (it does nothing in the current state, e.g. the
+    root of AllToAll) is not a tab stop; tests/test_frontend_browser.py checks that its reason is
+    shown next to it and tied to it with aria-describedby."""
     return live.page.eval_on_selector_all(
-        ".demo[data-section] form.controls [name]",
+        ".demo[data-section] form.controls [name]:not(:disabled)",
         "els => els.map(e => [e.closest('.demo').dataset.section, e.name])")
 
 

@@ -332,15 +332,15 @@ def cli(*args):
     (("--tp", "4", "--heads", "12", "--kv-heads", "6", "--hidden", "24"), "kv_heads=6 ≥ tp=4 must be divisible by tp"),
     (("--tp", "4", "--heads", "12", "--kv-heads", "3", "--hidden", "24"), "kv_heads=3 < tp=4 must divide tp"),
     (("--hidden", "10"), "hidden=10 is not divisible by heads=4"),
-    (("--seq", "0"), "seq=0 is out of range"),
-    (("--seq", "1000"), "seq=1000 is out of range"),
-    (("--batch", "1e9"), "batch"),
-    (("--tp", "64", "--heads", "64"), "tp=64 is out of range"),
-    (("--hidden", "1.5"), "hidden"),
-    (("--seed", "-1"), "seed=-1"),
+    (("--seq", "0"), "Sequence length must be between 1 and 16, not 0"),
+    (("--seq", "1000"), "Sequence length must be between 1 and 16, not 1000"),
+    (("--batch", "1e9"), "Batch size must be between 1 and 4"),
+    (("--tp", "64", "--heads", "64"), "tp must be between 1 and 8, not 64"),
+    (("--hidden", "1.5"), "Hidden size must be a whole number, not 1.5"),
+    (("--seed", "-1"), "Seed must be between 0 and"),
     (("--mistake", "typo"), "typo"),
-    (("--tp", "1", "--mistake", "f-and-g-swapped"), "needs tp > 1"),
-    (("--kv-heads", "x"), "kv_heads"),
+    (("--tp", "1", "--mistake", "f-and-g-swapped"), "it needs tp > 1"),
+    (("--kv-heads", "x"), "KV heads must be a whole number, not x"),
 ])
 def test_cli_bad_combinations_are_one_error_line(args, needle):
     out = cli("attention", *args, "--json")
@@ -423,7 +423,7 @@ def test_real_ranks_records_follow_the_core():
         assert np.array_equal(got[f"P (head {2 * r + 1})"], rk["probs"][:, 1].reshape(6, 3))
         assert np.array_equal(got["G_W_k[:, 0:2] ← all_reduce(SUM, ranks 0,1)"], rk["G_W_k"])
         assert np.array_equal(got["Y ← all_reduce(SUM)"], p["core"]["sharded"]["Y"].reshape(6, -1))
-    assert [n for n, _ in check] == [f"max|Δ| {k}" for k in ranks.ATTENTION_CHECK]
+    assert [n for n, _ in check] == [f"max|Δ| {k}" for k in ranks.attention.ATTENTION_CHECK]
 
 
 # -------------------------------------------------------------------- fused QKV layout

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from tpmath import views
-from tpmath.views import fmt
+from tpmath import fmt
 
 pytestmark = pytest.mark.browser
 

@@ -9,6 +9,8 @@ with file:line while the previous site stays intact.
 from __future__ import annotations
 
 import json
+import shutil
+import zipfile
 import re
 import subprocess
 import sys
@@ -23,7 +25,7 @@ from site_fixture import DEMO, ROOT, make_content, tree_hashes
 from tpsite import BuildError
 from tpsite.build import build
 
-HTML_LANG = {"en": "en", "zh": "zh-CN"}
+HTML_LANG = {"en": "en", "zh": "zh-CN"}   # the tags content/i18n/<lang>.site.toml gives
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +103,7 @@ def test_page_chrome(fixture_site, lang):
     assert doc.find("meta", name="tp-wheel").attrs["content"] == ""
     srcs = [s.attrs.get("src") for s in doc.find_all("script")]
     assert "../static/app.js" in srcs
-    assert doc.find("script", src="../static/app.js").attrs.get("defer") is not None
+    assert doc.find("script", src="../static/app.js").attrs.get("type") == "module"   # deferred, strict
     assert doc.find("footer") is not None
 
 
@@ -211,8 +213,8 @@ def test_pydemo_block(fixture_site):
         button = demo.find("button")
         assert button.attrs["type"] == "button" and "pydemo-run" in button.classes()
         assert button.attrs["data-demo"] == "hello" and button.text() == label
-        source = json.loads(demo.find("script", type="application/json").text())
-        assert source == DEMO
+        source = demo.find("textarea", class_="pydemo-code").text()
+        assert source == "\n" + DEMO      # the parser drops the newline after <textarea>
         # the output shown is what running the program prints
         expected = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True).stdout
         assert demo.find("pre", class_="pydemo-output").text() == expected == "sum = 6\n"
@@ -271,6 +273,12 @@ BAD_CASES = {
                                      ("i18n/zh.toml", None)),
     "duplicate string key": lambda c: ((c / "i18n/en.extra.toml").write_text('[label]\nfixture = "again"\n'),
                                        ("i18n/en.extra.toml", None)),
+    # a key in one language only names the file where it is missing (the counterpart of its own)
+    "string key in one language only": lambda c: (
+        (c / "i18n/en.errors.toml").write_text('[error]\nbad = "Bad {value}"\n'), ("i18n/zh.errors.toml", None)),
+    "placeholders differ across languages": lambda c: (
+        (c / "i18n/en.errors.toml").write_text('[error]\nbad = "Bad {value}"\n'),
+        (c / "i18n/zh.errors.toml").write_text('[error]\nbad = "错 {valeur}"\n'), ("i18n/zh.errors.toml", None))[1:],
     "missing translation": lambda c: ((c / "en/extra.md").write_text('+++\ntitle = "Extra"\n+++\n\nText.\n'),
                                       ("zh/extra.md", None)),
     "shortcode inside a paragraph": lambda c: (_edit(c / "en/index.md", "{{pydemo hello}}", "Text\n{{pydemo hello}}"),
@@ -339,8 +347,13 @@ def test_real_site_languages_and_contract(real_site):
                 assert demo is not None and demo.attrs["data-section"] == name
                 form = demo.find("form", class_="controls")
                 assert form.attrs["data-section"] == name
-                controls = {el.attrs["name"] for el in form.iter() if el.tag in ("select", "input")}
+                fields = [el for el in form.iter() if el.tag in ("select", "input")]
+                controls = {el.attrs["name"] for el in fields if "name" in el.attrs}
                 assert controls == {c.name for c in sections[name].controls}
+                # the only unnamed fields are sliders, each tied to a named control of its form
+                sliders = [el for el in fields if "name" not in el.attrs]
+                assert all(el.attrs.get("type") == "range" and el.attrs["data-for"] in controls for el in sliders)
+                assert {el.attrs["data-for"] for el in sliders} == {c.name for c in sections[name].controls if c.slider}
                 assert form.find("output", class_="control-msg").attrs["aria-live"] == "polite"
                 assert demo.find("p", class_="runtime-status") is not None
                 tables = {t.attrs["data-table"]: t for t in demo.find_all("table") if "data-table" in t.attrs}
@@ -363,8 +376,7 @@ def test_real_site_defaults_match_views(real_site):
 
     md = (ROOT / "content" / "en" / "index.md").read_text(encoding="utf-8")
     names = re.findall(r"^\{\{demo ([\w-]+)\}\}\s*$", md, re.M)
-    if not names:
-        pytest.skip("page 1 has no demos yet")
+    assert names, "page 1 must have its demos"
     doc = parse((real_site / "en" / "index.html").read_text(encoding="utf-8"))
     checked = 0
     for name in names:
@@ -397,3 +409,55 @@ def test_real_site_is_deterministic(real_site, tmp_path):
     for name, digest in tree_hashes(real_site).items():
         if name.endswith(".css") or name.endswith(".js"):
             assert a[name] == digest, name
+
+
+def test_demo_sources_share_their_code_across_languages():
+    """content/demos/<lang>/NAME.py is a translation: the same code (comments and strings aside)
+    and, run, the same numbers."""
+    import io
+    import tokenize
+
+    def code_tokens(path):
+        skip = {tokenize.COMMENT, tokenize.NL, tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", -1)}
+        toks = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+        return [(t.type, t.string) for t in toks if t.type not in skip]
+
+    def numbers(path):
+        out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=True).stdout
+        return re.findall(r"-?\d+(?:\.\d+)?", out)
+
+    pairs = 0
+    for path in sorted((ROOT / "content" / "demos").glob("*/*.py")):
+        base = ROOT / "content" / "demos" / path.name
+        assert base.is_file(), f"{path} translates no demo"
+        assert code_tokens(path) == code_tokens(base), path
+        assert numbers(path) == numbers(base), path
+        pairs += 1
+    assert pairs >= 1
+
+
+# ---------------------------------------------------------------- a third language
+
+def test_a_third_language_is_content_files_only(tmp_path):
+    """Copy the English content as language "xx" (pages and every string file, with its own tag):
+    the build succeeds, writes site/xx/ with the same pages in that language's files, lists it on
+    the language choice, and the command-line messages travel in the wheel for it too."""
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    shutil.copytree(content / "en", content / "xx")
+    for path in sorted((content / "i18n").glob("en*.toml")):
+        text = path.read_text(encoding="utf-8").replace('lang_tag = "en"', 'lang_tag = "x-test"')
+        (content / "i18n" / ("xx" + path.name[2:])).write_text(text, encoding="utf-8")
+    out = tmp_path / "site"
+    build(out, content_dir=content, runtime="none")
+    en = sorted(p.name for p in (out / "en").iterdir())
+    assert sorted(p.name for p in (out / "xx").iterdir()) == en and "index.html" in en
+    for name in en:
+        html = (out / "xx" / name).read_text(encoding="utf-8")
+        assert '<html lang="x-test"' in html and 'hreflang="x-test"' in html
+        # the same page as English but for its own language's links and tag
+        english = (out / "en" / name).read_text(encoding="utf-8")
+        assert html.replace("x-test", "en").replace("../xx/", "../en/").count("<table") == english.count("<table")
+    assert 'href="xx/index.html"' in (out / "index.html").read_text(encoding="utf-8")
+    with zipfile.ZipFile(next((out / "download").glob("*.whl"))) as zf:
+        assert "tpmath/i18n/xx.errors.toml" in zf.namelist()

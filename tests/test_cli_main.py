@@ -1,14 +1,22 @@
 """The command-line frame: one JSON object out, one `error:` line and exit 2 for bad input."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "tpmath", *args], capture_output=True, text=True, timeout=120)
+    """``python -m tpmath`` of this checkout (not whatever tpmath is installed)."""
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-m", "tpmath", *args], capture_output=True, text=True, timeout=120,
+                          env=env)
 
 
 def test_help_lists_commands():
@@ -40,7 +48,7 @@ def test_json_is_one_object():
     (("collective", "all-reduce", "--op", "prod", "--inputs", "[[1e200],[1e200]]"), "overflows"),
     (("row-linear", "--tp", "1", "--x", "[[1e200,1e200]]", "--a", "[[1e200],[1e200]]", "--dy", "[[1]]"), "overflows"),
     (("dp-tp", "--tp", "1", "--dp", "1", "--batch", "1", "--d-model", "1", "--d-ff", "1", "--seed", "20"), "all zero"),
-    (("comm-cost", "--batch", "1e30", "--seq", "1", "--hidden", "8", "--tp", "2"), "out of range"),
+    (("comm-cost", "--batch", "1e30", "--seq", "1", "--hidden", "8", "--tp", "2"), "must be between 1 and"),
 ])
 def test_overflow_and_degenerate_inputs_are_errors_not_nulls(args, needle):
     """Found in review: these used to print null (NaN/inf) with numpy warnings on stderr."""
@@ -66,3 +74,18 @@ def test_section_module_table_matches_the_modules():
             found[name] = mod_name
     assert found == views.SECTION_MODULES
     assert set(views.sections()) == set(found)
+
+
+@pytest.mark.parametrize("args", [("ring", "--ranks", "64", "--count", "100000"),
+                                  ("ring", "--ranks", "64", "--count", "100000", "--json")])
+def test_a_reader_that_closes_the_pipe_ends_it_quietly(args):
+    """Issue 12 item 22: `python -m tpmath … | head` must not print a BrokenPipeError traceback.
+    The output (megabytes) is far larger than the pipe buffer, so the write really fails."""
+    import os
+    import shlex
+    env = {**os.environ, "PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parents[1] / "src")}
+    cmd = f"{shlex.quote(sys.executable)} -m tpmath {' '.join(args)} | head -c 100; exit ${{PIPESTATUS[0]}}"
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120, env=env)
+    assert len(out.stdout) == 100
+    assert out.stderr == "", out.stderr
+    assert out.returncode == 1          # the output was cut short: not a success, not bad input

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tpmath import TPMathError
+from tpmath.i18n import text
 from tpmath.comm_cost import PRESETS, comm_cost, comm_cost_preset
 from tpmath.schedules import ring_all_reduce
 
@@ -104,8 +105,8 @@ def test_time_model_by_hand():
 
 def test_conventions_bilingual():
     res = comm_cost(1, 8, 8, 2)
-    assert "ring" in res["convention_en"].lower() and "2(n−1)/n" in res["convention_en"]
-    assert "Ring" in res["convention_zh"] and "发送" in res["convention_zh"]
+    en, zh = text(res["convention"], "en"), text(res["convention"], "zh")
+    assert "ring" in en.lower() and "2(n−1)/n" in en and "Ring" in zh and "发送" in zh
 
 
 def test_presets_cited_values():
@@ -121,10 +122,10 @@ def test_presets_cited_values():
 
 @pytest.mark.parametrize("kwargs, field, match", [
     (dict(tp=3), "tp", "tp=3 does not divide hidden=16"),
-    (dict(batch=0), "batch", "batch=0"),
-    (dict(dtype_bytes=16), "dtype_bytes", "dtype_bytes=16"),
-    (dict(link_gbps=0), "link_gbps", "link_gbps=0"),
-    (dict(tflops="fast"), "tflops", "'fast'"),
+    (dict(batch=0), "batch", "Batch size must be between 1 and 1\u202f000\u202f000, not 0"),
+    (dict(dtype_bytes=16), "dtype_bytes", "Bytes per element must be between 1 and 8, not 16"),
+    (dict(link_gbps=0), "link_gbps", "Link bandwidth must be at least 1e−9, not 0"),
+    (dict(tflops="fast"), "tflops", "must be a number, not fast"),
     (dict(seq=2.5), "seq", "2.5"),
 ])
 def test_validation(kwargs, field, match):
@@ -146,7 +147,7 @@ def test_cli_comm_cost():
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert {"inputs", "algorithm", "per_layer", "per_layer_bytes", "per_step_bytes",
-            "convention_en", "convention_zh"} <= set(data)
+            "convention"} <= set(data) and "2(n−1)/n" in data["convention"]
     assert {"phase", "where", "collective", "elements", "bus_factor", "bytes_per_rank"} <= set(data["per_layer"][0])
     assert data["per_step_bytes"] == 1536
     out = cli("comm-cost", "--preset", "gpt2-xl", "--tp", "8", "--link-gbps", "2400", "--tflops", "150", "--json")
@@ -158,7 +159,7 @@ def test_cli_comm_cost():
     (("comm-cost", "--seq", "4", "--hidden", "7", "--tp", "2"), "hidden=7"),
     (("comm-cost", "--hidden", "8", "--tp", "2"), "--seq"),
     (("comm-cost", "--preset", "gpt-5", "--tp", "2"), "gpt-5"),
-    (("comm-cost", "--seq", "4", "--hidden", "8", "--tp", "-1"), "tp=-1"),
+    (("comm-cost", "--seq", "4", "--hidden", "8", "--tp", "-1"), "tp must be between 1 and 4\u202f096, not -1"),
 ])
 def test_cli_errors(args, word):
     out = cli(*args)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tpmath.i18n import text
 from tpmath import TPMathError
 from tpmath.dp_tp import run_dp_tp
 
@@ -72,7 +73,7 @@ def test_wrong_variants_scale_by_tp_or_dp(tp, dp):
         assert v[name]["max_abs_err"] == pytest.approx(err, rel=1e-12, abs=1e-17)
         if s != 1:
             assert v[name]["max_abs_err"] > 1e-3   # visibly wrong
-        assert v[name]["description_en"] and v[name]["description_zh"]
+        assert text(v[name]["description"], "en") != text(v[name]["description"], "zh")   # both languages
 
 
 def test_replicas_have_different_micro_batches_and_tp_sums_partial_gx():
@@ -95,10 +96,10 @@ def test_replicas_have_different_micro_batches_and_tp_sums_partial_gx():
 
 @pytest.mark.parametrize("kwargs, field, needle", [
     ({"tp": 3, "d_ff": 4}, "tp", "tp=3 does not divide d_ff=4"),
-    ({"dp": 0}, "dp", "dp=0"),
-    ({"tp": 9}, "tp", "tp=9"),
-    ({"seed": -1}, "seed", "seed=-1"),
-    ({"batch": "x"}, "batch", "'x'"),
+    ({"dp": 0}, "dp", "dp must be between 1 and 8, not 0"),
+    ({"tp": 9}, "tp", "tp must be between 1 and 8, not 9"),
+    ({"seed": -1}, "seed", "Seed must be between 0 and "),
+    ({"batch": "x"}, "batch", "must be a whole number, not x"),
 ])
 def test_bad_input(kwargs, field, needle):
     with pytest.raises(TPMathError) as exc:
@@ -113,7 +114,7 @@ def cli(*args):
 
 
 def test_cli_dp_tp_json():
-    out = cli("dp-tp", "--tp", "2", "--dp", "2", "--json")
+    out = cli("dp-tp", "--tp", "2", "--dp", "2", "--json", "--lang", "zh")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert {"tp", "dp", "replicas", "reference", "variants"} <= set(data)
@@ -121,8 +122,9 @@ def test_cli_dp_tp_json():
     assert [v["name"] for v in data["variants"]] == ["correct", "divide_by_tp_too", "double_count_gy",
                                                      "dp_sum_no_mean"]
     for v in data["variants"]:
-        assert {"name", "description_en", "description_zh", "G_W1", "G_W2", "max_abs_err", "scale"} <= set(v)
+        assert {"name", "description", "G_W1", "G_W2", "max_abs_err", "scale"} <= set(v)
     assert {"replica", "X", "G", "ranks"} <= set(data["replicas"][0])
+    assert data["variants"][1]["description"].startswith("按全部 dp·tp 张卡")   # --lang zh: its sentences in Chinese
 
 
 def test_cli_dp_tp_bad_input():

@@ -19,7 +19,8 @@ import pytest
 from tpmath import TPMathError
 from tpmath import mismatch as mismatch_core
 from tpmath.mlp import default_inputs
-from tpmath.views import fmt, render, tree
+from tpmath import fmt
+from tpmath.views import render, tree
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ("all-reduce", "reduce", "broadcast", "all-gather", "reduce-scatter", "all-to-all", "gather", "scatter")

@@ -24,7 +24,7 @@ V = len(LOGITS)
 
 def _num(s: str) -> float:
     """A number as the site writes it (typographic minus, thin-space groups, ∞)."""
-    s = s.replace("\u2212", "-").replace("\u2009", "").replace(" ms", "")
+    s = s.replace("\u2212", "-").replace("\u2009", "").replace("\u202f", "").replace(" ms", "")
     return -math.inf if s == "-∞" else float(s)
 
 

@@ -257,10 +257,10 @@ def test_cli_prints_the_contract_keys():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (("--batch", "1", "--hidden", "64", "--heads", "4", "--tp", "2"), "seq"),
+    (("--batch", "1", "--hidden", "64", "--heads", "4", "--tp", "2"), "Sequence length is needed"),
     (("--seq", "6", "--hidden", "64", "--heads", "4", "--tp", "4", "--sp"), "seq=6"),
-    (("--preset", "nope"), "preset"),
-    (("--seq", "8", "--hidden", "64", "--heads", "4", "--recompute", "half"), "recompute"),
+    (("--preset", "nope"), "Model must be one of"),
+    (("--seq", "8", "--hidden", "64", "--heads", "4", "--recompute", "half"), "Recomputation must be one of"),
 ])
 def test_cli_bad_input_is_one_error_line(args, needle):
     out = cli(*args, "--json")

@@ -20,7 +20,8 @@ import pytest
 
 from tpmath import TPMathError, attention as att, views
 from tpmath.views import attention as page3
-from tpmath.views import fmt, tree
+from tpmath import fmt
+from tpmath.views import tree
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("attention", "layer", "qkv-layout")
@@ -290,7 +291,7 @@ def test_kv_cost_table_equals_a_hand_count(c):
     want = _kv_cost_by_hand(c)
     for i, row in enumerate(rows):
         for col, who in ((1, "replicated"), (2, "megatron")):
-            assert abs(num(row[col].replace("\u2009", "")) - want[who][i]) < 1e-9, (i, who, row)
+            assert abs(num(row[col].replace("\u202f", "")) - want[who][i]) < 1e-9, (i, who, row)
 
 
 def test_kv_strategy_cost_llama2_70b_by_hand():
@@ -393,7 +394,7 @@ def test_layer_tables_equal_the_numpy_layer_and_finite_differences(tp, H, K, cau
         def loss(v, name=name):
             return float(np.sum(ref_layer({**p, name: v}, H, K, causal == "on") * p["G"]))
         close(grid_values(row[1]), finite_diff(loss, p[name]), tol=2e-4)
-        assert row[3] == "< 1e\u221215"
+        assert row[3] == "<\u00a01e\u221215"
     params = {r[0]: r for r in res["tables"]["layer-params"]["rows"]}
     assert list(params) == [page3.SYMBOL[k] for k in layer.PARAMS]
     for k in layer.PARAMS:
@@ -401,7 +402,7 @@ def test_layer_tables_equal_the_numpy_layer_and_finite_differences(tp, H, K, cau
         assert row[4].startswith("<"), (k, row)                      # within the tolerance
         full = p[k].shape
         if page3.HOLD[k] == "rep":
-            assert row[3] == "×".join(map(str, full)) and row[5] == "< 1e\u221215"
+            assert row[3] == "×".join(map(str, full)) and row[5] == "<\u00a01e\u221215"
     assert params["W₁"][3] == f"8×{32 // tp}" and params["W₂"][3] == f"{32 // tp}×8" and params["b₁"][3] == f"{32 // tp}"
     assert params["W_o"][3] == f"{8 // tp}×8"
     comm = res["tables"]["layer-comm"]["rows"]

@@ -10,7 +10,7 @@ import pytest
 
 from tpmath import TPMathError, collectives, ranks, views
 from tpmath.real.__main__ import build_parser
-from tpmath.views import fmt
+from tpmath import fmt
 
 
 def records_by_name(per_rank: list, r: int) -> dict[str, str]:
@@ -138,3 +138,19 @@ def test_tolerance_bound_shown_is_never_below_the_tolerance():
         bound = float(shown[2:].replace("\u2212", "-"))
         assert bound >= tol * (1 - 1e-12), (tol, shown)
         assert bound <= tol * 10, (tol, shown)
+
+
+def test_one_record_per_topic_drives_the_real_runner():
+    """Each topic's record names options, plan, expected output and the torch module that runs it;
+    the real runner's command line and dispatch come from it, and every named module exists."""
+    import importlib.util
+
+    from tpmath.real.__main__ import build_parser
+    sub = next(a for a in build_parser()._actions if a.dest == "example")
+    assert list(sub.choices) == list(ranks.TOPICS)
+    for name, topic in ranks.TOPICS.items():
+        assert topic.name == name and topic.options and callable(topic.plan) and callable(topic.expected)
+        assert importlib.util.find_spec(f"tpmath.real.{topic.real_module}") is not None, topic.real_module
+        given = {o.dest for o in topic.options}
+        parsed = {a.dest for a in sub.choices[name]._actions} - {"help", "backend", "json"}
+        assert parsed == given

@@ -49,7 +49,7 @@ def test_every_rank_prints_what_the_core_computes(n, given):
     for r in range(n):
         assert got_ranks[r] == ranks.format_rank(r, want_ranks[r]), f"rank {r}\n{run.stdout}"
     assert got_check == ranks.format_check(want_check), run.stdout
-    assert len(got_check) == 1 + len(ranks.LAYER_CHECK)
+    assert len(got_check) == 1 + len(ranks.layer.LAYER_CHECK)
     assert all(line.endswith(ranks.OK) for line in got_check[1:]), got_check
 
 

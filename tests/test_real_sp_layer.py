@@ -53,7 +53,7 @@ def test_every_rank_prints_what_the_core_computes(n, given):
     if mistake == "none":
         assert all(passed), got_check
     elif mistake == "ln-grad-not-reduced":   # only γ and β leave the reference
-        assert [n for n, ok in zip(ranks.SP_CHECK, passed) if not ok] == ["G_gamma", "G_beta"], got_check
+        assert [n for n, ok in zip(ranks.sp_layer.SP_CHECK, passed) if not ok] == ["G_gamma", "G_beta"], got_check
     else:
         assert not any(passed), got_check
 

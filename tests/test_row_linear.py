@@ -123,7 +123,7 @@ def test_given_x_and_a_without_dy():
 
 
 @pytest.mark.parametrize("fn,tp,quoted", [(run_row_linear, 3, "d_in=4"), (run_column_linear, 3, "d_out=4"),
-                                          (run_row_linear, 0, "tp=0"), (run_column_linear, 8, "d_out=4")])
+                                          (run_row_linear, 0, "tp must be between 1 and 64, not 0"), (run_column_linear, 8, "d_out=4")])
 def test_tp_must_divide(fn, tp, quoted):
     with pytest.raises(TPMathError) as exc:
         fn(tp=tp)
@@ -177,7 +177,7 @@ def test_cli_column_linear_with_bias():
 @pytest.mark.parametrize("args,quoted", [
     (("row-linear", "--tp", "3"), "tp=3"),
     (("row-linear", "--x", "[[1,2],[3]]"), "ragged"),
-    (("column-linear", "--tp", "0"), "tp=0"),
+    (("column-linear", "--tp", "0"), "tp must be between 1 and 64, not 0"),
     (("row-linear", "--seed", "1", "--x", "[[1]]"), "seed"),
     (("row-linear", "--a", "[[1, NaN]]"), "nan"),
 ])

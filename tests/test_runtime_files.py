@@ -181,7 +181,7 @@ def test_wheel_contents_and_record(tmp_path):
                          if "__pycache__" not in p.parts
                          and p.relative_to(ROOT / "src" / "tpmath").parts[0] not in ("real", "cli", "__main__.py"))
         assert sorted(n for n in names if n.endswith(".py")) == sources
-        assert "tpmath/ranks.py" in names and not any("torch" in zf.read(n).decode() and "import torch" in
+        assert "tpmath/ranks/__init__.py" in names and not any("torch" in zf.read(n).decode() and "import torch" in
                                                       zf.read(n).decode() for n in names if n.endswith(".py"))
         record = zf.read("tpmath-0.1.0.dist-info/RECORD").decode().splitlines()
         rows = dict((r.split(",")[0], r.split(",", 1)[1]) for r in record)

@@ -308,7 +308,8 @@ def test_bad_options_name_the_field(kwargs, field):
     with pytest.raises(TPMathError) as exc:
         run_sp_layer(**kwargs)
     assert exc.value.field == field
-    assert exc.value.zh and exc.value.en
+    en, zh = exc.value.message("en"), exc.value.message("zh")     # a sentence in each language
+    assert en and zh and en != zh and not en.startswith("error.")
 
 
 def cli(*args):
@@ -339,9 +340,9 @@ def test_cli_json_has_the_contract_keys_and_shapes():
 @pytest.mark.parametrize("args, needle", [
     (("--tp", "3", "--seq", "4"), "seq=4"),
     (("--tp", "2", "--ffn", "5"), "ffn=5"),
-    (("--mistake", "gather"), "mistake"),
-    (("--dropout", "nan"), "dropout"),
-    (("--mistake", "same-dropout-seed", "--dropout", "0"), "dropout"),
+    (("--mistake", "gather"), "Mistake must be one of"),
+    (("--dropout", "nan"), "Dropout probability"),
+    (("--mistake", "same-dropout-seed", "--dropout", "0"), "needs dropout > 0"),
 ])
 def test_cli_bad_input_is_one_error_line(args, needle):
     out = cli("sp-layer", *args, "--json")

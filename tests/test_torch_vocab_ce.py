@@ -137,3 +137,14 @@ def test_vocab_parallel_head_vs_autograd(shards):
     assert abs(r["loss"] - loss.item()) < 1e-14
     assert np.max(np.abs(r["grad_hidden"] - h.grad.numpy())) < 1e-14
     assert np.max(np.abs(r["grad_W"] - w.grad.numpy())) < 1e-14
+
+
+@pytest.mark.parametrize("dtype, big", [("float64", 1e300), ("float32", 3e38), ("float16", 6e4)])
+def test_huge_finite_logits_match_f_cross_entropy(dtype, big):
+    """Issue 12 item 21: any finite logit the dtype holds is accepted, as by F.cross_entropy."""
+    logits = np.array([[big, 2.0, -big / 2, 3.0], [1.0, big, 0.5, -big]])
+    res = run_vocab_ce(logits.tolist(), [1, 1], shards=3, dtype=dtype)
+    z = torch.tensor(logits.astype(dtype))             # the logits as the dtype holds them
+    loss = F.cross_entropy(z.double(), torch.tensor([1, 1]))
+    assert math.isfinite(float(loss))
+    assert res["loss"] == pytest.approx(float(loss), rel=1e-3 if dtype == "float16" else 1e-6)

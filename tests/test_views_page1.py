@@ -18,7 +18,9 @@ import pytest
 
 from tpmath import TPMathError
 from tpmath.mlp import default_inputs
-from tpmath.views import fmt, render, render_json, sections
+from tpmath import fmt
+from tpmath.i18n import text
+from tpmath.views import render, render_json, sections
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE1 = ("mlp", "backward", "dp-tp", "precision", "collectives", "mismatch", "ring", "vocab-ce", "vocab-extras")
@@ -126,7 +128,7 @@ def test_backward_gradients_per_rank_and_checks(tp):
         # analytic vs our own finite differences: agreement to FD accuracy
         fd = finite_diff(key[2:] if key != "G_X" else "X", full)
         assert np.max(np.abs(fd - full[key])) < 1e-8
-        assert row[4] == "< 1e\u22127"   # below the stated FD tolerance, shown the same in every runtime
+        assert row[4] == "<\u00a01e\u22127"   # below the stated FD tolerance, shown the same in every runtime
     assert check[0][1] == {"key": "label.via_allreduce"}
     assert check[1][1] == check[2][1] == {"key": "label.via_local"}
 
@@ -215,7 +217,7 @@ def test_collective_tables(name, n, op, root):
     red = expected_collective("all-reduce", xs, op, root)[0]
     for r, row in enumerate(rows(res, "rs-ag")):
         assert row[1:4] == [fmt.vec(np.split(red, n)[r]), fmt.vec(red), fmt.vec(red)]
-        assert row[4] == "< 1e\u221215"
+        assert row[4] == "<\u00a01e\u221215"
 
 
 def test_collective_seed_alltoall():
@@ -232,7 +234,7 @@ def test_mismatch_scenarios():
     early = render("mismatch", {"scenario": "early_exit"}, "zh")
     hang = rows(early, "mismatch-hangs")
     assert [h[:3] for h in hang] == [["R0", "#1", {"key": "label.hang_early_exit"}]]
-    assert re.search(r"[\u4e00-\u9fff]", hang[0][3])            # the Chinese explanation on the zh page
+    assert re.search(r"[\u4e00-\u9fff]", text(hang[0][3], "zh"))   # the Chinese explanation on the zh page
     assert early["values"]["matched"] == "1"
     swapped = render("mismatch", {"scenario": "order_swapped"})
     assert [h[0] for h in rows(swapped, "mismatch-hangs")] == ["R0", "R1"]
@@ -247,11 +249,11 @@ def test_ring_bytes(n, count):
     for r, row in enumerate(rows(res, "ring-bytes")):
         sent = (2 * count - chunk[r] - chunk[(r + 1) % n]) * 4     # all chunks twice except two
         assert row[1] == fmt.integer(2 * (n - 1))
-        assert row[2] == fmt.integer(sent) + " B"
+        assert row[2] == fmt.integer(sent) + "\u00a0B"
         if count % n == 0:
             assert sent == 2 * (n - 1) * count // n * 4
     # every ring step forwards each of the n chunks once: the whole buffer crosses the ring per step
-    assert [row[3] for row in steps] == [fmt.integer(count * 4) + " B"] * (2 * (n - 1))
+    assert [row[3] for row in steps] == [fmt.integer(count * 4) + "\u00a0B"] * (2 * (n - 1))
     if n <= 4 and count <= 8:
         total = sum(np.arange(1, count + 1) * 10.0 ** r for r in range(n))
         assert steps[-1][4] == " | ".join(f"R{r} {fmt.vec(total)}" for r in range(n))
@@ -264,10 +266,10 @@ def test_tree_bytes():
     for r, row in enumerate(rows(res, "ring-bytes")):
         children = len([c for c in (2 * r + 1, 2 * r + 2) if c < n])
         msgs = children + (1 if r else 0)
-        assert row[1] == fmt.integer(msgs) and row[2] == fmt.integer(msgs * count * 4) + " B"
+        assert row[1] == fmt.integer(msgs) and row[2] == fmt.integer(msgs * count * 4) + "\u00a0B"
     # reduce: every rank of the deepest level first (ranks 3, 4 at depth 2), then depth 1; broadcast mirrors it
     per_level = [2 * 1000 * 4, 2 * 1000 * 4]
-    assert [row[3] for row in rows(res, "ring-steps")] == [fmt.integer(b) + " B" for b in per_level + per_level[::-1]]
+    assert [row[3] for row in rows(res, "ring-steps")] == [fmt.integer(b) + "\u00a0B" for b in per_level + per_level[::-1]]
 
 
 # ----------------------------------------------------------------------- vocab CE
@@ -386,7 +388,7 @@ def test_vocab_ignore_and_hidden_gradient():
     ("collectives", {"collective": "allreduce"}, "collective"),
     ("collectives", {"op": "mean"}, "op"),
     ("collectives", {"ranks": "5"}, "ranks"),
-    ("collectives", {"ranks": "2", "root": "3"}, "root"),
+    ("collectives", {"collective": "broadcast", "ranks": "2", "root": "3"}, "root"),
     ("mismatch", {"scenario": "nope"}, "scenario"),
     ("ring", {"ranks": "9"}, "ranks"),
     ("ring", {"count": "0"}, "count"),
@@ -410,9 +412,9 @@ def test_bad_controls(section, controls, field):
         quoted.append(repr(float(bad)))                           # as the number it was parsed to
     except ValueError:
         pass
-    assert any(q in info.value.en for q in quoted) and any(q in info.value.zh for q in quoted)
+    assert any(q in info.value.message("en") for q in quoted) and any(q in info.value.message("zh") for q in quoted)
     out = json.loads(render_json(section, json.dumps(controls), "zh"))
-    assert out["ok"] is False and out["field"] == field and re.search(r"[\u4e00-\u9fff]", out["error"])
+    assert out["ok"] is False and out["field"] == field and re.search(r"[\u4e00-\u9fff]", text(out["error"], "zh"))
 
 
 # ------------------------------------------------------------------------------ i18n

@@ -32,7 +32,7 @@ print("Y (after AllReduce) =", Y.tolist())
 print("Y reference         =", Y_ref.tolist())
 print("max |Y  - ref|  =", np.abs(Y - Y_ref).max())
 # Concatenating the partials (an AllGather) would be wrong: wrong shape, wrong values.
-print("concatenated partials have shape", np.concatenate(partials, axis=1).shape,
-      "but Y has shape", Y.shape)
+print(f"concatenated partials have shape {np.concatenate(partials, axis=1).shape} "
+      f"but Y has shape {Y.shape}")
 print("max |dX - ref|  =", np.abs(np.concatenate(dX_shards, axis=1) - dX_ref).max())
 print("max |dA - ref|  =", np.abs(np.concatenate(dA_shards, axis=0) - dA_ref).max())

@@ -61,6 +61,7 @@ import numpy as np
 
 from .collectives import reduce_all
 from .errors import TPMathError
+from .i18n import Text
 from .validate import as_choice, as_flag, as_int
 
 MISTAKES = ("none", "f-and-g-swapped", "kv-not-replicated", "kv-grad-not-summed", "scale-local-width")
@@ -122,41 +123,34 @@ def validate_config(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any 
     D = as_int("hidden", hidden, 1, MAX_HIDDEN)
     mistake = as_choice("mistake", mistake, MISTAKES)
     if H % tp:
-        raise TPMathError(f"heads={H} is not divisible by tp={tp}: each rank holds heads/tp whole query heads",
-                          f"heads={H} 不能被 tp={tp} 整除：每个 rank 持有 heads/tp 个完整的查询头", field="heads")
+        raise TPMathError("heads_not_divisible", "heads", heads=H, tp=tp)
     if H % K:
-        raise TPMathError(f"kv_heads={K} does not divide heads={H}: each KV head serves heads/kv_heads query heads",
-                          f"kv_heads={K} 不能整除 heads={H}：每个 KV 头服务 heads/kv_heads 个查询头", field="kv_heads")
+        raise TPMathError("kv_not_dividing_heads", "kv_heads", kv_heads=K, heads=H)
     if K >= tp and K % tp:
-        raise TPMathError(f"kv_heads={K} ≥ tp={tp} must be divisible by tp: the KV heads are split like the query heads",
-                          f"kv_heads={K} ≥ tp={tp} 时必须能被 tp 整除：KV 头像查询头一样切分", field="kv_heads")
+        raise TPMathError("kv_split_uneven", "kv_heads", kv_heads=K, tp=tp)
     if K < tp and tp % K:
-        raise TPMathError(f"kv_heads={K} < tp={tp} must divide tp: each KV head is replicated on tp/kv_heads ranks",
-                          f"kv_heads={K} < tp={tp} 时必须整除 tp：每个 KV 头复制到 tp/kv_heads 个 rank 上",
-                          field="kv_heads")
+        raise TPMathError("kv_replicas_uneven", "kv_heads", kv_heads=K, tp=tp)
     if D % H:
-        raise TPMathError(f"hidden={D} is not divisible by heads={H}: the head size hidden/heads must be an integer",
-                          f"hidden={D} 不能被 heads={H} 整除：头维度 hidden/heads 必须是整数", field="hidden")
+        raise TPMathError("head_size_uneven", "hidden", hidden=D, heads=H)
     cfg = Config(tp, H, K, S, B, D, as_flag("causal", causal), mistake)
     needs = mistake_needs(cfg)
     if needs is not None:
-        raise TPMathError(f"mistake={mistake} needs {needs[0]}; here tp={tp}, heads={H}, kv_heads={K}",
-                          f"mistake={mistake} 需要 {needs[1]}；当前 tp={tp}、heads={H}、kv_heads={K}", field="mistake")
+        raise TPMathError("mistake_needs", "mistake", mistake=mistake, need=needs, tp=tp, heads=H, kv_heads=K)
     return cfg
 
 
-def mistake_needs(cfg: Config) -> tuple[str, str] | None:
-    """None when ``cfg.mistake`` changes something at these sizes, else (en, zh) of what it needs
-    (a page disables the choice with this reason)."""
+def mistake_needs(cfg: Config) -> Text | None:
+    """None when ``cfg.mistake`` changes something at these sizes, else what it needs, as a
+    translation cell (a page disables the choice with this reason)."""
     m, tp, K = cfg.mistake, cfg.tp, cfg.kv_heads
     if m == "f-and-g-swapped" and tp == 1:
-        return "tp > 1", "tp > 1"
+        return Text("need.tp_gt_1")
     if m == "kv-not-replicated" and not 1 < K < tp:
-        return "1 < kv_heads < tp (replicated KV heads, more than one)", "1 < kv_heads < tp（KV 头被复制，且不止一个）"
+        return Text("need.kv_replicated_several")
     if m == "kv-grad-not-summed" and not K < tp:
-        return "kv_heads < tp (replicated KV heads)", "kv_heads < tp（KV 头被复制）"
+        return Text("need.kv_replicated")
     if m == "scale-local-width" and cfg.q_per_rank == 1:
-        return "heads/tp > 1 (a rank's projection wider than one head)", "heads/tp > 1（每个 rank 的投影宽于一个头）"
+        return Text("need.several_heads_per_rank")
     return None
 
 

@@ -28,24 +28,19 @@ the sum divided by n.  Nothing here models time or bytes: see ``schedules``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import reduce as _fold
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import fmt
 from .errors import TPMathError
+from .errors import name as field_name
+from .i18n import Text
 from .validate import as_array, as_choice, as_int, check_finite, parse_json
 
-NAMES = ("all-reduce", "reduce", "broadcast", "all-gather", "reduce-scatter",
-         "all-to-all", "gather", "scatter")
 OPS = ("sum", "avg", "max", "min", "prod")
-
-# NCCL's own spelling, for tables and explanations.
-NCCL_NAMES = {
-    "all-reduce": "AllReduce", "reduce": "Reduce", "broadcast": "Broadcast",
-    "all-gather": "AllGather", "reduce-scatter": "ReduceScatter", "all-to-all": "AlltoAll",
-    "gather": "Gather", "scatter": "Scatter",
-}
 
 BINARY_OPS = {"sum": np.add, "avg": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
 
@@ -60,59 +55,39 @@ def as_inputs(value: Any, name: str = "inputs") -> list[np.ndarray]:
     value = parse_json(name, value)
     if isinstance(value, np.ndarray):
         if value.ndim < 2:
-            raise TPMathError(
-                f"{name}: expected one buffer per rank (first axis = rank), got shape {value.shape}",
-                f"{name}：需要每个 rank 一个缓冲区（第一维为 rank），收到形状 {value.shape}", field=name)
+            raise TPMathError("buffers_no_rank_axis", name, name=field_name(name), shape=fmt.shape(value.shape))
         value = list(value)
     if not isinstance(value, (list, tuple)) or len(value) == 0:
-        raise TPMathError(f"{name}: expected a non-empty list with one buffer per rank, got {value!r:.60}",
-                          f"{name}：需要非空列表，每个 rank 一个缓冲区，收到 {value!r:.60}", field=name)
-    bufs = [_as_buffer(f"{name}[{r}]", v, name) for r, v in enumerate(value)]
+        raise TPMathError("buffers_not_a_list", name, name=field_name(name), value=value)
+    bufs = [_as_buffer(r, v, name) for r, v in enumerate(value)]
     ref = bufs[0]
     for r, b in enumerate(bufs[1:], start=1):
         if b.shape != ref.shape:
-            raise TPMathError(
-                f"{name}: rank {r} has shape {b.shape} but rank 0 has {ref.shape}; "
-                "every rank must pass the same count",
-                f"{name}：rank {r} 的形状为 {b.shape}，而 rank 0 为 {ref.shape}；各 rank 的元素数必须相同",
-                field=name)
+            raise TPMathError("buffers_shape_differs", name, rank=r, shape=fmt.shape(b.shape),
+                              shape0=fmt.shape(ref.shape))
         if b.dtype != ref.dtype:
-            raise TPMathError(
-                f"{name}: rank {r} has dtype {b.dtype} but rank 0 has {ref.dtype}; "
-                "every rank must pass the same dtype",
-                f"{name}：rank {r} 的 dtype 为 {b.dtype}，而 rank 0 为 {ref.dtype}；各 rank 的 dtype 必须相同",
-                field=name)
+            raise TPMathError("buffers_dtype_differs", name, rank=r, dtype=b.dtype.name, dtype0=ref.dtype.name)
     return bufs
 
 
-def _as_buffer(label: str, value: Any, field: str) -> np.ndarray:
-    """One rank's buffer: 1-D or 2-D, numeric, finite, non-empty."""
+def _as_buffer(r: int, value: Any, field: str) -> np.ndarray:
+    """Rank r's buffer: 1-D or 2-D, numeric, finite, non-empty (errors name the rank)."""
+    label = Text("name.rank_buffer", rank=str(r))
     if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
         if value.ndim not in (1, 2) or value.size == 0:
-            raise TPMathError(f"{label}: expected a non-empty 1-D or 2-D buffer, got shape {value.shape}",
-                              f"{label}：需要非空的一维或二维缓冲区，收到形状 {value.shape}", field=field)
+            raise TPMathError("wrong_ndim", field, name=label, want="1-D/2-D", shape=fmt.shape(value.shape))
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
-            raise TPMathError(f"{label}: contains a non-finite value ({value[~np.isfinite(value)][0]})",
-                              f"{label}：含有非有限值（{value[~np.isfinite(value)][0]}）", field=field)
+            raise TPMathError("not_finite_entry", field, name=label, value=value[~np.isfinite(value)][0])
         return value.copy()
-    try:
-        return as_array(label, value, ndim=(1, 2))
-    except TPMathError as err:
-        raise TPMathError(err.en, err.zh, field=field) from None
+    return as_array(field, value, ndim=(1, 2), label=label)
 
 
 def _split(buf: np.ndarray, n: int, what: str) -> list[np.ndarray]:
     """n equal blocks along axis 0 (elements for 1-D, rows for 2-D); n must divide."""
     rows = buf.shape[0]
     if rows % n != 0:
-        unit = "elements" if buf.ndim == 1 else "rows"
-        unit_zh = "个元素" if buf.ndim == 1 else "行"
-        raise TPMathError(
-            f"{what}: {rows} {unit} per rank cannot be split into n={n} equal blocks "
-            f"({rows} % {n} = {rows % n}); NCCL needs count = n·recvcount",
-            f"{what}：每个 rank 有 {rows} {unit_zh}，无法平均分成 n={n} 块"
-            f"（{rows} % {n} = {rows % n}）；NCCL 要求 count = n·recvcount",
-            field="inputs")
+        code = "blocks_uneven_elements" if buf.ndim == 1 else "blocks_uneven_rows"
+        raise TPMathError(code, "inputs", collective=REGISTRY[what].nccl, count=rows, n=n, rest=rows % n)
     return np.split(buf, n, axis=0)
 
 
@@ -143,21 +118,23 @@ def collective(name: str, inputs: Any, op: str = "sum", root: int = 0) -> list[n
     >>> collective("all-to-all", [np.array([1., 2, 3, 4]), np.array([10., 20, 30, 40])])
     [array([ 1.,  2., 10., 20.]), array([ 3.,  4., 30., 40.])]
     """
-    name = as_choice("name", name, NAMES)
+    spec = REGISTRY[as_choice("name", name, NAMES)]
     op = as_choice("op", op, OPS)
     bufs = as_inputs(inputs)
     n = len(bufs)
-    root = as_int("root", root, 0, n - 1 if name in USES_ROOT else None)
-    if op == "avg" and bufs[0].dtype.kind in "iu" and name in ("all-reduce", "reduce", "reduce-scatter"):
-        raise TPMathError(
-            f"op: avg on integer dtype {bufs[0].dtype} would truncate; pass a float dtype",
-            f"op：整数 dtype {bufs[0].dtype} 上的 avg 会截断；请使用浮点 dtype", field="op")
+    root = as_int("root", root, 0, n - 1 if spec.root else None)
+    if op == "avg" and bufs[0].dtype.kind in "iu" and spec.reduces:
+        raise TPMathError("avg_on_integers", "op", dtype=bufs[0].dtype.name)
     with np.errstate(over="ignore", invalid="ignore"):   # reported just below, as an error
-        outputs = _RUN[name](bufs, op, root)
+        outputs = spec.simulate(bufs, op, root)
     # A reduction of finite inputs can still overflow (1e308 + 1e308): never hand back inf/NaN.
-    check_finite(bufs[0].dtype.name, {f"output of rank {r}": o for r, o in enumerate(outputs)}, field="inputs")
+    check_finite(bufs[0].dtype.name, {f"outputs[{r}]": o for r, o in enumerate(outputs)}, field="inputs")
     return outputs
 
+
+# ------------------------------------------------------------------- simulation, per rank
+# Each takes the validated buffers (n × (count,)), the op and the root, and returns what every
+# rank holds afterwards, computed rank by rank as the collective moves the data.
 
 def _all_reduce(bufs, op, root):
     total = reduce_all(bufs, op)                        # (count,) on every rank
@@ -201,15 +178,131 @@ def _scatter(bufs, op, root):
     return [b.copy() for b in blocks]                   # (count/n,): block i to rank i
 
 
-_RUN = {
-    "all-reduce": _all_reduce, "reduce": _reduce, "broadcast": _broadcast,
-    "all-gather": _all_gather, "reduce-scatter": _reduce_scatter, "all-to-all": _all_to_all,
-    "gather": _gather, "scatter": _scatter,
-}
+# --------------------------------------------------------- reference, from the stacked inputs
+# What each rank must hold, written as one formula on the stacked inputs S (n, L) and the
+# reduced vector red = op(S) (L,), independently of the per-rank loops above (tests and the
+# real-ranks check compare the two).
 
-# Which arguments a collective actually uses (for display and for the CLI echo).
-USES_OP = ("all-reduce", "reduce", "reduce-scatter")
-USES_ROOT = ("reduce", "broadcast", "gather", "scatter")
+def _blocks(S: np.ndarray) -> np.ndarray:
+    n, L = S.shape
+    return S.reshape(n, n, L // n)                      # [source rank, block]
+
+
+# ------------------------------------------------------------------- on real ranks (torch)
+# Each takes a handle with ``torch``, ``dist``, ``world``, ``rank``, this rank's 1-D tensor x, the
+# torch reduce op and the root, and returns what this rank receives (None: nothing).  Called only
+# by tpmath.real (torch is never imported here: the handle carries it).
+
+def _torch_in_place(call: str, **root_arg: str):
+    def run(ctx, x, red, root):
+        y = x.clone()
+        kwargs = {k: root for k in root_arg.values()}
+        getattr(ctx.dist, call)(y, **kwargs, **({"op": red} if red is not None else {}))
+        return None if "dst" in kwargs and ctx.rank != root else y   # reduce: others' buffers unspecified
+    return run
+
+
+def _torch_all_gather(ctx, x, red, root):
+    y = ctx.torch.empty(ctx.world * x.numel(), dtype=x.dtype, device=x.device)   # (n·L,) rank-ordered
+    ctx.dist.all_gather_into_tensor(y, x)
+    return y
+
+
+def _torch_reduce_scatter(ctx, x, red, root):
+    y = ctx.torch.empty(x.numel() // ctx.world, dtype=x.dtype, device=x.device)  # (L/n,) block r of op(x)
+    ctx.dist.reduce_scatter_tensor(y, x.clone(), op=red)
+    return y
+
+
+def _torch_all_to_all(ctx, x, red, root):
+    y = ctx.torch.empty_like(x)                         # block j from rank j
+    ctx.dist.all_to_all_single(y, x)
+    return y
+
+
+def _torch_gather(ctx, x, red, root):
+    parts = [ctx.torch.empty_like(x) for _ in range(ctx.world)] if ctx.rank == root else None
+    ctx.dist.gather(x, parts, dst=root)
+    return ctx.torch.cat(parts) if ctx.rank == root else None
+
+
+def _torch_scatter(ctx, x, red, root):
+    y = ctx.torch.empty(x.numel() // ctx.world, dtype=x.dtype, device=x.device)  # block r of root's x
+    ctx.dist.scatter(y, list(x.chunk(ctx.world)) if ctx.rank == root else None, src=root)
+    return y
+
+
+# ------------------------------------------------------------------------------ the registry
+
+def _all_ranks_move_twice(n: int) -> float:
+    return 2.0 * (n - 1) / n
+
+
+def _all_ranks_move_once(n: int) -> float:
+    return (n - 1) / n
+
+
+def _one_copy(n: int) -> float:
+    return 1.0
+
+
+@dataclass(frozen=True)
+class Collective:
+    """Everything the project knows about one collective; every other table derives from here.
+
+    Adding a collective is one record below plus its strings (``opt.collective.<key>`` and
+    ``note.coll_<key>`` in content/i18n; see ARCHITECTURE.md).
+    """
+
+    name: str                                  # the CLI's and the page's name: "all-reduce"
+    nccl: str                                  # NCCL's spelling, for tables: "AllReduce"
+    reduces: bool                              # applies the reduction op
+    root: str | None                           # torch's name of the root argument ("src", "dst") or None
+    bus_factor: Callable[[int], float]         # nccl-tests' busbw / algbw on n ranks (doc/PERFORMANCE.md)
+    simulate: Callable                         # (bufs, op, root) -> per-rank outputs
+    reference: Callable                        # (S (n, L), red (L,), root) -> per-rank outputs
+    torch_call: str                            # the torch.distributed function a rank calls
+    run_torch: Callable                        # (ctx, x, torch op, root) -> this rank's output
+
+    @property
+    def key(self) -> str:
+        """The name in i18n keys and identifiers: all_reduce."""
+        return self.name.replace("-", "_")
+
+    @property
+    def option_key(self) -> str:
+        return f"opt.collective.{self.key}"
+
+    @property
+    def note_key(self) -> str:
+        return f"note.coll_{self.key}"
+
+
+REGISTRY: dict[str, Collective] = {c.name: c for c in (
+    Collective("all-reduce", "AllReduce", True, None, _all_ranks_move_twice, _all_reduce,
+               lambda S, red, root: [red] * len(S), "all_reduce", _torch_in_place("all_reduce")),
+    Collective("reduce", "Reduce", True, "dst", _one_copy, _reduce,
+               lambda S, red, root: [red if r == root else None for r in range(len(S))],
+               "reduce", _torch_in_place("reduce", root="dst")),
+    Collective("broadcast", "Broadcast", False, "src", _one_copy, _broadcast,
+               lambda S, red, root: [S[root]] * len(S), "broadcast", _torch_in_place("broadcast", root="src")),
+    Collective("all-gather", "AllGather", False, None, _all_ranks_move_once, _all_gather,
+               lambda S, red, root: [S.reshape(-1)] * len(S), "all_gather_into_tensor", _torch_all_gather),
+    Collective("reduce-scatter", "ReduceScatter", True, None, _all_ranks_move_once, _reduce_scatter,
+               lambda S, red, root: list(red.reshape(len(S), -1)), "reduce_scatter_tensor", _torch_reduce_scatter),
+    Collective("all-to-all", "AlltoAll", False, None, _all_ranks_move_once, _all_to_all,
+               lambda S, red, root: [_blocks(S)[:, r].reshape(-1) for r in range(len(S))], "all_to_all_single",
+               _torch_all_to_all),
+    Collective("gather", "Gather", False, "dst", _all_ranks_move_once, _gather,
+               lambda S, red, root: [S.reshape(-1) if r == root else None for r in range(len(S))], "gather",
+               _torch_gather),
+    Collective("scatter", "Scatter", False, "src", _all_ranks_move_once, _scatter,
+               lambda S, red, root: list(S[root].reshape(len(S), -1)), "scatter", _torch_scatter),
+)}
+
+NAMES = tuple(REGISTRY)
+# NCCL's own spelling, for tables and explanations.
+NCCL_NAMES = {name: c.nccl for name, c in REGISTRY.items()}
 
 
 def run_collective(name: str, inputs: Any, op: str = "sum", root: int = 0) -> dict:
@@ -219,14 +312,15 @@ def run_collective(name: str, inputs: Any, op: str = "sum", root: int = 0) -> di
     table need not show an op for a broadcast or a root for an all-reduce.
     """
     outputs = collective(name, inputs, op, root)
+    spec = REGISTRY[name]
     bufs = as_inputs(inputs)
     return {
         "name": name,
-        "nccl_name": NCCL_NAMES[name],
+        "nccl_name": spec.nccl,
         "op": op,
         "root": as_int("root", root, 0),
-        "uses_op": name in USES_OP,
-        "uses_root": name in USES_ROOT,
+        "uses_op": spec.reduces,
+        "uses_root": spec.root is not None,
         "n": len(bufs),
         "inputs": bufs,
         "outputs": outputs,

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .i18n import Text
 from .schedules import bus_bandwidth_factor, chunk_sizes
 from .validate import as_choice, as_float, as_int, check_divides
 
@@ -58,43 +59,24 @@ PRESETS: dict[str, dict] = {
     "gpt-3-175b": {"hidden": 12288, "layers": 96, "seq": 2048, "label": "GPT-3 175B"},
 }
 
-# (phase, where, collective, Megatron operator) for one layer, in execution order.
+# (phase, where, collective, Megatron operator) for one layer, in execution order; ``where`` names
+# the sentence comm.where_<where> (content/i18n/<lang>.core.toml).
 TP_COLLECTIVES = (
-    ("forward", "attention output projection (row parallel): sum partial outputs", "all-reduce", "g"),
-    ("forward", "MLP down projection (row parallel): sum partial outputs", "all-reduce", "g"),
-    ("backward", "MLP up projection (column parallel): sum partial input gradients", "all-reduce", "f"),
-    ("backward", "QKV projection (column parallel): sum partial input gradients", "all-reduce", "f"),
+    ("forward", "attn_out", "all-reduce", "g"),
+    ("forward", "mlp_down", "all-reduce", "g"),
+    ("backward", "mlp_up", "all-reduce", "f"),
+    ("backward", "qkv", "all-reduce", "f"),
 )
-WHERE_ZH = {
-    TP_COLLECTIVES[0][1]: "注意力输出投影（行并行）：部分输出求和",
-    TP_COLLECTIVES[1][1]: "MLP 下投影（行并行）：部分输出求和",
-    TP_COLLECTIVES[2][1]: "MLP 上投影（列并行）：部分输入梯度求和",
-    TP_COLLECTIVES[3][1]: "QKV 投影（列并行）：部分输入梯度求和",
-}
 
 SP_COLLECTIVES = (
-    ("forward", "before attention: gather the sequence shards", "all-gather", "g"),
-    ("forward", "after attention output projection: reduce and split by sequence", "reduce-scatter", "ḡ"),
-    ("forward", "before MLP: gather the sequence shards", "all-gather", "g"),
-    ("forward", "after MLP down projection: reduce and split by sequence", "reduce-scatter", "ḡ"),
-    ("backward", "MLP down projection: gather the gradient shards", "all-gather", "ḡ"),
-    ("backward", "before MLP: reduce and split the input gradient", "reduce-scatter", "g"),
-    ("backward", "attention output projection: gather the gradient shards", "all-gather", "ḡ"),
-    ("backward", "before attention: reduce and split the input gradient", "reduce-scatter", "g"),
-)
-
-CONVENTION_EN = (
-    "bytes_per_rank = bytes one rank sends during the collective (it receives as many) with the ring "
-    "algorithm: AllReduce 2(n−1)/n·S, ReduceScatter and AllGather (n−1)/n·S, where S = B·L·H·K is the "
-    "size of the full activation (B, L, H).  One micro-batch, forward and backward of one layer; "
-    "per step = × layers.  Not counted: activation recomputation (which repeats the forward "
-    "all-reduces), data-parallel gradient all-reduce, embedding and output layers, pipeline sends, latency."
-)
-CONVENTION_ZH = (
-    "bytes_per_rank = 使用 Ring 算法时单个 rank 在该集合操作中发送的字节数（接收字节数相同）："
-    "AllReduce 为 2(n−1)/n·S，ReduceScatter 与 AllGather 为 (n−1)/n·S，其中 S = B·L·H·K 为完整激活 (B, L, H) 的字节数。"
-    "口径为一个 micro-batch、一层的前向与反向；每步 = × 层数。未计入：激活重计算（会重复前向的 AllReduce）、"
-    "数据并行的梯度 AllReduce、嵌入层与输出层、流水线并行的发送、延迟。"
+    ("forward", "sp_gather_attn", "all-gather", "g"),
+    ("forward", "sp_scatter_attn_out", "reduce-scatter", "ḡ"),
+    ("forward", "sp_gather_mlp", "all-gather", "g"),
+    ("forward", "sp_scatter_mlp_down", "reduce-scatter", "ḡ"),
+    ("backward", "sp_grad_gather_mlp_down", "all-gather", "ḡ"),
+    ("backward", "sp_grad_scatter_mlp", "reduce-scatter", "g"),
+    ("backward", "sp_grad_gather_attn_out", "all-gather", "ḡ"),
+    ("backward", "sp_grad_scatter_attn", "reduce-scatter", "g"),
 )
 
 
@@ -121,7 +103,7 @@ def _rows(table, elements: int, n: int, k: int) -> list[dict]:
     rows = []
     for phase, where, name, operator in table:
         rows.append({
-            "phase": phase, "where": where, "where_zh": WHERE_ZH.get(where), "collective": name,
+            "phase": phase, "where": Text(f"comm.where_{where}"), "collective": name,
             "operator": operator, "elements": elements, "bus_factor": bus_bandwidth_factor(name, n),
             "bytes_per_rank": ring_bytes_per_rank(name, elements, n, k),
         })
@@ -156,8 +138,7 @@ def comm_cost(batch: Any, seq: Any, hidden: Any, tp: Any, dtype_bytes: Any = 2, 
         "per_layer_bytes": per_layer_bytes,
         "per_step_bytes": per_layer_bytes * N,
         "closed_form_per_layer_bytes": 4 * 2.0 * (n - 1) / n * elements * K,
-        "convention_en": CONVENTION_EN,
-        "convention_zh": CONVENTION_ZH,
+        "convention": Text("comm.convention"),
         "sequence_parallel": _sequence_parallel(B, L, H, n, K, N),
         "flops_per_layer_forward": layer_flops(B, L, H),
         "flops_per_rank_step": 3 * N * layer_flops(B, L, H) / n,
@@ -181,9 +162,7 @@ def comm_cost(batch: Any, seq: Any, hidden: Any, tp: Any, dtype_bytes: Any = 2, 
 def _sequence_parallel(B: int, L: int, H: int, n: int, K: int, N: int) -> dict:
     """The same layer with sequence parallelism: AllGather + ReduceScatter per AllReduce."""
     if L % n != 0:
-        return {"available": False,
-                "reason_en": f"sequence parallelism splits seq={L} into tp={n} equal shards; {L} % {n} = {L % n}",
-                "reason_zh": f"序列并行把 seq={L} 平均分成 tp={n} 份；{L} % {n} = {L % n}，无法整除"}
+        return {"available": False, "reason": Text("comm.sp_unavailable", seq=str(L), tp=str(n), rest=str(L % n))}
     rows = _rows(SP_COLLECTIVES, B * L * H, n, K)
     total = sum(r["bytes_per_rank"] for r in rows)
     extra = 2 * ring_bytes_per_rank("all-gather", B * L * H, n, K)
@@ -192,12 +171,7 @@ def _sequence_parallel(B: int, L: int, H: int, n: int, K: int, N: int) -> dict:
         # Megatron-LM keeps only the sequence shard of each column-parallel input and
         # all-gathers it again in backward to form the weight gradient (overlapped with dX).
         "recompute_all_gather_bytes_per_layer": extra,
-        "note_en": "Same bytes as the four AllReduces (an AllReduce is a ReduceScatter plus an AllGather). "
-                   "Megatron-LM's implementation also re-gathers the input of each column-parallel linear "
-                   "in backward for the weight gradient: recompute_all_gather_bytes_per_layer more.",
-        "note_zh": "与四次 AllReduce 字节数相同（AllReduce = ReduceScatter + AllGather）。"
-                   "Megatron-LM 的实现在反向时还会为计算权重梯度重新 AllGather 每个列并行层的输入："
-                   "另加 recompute_all_gather_bytes_per_layer。",
+        "note": Text("comm.sp_note"),
     }
 
 

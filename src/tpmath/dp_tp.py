@@ -32,30 +32,15 @@ from typing import Any
 import numpy as np
 
 from .errors import TPMathError
+from .i18n import Text
 from .mlp import MAX_BATCH, MAX_D_FF, MAX_D_MODEL, all_reduce_sum, reference_mlp, sharded_mlp
 from .validate import as_int, check_divides
 
 MAX_DP = 8
 MAX_TP = 8
 
-VARIANTS = {
-    "correct": (
-        "TP: each rank keeps its own shard's gradient (no sum); DP: average each shard over the dp replicas.",
-        "TP：每张卡保留自己分片的梯度（无需求和）；DP：同一分片在 dp 个副本间取平均。",
-    ),
-    "divide_by_tp_too": (
-        "Averages over all dp·tp ranks (the world size) instead of the dp replicas: gradients 1/tp too small.",
-        "按全部 dp·tp 张卡（world size）求平均，而不是按 dp 个副本：梯度小了 tp 倍。",
-    ),
-    "double_count_gy": (
-        "Sums the replicated upstream gradient G_Y across the TP group again before backward: tp times too large.",
-        "反向前把各卡已复制的上游梯度 G_Y 在 TP 组内再求和一次：梯度大了 tp 倍。",
-    ),
-    "dp_sum_no_mean": (
-        "Sums the replicas' gradients without dividing by dp: the gradient of dp× the mean loss.",
-        "对各副本梯度只求和、不除以 dp：得到的是 dp 倍平均 loss 的梯度。",
-    ),
-}
+# The reductions compared; each is described by the sentence dp_tp.<name> (content/i18n).
+VARIANTS = ("correct", "divide_by_tp_too", "double_count_gy", "dp_sum_no_mean")
 
 
 def make_inputs(tp: int, dp: int, seed: int, batch: int, d_model: int, d_ff: int) -> dict:
@@ -95,11 +80,7 @@ def compare(grads: dict, ref: dict) -> tuple[float, float]:
     if rr == 0.0:
         # An all-zero reference gradient has no scale to compare against: every variant
         # that is also zero is "right" by any factor.  Reject rather than show NaN.
-        raise TPMathError(
-            "the reference weight gradient is all zero for these inputs (try another seed or size); "
-            "the variants' scale factor is undefined",
-            "在这组输入下，参考权重梯度全为零（请换一个 seed 或尺寸），各变体的缩放系数没有定义",
-            field="seed")
+        raise TPMathError("zero_reference_gradient", "seed")
     return float(np.max(np.abs(v - r))), float(v @ r / rr)
 
 
@@ -156,8 +137,7 @@ def run_dp_tp(tp: Any = 2, dp: Any = 2, seed: Any = 0, batch: Any = 2, d_model: 
     variants = []
     for name, grads in computed.items():
         err, scale = compare(grads, ref)
-        en, zh = VARIANTS[name]
-        variants.append({"name": name, "description_en": en, "description_zh": zh,
+        variants.append({"name": name, "description": Text(f"dp_tp.{name}"),
                          "G_W1": grads["G_W1"], "G_W2": grads["G_W2"], "max_abs_err": err, "scale": scale})
     return {
         "tp": tp, "dp": dp, "seed": seed, "batch": b, "d_model": d, "d_ff": f,

@@ -8,21 +8,27 @@ from typing import Any
 
 import numpy as np
 
+from .i18n import Text, text
 
-def to_jsonable(obj: Any) -> Any:
+
+def to_jsonable(obj: Any, lang: str | None = None) -> Any:
     """Recursively convert numpy arrays/scalars and dataclasses to plain Python.
 
     Non-finite floats become ``None`` (JSON has no NaN) so a bug shows up as a
-    visible ``null`` instead of invalid JSON.
+    visible ``null`` instead of invalid JSON.  With ``lang``, every translation cell
+    (:class:`~tpmath.i18n.Text`) becomes its text in that language (the command line);
+    without, it stays a cell (the page translates it).
     """
+    if lang is not None and isinstance(obj, Text):
+        return text(obj, lang)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: to_jsonable(getattr(obj, f.name), lang) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
+        return {str(k): to_jsonable(v, lang) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
+        return [to_jsonable(v, lang) for v in obj]
     if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
+        return to_jsonable(obj.tolist(), lang)
     if isinstance(obj, (np.bool_, bool)):
         return bool(obj)
     if isinstance(obj, (np.integer,)):

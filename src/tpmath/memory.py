@@ -51,7 +51,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from .errors import TPMathError
+from .errors import TPMathError, name as field_name
 from .validate import as_choice, as_int, check_divides
 
 RECOMPUTE = ("none", "selective", "full")
@@ -124,7 +124,7 @@ def validate_memory(seq: Any, batch: Any, hidden: Any, heads: Any, tp: Any = 1, 
     """Every option checked once, by name; the one place this module raises."""
     for name, value in (("seq", seq), ("hidden", hidden), ("heads", heads)):
         if value is None:
-            raise TPMathError(f"{name} is required (or give a preset)", f"缺少 {name}（或选择一个预设）", field=name)
+            raise TPMathError("option_or_preset", name, option=field_name(name))
     o = {"seq": as_int("seq", seq, 1, LIMIT), "batch": as_int("batch", batch, 1, LIMIT),
          "hidden": as_int("hidden", hidden, 1, LIMIT), "heads": as_int("heads", heads, 1, LIMIT),
          "tp": as_int("tp", tp, 1, 4096), "sp": bool(sp),

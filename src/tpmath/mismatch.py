@@ -39,41 +39,42 @@ from typing import Any
 
 from .collectives import NAMES, NCCL_NAMES
 from .errors import TPMathError
+from .i18n import Text
 from .validate import parse_json
 
 CALL_NAMES = NAMES + ("barrier",)
 DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool")
 
 
-def _err(en: str, zh: str) -> TPMathError:
-    return TPMathError(en, zh, field="calls")
+def _err(code: str, **args: Any) -> TPMathError:
+    return TPMathError(code, "calls", **args)
+
+
+def _ints(values: Any) -> str:
+    """[0, 1]: a list of small integers as the messages quote it."""
+    return "[" + ", ".join(str(v) for v in values) + "]"
 
 
 def _validate_call(r: int, i: int, call: Any, n: int) -> dict:
     """One call dict, normalised: name, shape (tuple of ints), dtype, group (sorted tuple)."""
-    where, where_zh = f"calls[{r}][{i}]", f"calls[{r}][{i}]"
+    where = f"calls[{r}][{i}]"
     if not isinstance(call, dict):
-        raise _err(f"{where}: expected an object with name, shape, dtype, group; got {call!r:.60}",
-                   f"{where_zh}：需要含 name、shape、dtype、group 的对象，收到 {call!r:.60}")
+        raise _err("call_not_object", where=where, value=call)
     name = call.get("name")
     if name not in CALL_NAMES:
-        raise _err(f"{where}: unknown collective {name!r}; expected one of {', '.join(CALL_NAMES)}",
-                   f"{where_zh}：未知的集合操作 {name!r}；可选 {', '.join(CALL_NAMES)}")
+        raise _err("call_unknown_name", where=where, value=repr(name), choices=", ".join(CALL_NAMES))
     shape = call.get("shape", [])
     if not isinstance(shape, (list, tuple)) or not all(
             isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
-        raise _err(f"{where}: shape must be a list of non-negative integers, got {shape!r:.60}",
-                   f"{where_zh}：shape 必须是非负整数列表，收到 {shape!r:.60}")
+        raise _err("call_bad_shape", where=where, value=shape)
     dtype = call.get("dtype", "float32")
     if dtype not in DTYPES:
-        raise _err(f"{where}: unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}",
-                   f"{where_zh}：未知 dtype {dtype!r}；可选 {', '.join(DTYPES)}")
+        raise _err("call_unknown_dtype", where=where, value=repr(dtype), choices=", ".join(DTYPES))
     group = call.get("group", list(range(n)))
     if (not isinstance(group, (list, tuple)) or not group
             or not all(isinstance(g, int) and not isinstance(g, bool) and 0 <= g < n for g in group)
             or len(set(group)) != len(group)):
-        raise _err(f"{where}: group must be a non-empty list of distinct ranks in 0…{n - 1}, got {group!r:.60}",
-                   f"{where_zh}：group 必须是 0…{n - 1} 内互不相同的 rank 组成的非空列表，收到 {group!r:.60}")
+        raise _err("call_bad_group", where=where, value=group, last=n - 1)
     return {"name": name, "shape": tuple(shape), "dtype": dtype, "group": tuple(sorted(group))}
 
 
@@ -81,21 +82,29 @@ def validate_calls(calls: Any) -> list[list[dict]]:
     """Per-rank call lists (JSON string or Python lists), validated and normalised."""
     calls = parse_json("calls", calls)
     if not isinstance(calls, (list, tuple)) or not calls or not all(isinstance(c, (list, tuple)) for c in calls):
-        raise _err(f"calls: expected a non-empty list with one list of calls per rank, got {calls!r:.60}",
-                   f"calls：需要非空列表，每个 rank 一个调用列表，收到 {calls!r:.60}")
+        raise _err("calls_not_a_list", value=calls)
     n = len(calls)
     return [[_validate_call(r, i, c, n) for i, c in enumerate(seq)] for r, seq in enumerate(calls)]
 
 
-def _describe(call: dict) -> str:
-    """e.g. AllReduce(shape (4,), float32, group [0, 1])."""
-    nccl = NCCL_NAMES.get(call["name"], "Barrier")
-    return f"{nccl}(shape {list(call['shape'])}, {call['dtype']}, group {list(call['group'])})"
+def _nccl(name: str) -> str:
+    return NCCL_NAMES.get(name, "Barrier")
 
 
-def _hang(r: int, i: int, call: dict | None, code: str, en: str, zh: str, peer: int | None) -> dict:
+def _describe(call: dict) -> Text:
+    """e.g. AllReduce(shape [4], float32, group [0, 1])."""
+    return Text("hang.call", name=_nccl(call["name"]), shape=_ints(call["shape"]), dtype=call["dtype"],
+                group=_ints(call["group"]))
+
+
+def _hang(r: int, i: int, call: dict | None, code: str, reason: Text, peer: int | None,
+          stuck: bool = False) -> dict:
+    """A rank that never finishes: it waits forever, or (``stuck``) met a call that disagrees,
+    which NCCL leaves undefined.  ``message`` is the sentence, ``reason`` its second half."""
+    message = Text("hang.stuck" if stuck else "hang.waits", rank=str(r), index=str(i), call=_describe(call),
+                   reason=reason)
     return {"rank": r, "call_index": i, "call": None if call is None else _describe(call),
-            "code": code, "peer": peer, "message_en": en, "message_zh": zh}
+            "code": code, "peer": peer, "message": message}
 
 
 def _count(call: dict) -> int:
@@ -117,43 +126,18 @@ def _meeting_problem(r: int, members: tuple, seqs: list[list[dict]], pc: list[in
         j = pc[g]
         if other["name"] != mine["name"]:
             later = any(c["name"] == other["name"] and c["group"] == mine["group"] for c in seqs[r][i + 1:])
-            code = "order" if later else "name_mismatch"
-            en = (f"rank {r} waits forever at call {i} {_describe(mine)}: on this group it is met by "
-                  f"rank {g}'s call {j} {_describe(other)}; collectives on a group are matched by position, "
-                  + ("and rank " + str(r) + " calls " + NCCL_NAMES[other['name']] + " only later: the ranks "
-                     "issue the same collectives in a different order" if later else
-                     "and the names differ"))
-            zh = (f"rank {r} 在第 {i} 个调用 {_describe(mine)} 处永远等待：在该通信组上与 rank {g} 的第 {j} 个调用 "
-                  f"{_describe(other)} 相遇；同一通信组上的集合操作按次序配对，"
-                  + (f"而 rank {r} 稍后才调用 {NCCL_NAMES[other['name']]}：各 rank 调用顺序不同" if later else
-                     "而两者名称不同"))
-            return _stuck(_hang(r, i, mine, code, en, zh, g))
+            met = dict(rank=str(r), peer=str(g), peer_index=str(j), peer_call=_describe(other))
+            reason = (Text("hang.reason_met_later", other=_nccl(other["name"]), **met) if later
+                      else Text("hang.reason_met_other_name", **met))
+            return _hang(r, i, mine, "order" if later else "name_mismatch", reason, g, stuck=True)
         if _count(other) != _count(mine):
-            en = (f"rank {r} waits forever at call {i} {_describe(mine)}: rank {g} passes shape "
-                  f"{list(other['shape'])} ({_count(other)} elements, here {_count(mine)}) to the same "
-                  f"{NCCL_NAMES[mine['name']]}; the counts must be equal")
-            zh = (f"rank {r} 在第 {i} 个调用 {_describe(mine)} 处永远等待：rank {g} 对同一个 "
-                  f"{NCCL_NAMES[mine['name']]} 传入形状 {list(other['shape'])}（{_count(other)} 个元素，本 rank "
-                  f"{_count(mine)} 个）；各 rank 的元素数必须相同")
-            return _stuck(_hang(r, i, mine, "shape_mismatch", en, zh, g))
+            reason = Text("hang.reason_shape", peer=str(g), peer_shape=_ints(other["shape"]),
+                          peer_count=str(_count(other)), count=str(_count(mine)), name=_nccl(mine["name"]))
+            return _hang(r, i, mine, "shape_mismatch", reason, g, stuck=True)
         if other["dtype"] != mine["dtype"]:
-            en = (f"rank {r} waits forever at call {i} {_describe(mine)}: rank {g} passes dtype "
-                  f"{other['dtype']} to the same {NCCL_NAMES[mine['name']]}; the dtypes must be equal")
-            zh = (f"rank {r} 在第 {i} 个调用 {_describe(mine)} 处永远等待：rank {g} 对同一个 "
-                  f"{NCCL_NAMES[mine['name']]} 传入 dtype {other['dtype']}；各 rank 的 dtype 必须相同")
-            return _stuck(_hang(r, i, mine, "dtype_mismatch", en, zh, g))
+            reason = Text("hang.reason_dtype", peer=str(g), peer_dtype=other["dtype"], name=_nccl(mine["name"]))
+            return _hang(r, i, mine, "dtype_mismatch", reason, g, stuck=True)
     return None
-
-
-UNDEFINED_EN = " (NCCL leaves this undefined: a hang, a crash or wrong data; gloo usually raises an error)"
-UNDEFINED_ZH = "（NCCL 对此未定义：可能挂起、崩溃或得到错误数据；gloo 通常直接报错）"
-
-
-def _stuck(entry: dict) -> dict:
-    """A bad meeting: the rank cannot complete the call; say what NCCL does then."""
-    entry["message_en"] = entry["message_en"].replace(" waits forever at ", " is stuck at ") + UNDEFINED_EN
-    entry["message_zh"] = entry["message_zh"].replace(" 处永远等待", " 处卡住") + UNDEFINED_ZH
-    return entry
 
 
 def _wait_reason(r: int, seqs: list[list[dict]], pc: list[int], stuck: set[int]) -> dict:
@@ -164,44 +148,27 @@ def _wait_reason(r: int, seqs: list[list[dict]], pc: list[int], stuck: set[int])
         if g == r:
             continue
         if pc[g] >= len(seqs[g]):
-            en = (f"rank {r} waits forever at call {i} {_describe(mine)}: rank {g} already exited "
-                  f"after its {len(seqs[g])} call(s) and never joins")
-            zh = (f"rank {r} 在第 {i} 个调用 {_describe(mine)} 处永远等待：rank {g} 在完成 {len(seqs[g])} "
-                  f"个调用后已提前退出，不会再参与")
-            return _hang(r, i, mine, "early_exit", en, zh, g)
+            reason = Text("hang.reason_early_exit", peer=str(g), calls=str(len(seqs[g])))
+            return _hang(r, i, mine, "early_exit", reason, g)
         other = seqs[g][pc[g]]
         if other["group"] == mine["group"]:
             continue  # g is here; some other member is missing
+        peer = dict(peer=str(g), peer_index=str(pc[g]), peer_call=_describe(other))
         if g in stuck:
-            en = (f"rank {r} waits forever at call {i} {_describe(mine)}: rank {g} is itself stuck at "
-                  f"its call {pc[g]} {_describe(other)}")
-            zh = (f"rank {r} 在第 {i} 个调用 {_describe(mine)} 处永远等待：rank {g} 自身卡在第 {pc[g]} 个调用 "
-                  f"{_describe(other)}")
-            return _hang(r, i, mine, "blocked_peer", en, zh, g)
-        later = any(c["group"] == mine["group"] for c in seqs[g][pc[g] + 1:])
-        if later:
-            en = (f"rank {r} waits forever at call {i} {_describe(mine)}: rank {g} is blocked in "
-                  f"{_describe(other)} (its call {pc[g]}) and calls group {list(mine['group'])} only later: "
-                  "the ranks use the groups in a different order (deadlock)")
-            zh = (f"rank {r} 在第 {i} 个调用 {_describe(mine)} 处永远等待：rank {g} 阻塞在其第 {pc[g]} 个调用 "
-                  f"{_describe(other)}，稍后才调用通信组 {list(mine['group'])}：各 rank 使用通信组的顺序不同（死锁）")
-            return _hang(r, i, mine, "order", en, zh, g)
-        en = (f"rank {r} waits forever at call {i} {_describe(mine)}: rank {g} calls "
-              f"{_describe(other)} instead and never calls a collective on group {list(mine['group'])}: "
-              "the ranks disagree on the group")
-        zh = (f"rank {r} 在第 {i} 个调用 {_describe(mine)} 处永远等待：rank {g} 调用的是 {_describe(other)}，"
-              f"从不在通信组 {list(mine['group'])} 上调用集合操作：各 rank 对通信组不一致")
-        return _hang(r, i, mine, "group_mismatch", en, zh, g)
-    en = f"rank {r} waits forever at call {i} {_describe(mine)}: its group never assembles"
-    zh = f"rank {r} 在第 {i} 个调用 {_describe(mine)} 处永远等待：其通信组始终无法凑齐"
-    return _hang(r, i, mine, "blocked_peer", en, zh, None)
+            return _hang(r, i, mine, "blocked_peer", Text("hang.reason_blocked_peer", **peer), g)
+        group = _ints(mine["group"])
+        if any(c["group"] == mine["group"] for c in seqs[g][pc[g] + 1:]):
+            return _hang(r, i, mine, "order", Text("hang.reason_group_order", group=group, **peer), g)
+        return _hang(r, i, mine, "group_mismatch", Text("hang.reason_group_mismatch", group=group, **peer), g)
+    return _hang(r, i, mine, "blocked_peer", Text("hang.reason_never_assembles"), None)
 
 
 def check_calls(calls: Any) -> dict:
     """Replay per-rank call sequences; report completed collectives and every rank that hangs.
 
     Returns ``{"ok", "n", "matched", "completed": [{"name","group","call_index": {rank: i}}],
-    "exited": [rank …], "hangs": [{"rank","call_index","call","code","peer","message_en","message_zh"}]}``.
+    "exited": [rank …], "hangs": [{"rank","call_index","call","code","peer","message"}]}`` (``call`` and
+    ``message`` are translation cells).
     """
     seqs = validate_calls(calls)
     n = len(seqs)
@@ -217,9 +184,7 @@ def check_calls(calls: Any) -> dict:
             call = seqs[r][pc[r]]
             members = call["group"]
             if r not in members:
-                en = (f"rank {r} calls {_describe(call)} (its call {pc[r]}) on a group that does not contain it")
-                zh = (f"rank {r} 在不包含自己的通信组上调用 {_describe(call)}（其第 {pc[r]} 个调用）")
-                problems[r] = _hang(r, pc[r], call, "not_in_group", en, zh, None)
+                problems[r] = _hang(r, pc[r], call, "not_in_group", Text("hang.reason_not_in_group"), None)
                 continue
             present = all(g not in problems and pc[g] < len(seqs[g]) and seqs[g][pc[g]]["group"] == members
                           for g in members)

@@ -34,7 +34,9 @@ from typing import Any
 import numpy as np
 
 from .collectives import reduce_all
+from . import fmt
 from .errors import TPMathError
+from .errors import name as field_name
 from .kernels import matmul, tanh, total
 from .validate import as_array, as_dtype, as_int, check_divides, check_finite
 
@@ -95,10 +97,6 @@ def command_line_inputs(X: Any = None, W1: Any = None, W2: Any = None, G: Any = 
 
 # ----------------------------------------------------------------- validation
 
-def _shape_error(name: str, en: str, zh: str) -> TPMathError:
-    return TPMathError(en, zh, field=name)
-
-
 def validate_inputs(X: Any = None, W1: Any = None, W2: Any = None, G: Any = None) -> dict[str, np.ndarray]:
     """Fill missing inputs with the defaults, parse, and check the shapes agree.
 
@@ -111,22 +109,15 @@ def validate_inputs(X: Any = None, W1: Any = None, W2: Any = None, G: Any = None
     G = as_array("G", dflt["G"] if G is None else G)
     (b, d), f = X.shape, W1.shape[1]
     if X.shape[0] > MAX_BATCH or d > MAX_D_MODEL or f > MAX_D_FF:
-        raise _shape_error("X",
-            f"sizes batch={X.shape[0]}, d_model={d}, d_ff={f} exceed the limits "
-            f"{MAX_BATCH}, {MAX_D_MODEL}, {MAX_D_FF}",
-            f"尺寸 batch={X.shape[0]}、d_model={d}、d_ff={f} 超出上限 {MAX_BATCH}、{MAX_D_MODEL}、{MAX_D_FF}")
+        raise TPMathError("mlp_too_large", "X", batch=X.shape[0], d_model=d, d_ff=f, max_batch=MAX_BATCH,
+                          max_d_model=MAX_D_MODEL, max_d_ff=MAX_D_FF)
     if W1.shape[0] != d:
-        raise _shape_error("W1",
-            f"W1 has {W1.shape[0]} rows but X has {d} columns: W1 shape {W1.shape} must be (d_model={d}, d_ff)",
-            f"W1 有 {W1.shape[0]} 行，但 X 有 {d} 列：W1 形状 {W1.shape} 应为 (d_model={d}, d_ff)")
+        raise TPMathError("mlp_w1_rows", "W1", rows=W1.shape[0], d=d, shape=fmt.shape(W1.shape))
     if W2.shape != (f, d):
-        raise _shape_error("W2",
-            f"W2 shape {W2.shape} must be (d_ff, d_model) = {(f, d)} to match W1 {W1.shape} and X {X.shape}",
-            f"W2 形状 {W2.shape} 应为 (d_ff, d_model) = {(f, d)}，以匹配 W1 {W1.shape} 与 X {X.shape}")
+        raise TPMathError("mlp_w2_shape", "W2", shape=fmt.shape(W2.shape), want=fmt.shape((f, d)),
+                          w1_shape=fmt.shape(W1.shape), x_shape=fmt.shape(X.shape))
     if G.shape != (b, d):
-        raise _shape_error("G",
-            f"G shape {G.shape} must equal the shape of Y = (batch, d_model) = {(b, d)}",
-            f"G 形状 {G.shape} 应与 Y 的形状 (batch, d_model) = {(b, d)} 相同")
+        raise TPMathError("mlp_g_shape", "G", shape=fmt.shape(G.shape), want=fmt.shape((b, d)))
     return {"X": X, "W1": W1, "W2": W2, "G": G}
 
 
@@ -323,10 +314,8 @@ def cast_inputs(inputs: dict[str, np.ndarray], dt: np.dtype) -> dict[str, np.nda
     for name, arr in inputs.items():
         over = np.abs(arr) > big
         if np.any(over):
-            raise TPMathError(
-                f"{name}: value {float(arr[over].ravel()[0])!r} overflows {dt.name} (largest finite value {big:g})",
-                f"{name}：数值 {float(arr[over].ravel()[0])!r} 超出 {dt.name} 的范围（最大有限值 {big:g}）",
-                field=name)
+            raise TPMathError("beyond_dtype", name, name=field_name(name), value=float(arr[over].ravel()[0]),
+                              dtype=dt.name, max=fmt.bound(big))
     return {k: v.astype(dt) for k, v in inputs.items()}
 
 

@@ -89,9 +89,7 @@ def _inputs(X: Any, A: Any, dY: Any, bias: Any) -> tuple[np.ndarray, np.ndarray,
     A = as_array("a", d["A"] if A is None else A, ndim=2)
     B, D = X.shape
     if A.shape[0] != D:
-        raise TPMathError(
-            f"a: has {A.shape[0]} rows but x has {D} columns; Y = X A needs A of shape ({D}, out)",
-            f"a：有 {A.shape[0]} 行，但 x 有 {D} 列；Y = X A 要求 A 的形状为 ({D}, out)", field="a")
+        raise TPMathError("linear_a_rows", "a", rows=A.shape[0], d=D)
     O = A.shape[1]
     if dY is None:
         dY = d["dY"] if d["dY"].shape == (B, O) else _pattern(B, O)

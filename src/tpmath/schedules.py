@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from .collectives import BINARY_OPS, NAMES, as_inputs
+from .collectives import BINARY_OPS, NAMES, OPS, REGISTRY, as_inputs
 from .validate import as_choice, as_int
 
 ALGORITHMS = ("ring", "tree")
@@ -62,13 +62,7 @@ ALGORITHMS = ("ring", "tree")
 
 def bus_bandwidth_factor(name: str, n: int) -> float:
     """nccl-tests' busbw / algbw factor for collective ``name`` on ``n`` ranks."""
-    name = as_choice("name", name, NAMES)
-    n = as_int("n", n, 1)
-    if name == "all-reduce":
-        return 2.0 * (n - 1) / n
-    if name in ("reduce-scatter", "all-gather", "all-to-all", "gather", "scatter"):
-        return (n - 1) / n
-    return 1.0  # broadcast, reduce
+    return REGISTRY[as_choice("name", name, NAMES)].bus_factor(as_int("n", n, 1))
 
 
 def chunk_sizes(count: int, n: int) -> list[int]:
@@ -151,7 +145,7 @@ def simulate_ring_all_reduce(inputs: Any, op: str = "sum") -> dict:
     ``collective("all-reduce")`` in the last bits (as NCCL's do).
     Returns ``{"schedule", "steps": [[buffer per rank] after each step], "outputs"}``.
     """
-    op = as_choice("op", op, ("sum", "avg", "max", "min", "prod"))
+    op = as_choice("op", op, OPS)
     bufs = as_inputs(inputs)
     shape = bufs[0].shape
     bufs = [b.reshape(-1) for b in bufs]  # (count,) per rank: the contiguous buffer, C order
@@ -224,7 +218,7 @@ def tree_all_reduce(n: int, count: int, elem_bytes: int = 4) -> dict:
 
 def simulate_tree_all_reduce(inputs: Any, op: str = "sum") -> dict:
     """Execute the tree schedule on real per-rank buffers; same return shape as the ring."""
-    op = as_choice("op", op, ("sum", "avg", "max", "min", "prod"))
+    op = as_choice("op", op, OPS)
     bufs = as_inputs(inputs)
     shape = bufs[0].shape
     bufs = [b.reshape(-1) for b in bufs]  # (count,) per rank

@@ -95,9 +95,7 @@ def validate_options(tp: Any = 2, seq: Any = 4, batch: Any = 2, hidden: Any = 4,
     else:
         o["dropout"] = as_float("dropout", dropout, 0.0, MAX_DROPOUT)
     if o["mistake"] == "same-dropout-seed" and o["dropout"] == 0.0:
-        raise TPMathError("mistake same-dropout-seed needs dropout > 0: with dropout 0 there is no mask to repeat",
-                          "错误示例 same-dropout-seed 需要 dropout > 0：dropout 为 0 时没有可重复的掩码",
-                          field="dropout")
+        raise TPMathError("sp_dropout_needed", "dropout")
     return o
 
 

@@ -13,69 +13,57 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import TPMathError
+from . import fmt
+from .errors import TPMathError, name as field_name
 
 DTYPES = ("float64", "float32", "float16")
 
 
-def _err(name: str, en: str, zh: str) -> TPMathError:
-    """A TPMathError that remembers which input (``name``) was bad."""
-    return TPMathError(en, zh, field=name)
+def _err(code: str, field: str, label: Any = None, **args: Any) -> TPMathError:
+    """A TPMathError about input ``field``, whose message calls it ``label`` (default its name)."""
+    return TPMathError(code, field, name=field_name(field) if label is None else label, **args)
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    """repr() of a value, cut to ``limit`` characters for one-line messages."""
-    text = repr(value) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def parse_json(name: str, text: Any) -> Any:
+def parse_json(name: str, text: Any, label: Any = None) -> Any:
     """Parse a JSON string (CLI / browser input); non-strings pass through."""
     if not isinstance(text, str):
         return text
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _err(name, 
-            f"{name}: not valid JSON ({exc.msg} at character {exc.pos}): {_short(text)}",
-            f"{name}：不是合法的 JSON（第 {exc.pos} 个字符处 {exc.msg}）：{_short(text)}",
-        ) from None
+        raise _err("not_json", name, label, value=text, pos=exc.pos, detail=exc.msg) from None
 
 
-def as_array(name: str, value: Any, ndim: int | Sequence[int] = 2, *, allow_nonfinite: bool = False) -> np.ndarray:
+def as_array(name: str, value: Any, ndim: int | Sequence[int] = 2, *, allow_nonfinite: bool = False,
+             label: Any = None) -> np.ndarray:
     """A finite float64 array with ``ndim`` dimensions (int or tuple of allowed ints).
 
     Accepts nested lists, numpy arrays or a JSON string.  Ragged rows, strings,
     booleans, empty arrays, NaN and inf are rejected with the offending value quoted.
+    ``label`` is how messages call the input (a cell; default ``name.<name>``).
     """
-    value = parse_json(name, value)
+    value = parse_json(name, value, label)
     allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
     if isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, (str, bytes, dict)):
-        raise _err(name, f"{name}: expected a numeric matrix, got {_short(value)}",
-                          f"{name}：需要数值矩阵，收到 {_short(value)}")
+        raise _err("not_matrix", name, label, value=value)
     try:
         arr = np.array(value, dtype=object)
     except ValueError:
         arr = None
     if arr is None or (arr.dtype == object and arr.ndim > 0 and _is_ragged(value)):
-        raise _err(name, f"{name}: rows have different lengths (ragged): {_short(value)}",
-                          f"{name}：各行长度不一致：{_short(value)}")
+        raise _err("ragged", name, label, value=value)
     flat = arr.ravel().tolist() if arr.ndim else [arr.item()]
     for item in flat:
         if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, float, np.integer, np.floating)):
-            raise _err(name, f"{name}: entry {_short(item)} is not a number",
-                              f"{name}：元素 {_short(item)} 不是数字")
+            raise _err("not_a_number_entry", name, label, value=repr(item))
     out = np.asarray(arr.tolist() if arr.ndim else arr.item(), dtype=np.float64)
     if out.size == 0:
-        raise _err(name, f"{name}: is empty (shape {out.shape})", f"{name}：为空（形状 {out.shape}）")
+        raise _err("empty_array", name, label, shape=fmt.shape(out.shape))
     if out.ndim not in allowed:
-        want = " or ".join(f"{d}-D" for d in allowed)
-        raise _err(name, f"{name}: expected a {want} array, got shape {out.shape}",
-                          f"{name}：需要 {want} 数组，收到形状 {out.shape}")
+        raise _err("wrong_ndim", name, label, want="/".join(f"{d}-D" for d in allowed),
+                   shape=fmt.shape(out.shape))
     if not allow_nonfinite and not np.all(np.isfinite(out)):
-        bad = out[~np.isfinite(out)].ravel()[0]
-        raise _err(name, f"{name}: contains a non-finite value ({bad})",
-                          f"{name}：含有非有限值（{bad}）")
+        raise _err("not_finite_entry", name, label, value=out[~np.isfinite(out)].ravel()[0])
     return out
 
 
@@ -93,58 +81,58 @@ def _is_ragged(value: Any) -> bool:
     return False
 
 
+def _check_range(name: str, value: Any, shown: Any, lo: Any, hi: Any) -> None:
+    """Raise unless lo <= value <= hi (a bound of None is open); the message quotes ``shown``."""
+    if lo is not None and value < lo or hi is not None and value > hi:
+        if lo is not None and hi is not None:
+            raise _err("range", name, value=shown, lo=fmt.bound(lo), hi=fmt.bound(hi))
+        if lo is not None:
+            raise _err("too_small", name, value=shown, lo=fmt.bound(lo))
+        raise _err("too_large", name, value=shown, hi=fmt.bound(hi))
+
+
 def as_int(name: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
     """An integer in [lo, hi]; accepts ints, integral floats and numeric strings."""
     if isinstance(value, (bool, np.bool_)):
-        raise _err(name, f"{name}: expected an integer, got {_short(value)}",
-                          f"{name}：需要整数，收到 {_short(value)}")
+        raise _err("not_integer", name, value=value)
     shown = value.strip() if isinstance(value, str) else value   # as typed, for messages
     if isinstance(value, str):
         text = value.strip()
         if text == "":
-            raise _err(name, f"{name}: is empty; enter an integer", f"{name}：为空，请输入整数")
+            raise _err("empty_integer", name)
         try:
             value = float(text) if any(c in text for c in ".eEnNiI") else int(text)
         except ValueError:
-            raise _err(name, f"{name}: {_short(text)} is not an integer",
-                              f"{name}：{_short(text)} 不是整数") from None
+            raise _err("not_integer", name, value=text) from None
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(value) or value != int(value):
-            raise _err(name, f"{name}: {value!r} is not an integer", f"{name}：{value!r} 不是整数")
+            raise _err("not_integer", name, value=shown)
         value = int(value)
     if not isinstance(value, (int, np.integer)):
-        raise _err(name, f"{name}: expected an integer, got {_short(value)}",
-                          f"{name}：需要整数，收到 {_short(value)}")
+        raise _err("not_integer", name, value=value)
     value = int(value)
-    if lo is not None and value < lo or hi is not None and value > hi:
-        rng = f"[{lo if lo is not None else '-∞'}, {hi if hi is not None else '∞'}]"
-        raise _err(name, f"{name}={shown} is out of range {rng}", f"{name}={shown} 超出范围 {rng}")
+    _check_range(name, value, shown, lo, hi)
     return value
 
 
 def as_float(name: str, value: Any, lo: float | None = None, hi: float | None = None) -> float:
     """A finite float in [lo, hi]; accepts numbers and numeric strings."""
     if isinstance(value, (bool, np.bool_)) or value is None:
-        raise _err(name, f"{name}: expected a number, got {_short(value)}",
-                          f"{name}：需要数字，收到 {_short(value)}")
+        raise _err("not_number", name, value=value)
+    shown = value.strip() if isinstance(value, str) else value   # as typed, for messages
     if isinstance(value, str):
-        text = value.strip()
-        if text == "":
-            raise _err(name, f"{name}: is empty; enter a number", f"{name}：为空，请输入数字")
+        if shown == "":
+            raise _err("empty_number", name)
         try:
-            value = float(text)
+            value = float(shown)
         except ValueError:
-            raise _err(name, f"{name}: {_short(text)} is not a number",
-                              f"{name}：{_short(text)} 不是数字") from None
+            raise _err("not_number", name, value=shown) from None
     if not isinstance(value, (int, float, np.integer, np.floating)):
-        raise _err(name, f"{name}: expected a number, got {_short(value)}",
-                          f"{name}：需要数字，收到 {_short(value)}")
+        raise _err("not_number", name, value=value)
     value = float(value)
     if not math.isfinite(value):
-        raise _err(name, f"{name}: {value!r} is not a finite number", f"{name}：{value!r} 不是有限数")
-    if lo is not None and value < lo or hi is not None and value > hi:
-        rng = f"[{lo if lo is not None else '-∞'}, {hi if hi is not None else '∞'}]"
-        raise _err(name, f"{name}={value!r} is out of range {rng}", f"{name}={value!r} 超出范围 {rng}")
+        raise _err("not_finite", name, value=shown)
+    _check_range(name, value, shown, lo, hi)
     return value
 
 
@@ -157,15 +145,13 @@ def as_flag(name: str, value: Any) -> bool:
         return True
     if text in ("0", "false", "no", "off", ""):
         return False
-    raise _err(name, f"{name}: {_short(value)} is not one of true, false, 1, 0",
-                      f"{name}：{_short(value)} 不是 true、false、1、0 之一")
+    raise _err("not_flag", name, value=value)
 
 
 def as_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     """One of ``choices`` (exact string match)."""
     if not isinstance(value, str) or value not in choices:
-        raise _err(name, f"{name}: {_short(value)} is not one of {', '.join(choices)}",
-                          f"{name}：{_short(value)} 不在可选值 {', '.join(choices)} 中")
+        raise _err("not_choice", name, value=value, choices=", ".join(str(c) for c in choices))
     return value
 
 
@@ -177,21 +163,17 @@ def as_dtype(name: str, value: Any) -> np.dtype:
 
 
 def check_divides(tp: int, size: int, tp_name: str = "tp", size_name: str = "d_ff") -> None:
-    """Raise unless ``tp`` divides ``size`` (even shards, as Megatron requires)."""
+    """Raise unless ``tp`` divides ``size`` (even shards, as Megatron requires); the field at
+    fault is ``tp_name``."""
     if size % tp != 0:
-        raise _err(tp_name,
-            f"{tp_name}={tp} does not divide {size_name}={size}: shards must be equal",
-            f"{tp_name}={tp} 不能整除 {size_name}={size}：各分片必须等大",
-        )
+        raise TPMathError("not_divides", tp_name, tp_name=tp_name, tp=tp, size_name=size_name, size=size)
 
 
-def check_shape(name: str, arr: np.ndarray, shape: tuple, zh_hint: str = "") -> None:
+def check_shape(name: str, arr: np.ndarray, shape: tuple) -> None:
     """Raise unless ``arr.shape == shape``; None in ``shape`` matches any size."""
     ok = arr.ndim == len(shape) and all(s is None or s == a for s, a in zip(shape, arr.shape))
     if not ok:
-        want = "(" + ", ".join("·" if s is None else str(s) for s in shape) + ")"
-        raise _err(name, f"{name}: expected shape {want}, got {arr.shape}",
-                          f"{name}：形状应为 {want}，实际为 {arr.shape}")
+        raise _err("wrong_shape", name, want=fmt.shape(shape), shape=fmt.shape(arr.shape))
 
 
 def check_finite(dtype_name: str, *results: dict, field: str | None = "dtype") -> None:
@@ -208,7 +190,4 @@ def check_finite(dtype_name: str, *results: dict, field: str | None = "dtype") -
             arr = np.asarray(val)
             if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
                 bad = arr[~np.isfinite(arr)].ravel()[0]
-                raise TPMathError(
-                    f"{key} overflows in {dtype_name} (a value is {bad}); use smaller inputs or a wider dtype",
-                    f"{key} 在 {dtype_name} 下溢出（出现 {bad}）；请用更小的输入或更宽的 dtype",
-                    field=field)
+                raise TPMathError("overflow", field, quantity=key, dtype=dtype_name, value=bad)

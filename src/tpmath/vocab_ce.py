@@ -56,13 +56,14 @@ from typing import Any
 import numpy as np
 
 from .collectives import reduce_all
+from . import fmt
 from .errors import TPMathError
-from .validate import as_array, as_dtype, as_float, as_int, parse_json
+from .i18n import Text
+from .validate import as_array, as_dtype, as_float, as_int, check_finite, parse_json
 
 DEFAULT_LOGITS = [1.2, -0.5, 2, 0.1, 1.4, -1]
 DEFAULT_TARGET = 2
-LOGIT_LIMIT = 1e4   # |logit| bound: real logits are O(10); 1e308 would overflow any dtype
-SHIFT_LIMIT = 1e4   # |shift| bound; the shifted logits still fit float16 (max 65504)
+SHIFT_LIMIT = 1e4   # |shift| bound (the page's control); the shifted logits still fit float16 (max 65504)
 MAX_SHARDS = 64
 
 
@@ -115,14 +116,13 @@ def vocab_pad_table(V: int, tp: int, multiple: int = 128) -> dict:
 # Validation
 # ---------------------------------------------------------------------------------------------
 
-def _check_logit_range(name: str, Z: np.ndarray) -> None:
-    """Reject absurd magnitudes (e.g. 1e308) before any dtype conversion can overflow."""
-    big = np.abs(Z) > LOGIT_LIMIT
+def _check_representable(name: str, Z: np.ndarray, dt: np.dtype) -> None:
+    """Accept every finite logit ``dt`` can hold, as F.cross_entropy does (the algorithm is
+    shift-stable: only z − m ≤ 0 meets exp); reject one the conversion to ``dt`` would make ±inf."""
+    big = np.abs(Z) > np.finfo(dt).max
     if np.any(big):
-        bad = float(Z[big].ravel()[0])
-        raise TPMathError(
-            f"{name}: {bad!r} is too large; logits must satisfy |z| <= {LOGIT_LIMIT:g}",
-            f"{name}：{bad!r} 过大；logits 须满足 |z| <= {LOGIT_LIMIT:g}", field=name)
+        raise TPMathError("beyond_dtype", name, name=Text(f"name.{name}"), value=float(Z[big].ravel()[0]),
+                          dtype=dt.name, max=fmt.bound(float(np.finfo(dt).max)))
 
 
 def _targets(target: Any, V: int, N: int, two_d: bool, ignore_index: int) -> np.ndarray:
@@ -130,29 +130,20 @@ def _targets(target: Any, V: int, N: int, two_d: bool, ignore_index: int) -> np.
     target = parse_json("target", target)
     if two_d:
         if not isinstance(target, (list, tuple, np.ndarray)):
-            raise TPMathError(
-                f"target: 2-D logits need a list of {N} targets, got {target!r}",
-                f"target：二维 logits 需要 {N} 个目标的列表，收到 {target!r}", field="target")
+            raise TPMathError("targets_not_a_list", "target", n=N, value=target)
         items = list(np.asarray(target, dtype=object).ravel()) if isinstance(target, np.ndarray) else list(target)
         if len(items) != N or any(isinstance(t, (list, tuple)) for t in items):
-            raise TPMathError(
-                f"target: expected {N} targets (one per position), got {target!r}",
-                f"target：需要 {N} 个目标（每个位置一个），收到 {target!r}", field="target")
+            raise TPMathError("targets_count", "target", n=N, value=target)
     else:
         if isinstance(target, (list, tuple, np.ndarray)):
-            raise TPMathError(
-                f"target: 1-D logits need one integer target, got {target!r}",
-                f"target：一维 logits 需要一个整数目标，收到 {target!r}", field="target")
+            raise TPMathError("target_not_an_id", "target", value=target)
         items = [target]
     out = []
     for t in items:
         t = as_int("target", t)
         if t != ignore_index and not 0 <= t < V:
-            raise TPMathError(
-                f"target={t} is out of range: token ids are 0..{V - 1} (V={V}), "
-                f"or ignore_index={ignore_index}",
-                f"target={t} 超出范围：token ID 应为 0..{V - 1}（V={V}），或 ignore_index={ignore_index}",
-                field="target")
+            raise TPMathError("target_out_of_vocab", "target", value=t, last=V - 1, vocab=V,
+                              ignore_index=ignore_index)
         out.append(t)
     return np.asarray(out, dtype=np.int64)
 
@@ -323,16 +314,13 @@ def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift:
         if target is None:
             target = DEFAULT_TARGET
     L64 = as_array("logits", logits, ndim=(1, 2))
-    _check_logit_range("logits", L64)
     if target is None:
-        raise TPMathError("target: missing; give the target token id (or a list for 2-D logits)",
-                          "target：缺少目标 token ID（二维 logits 需给出列表）", field="target")
+        raise TPMathError("target_missing", "target")
     two_d = L64.ndim == 2
     Z64 = L64 if two_d else L64[None, :]                     # (N, V)
     N, V = Z64.shape
     if V < 2:
-        raise TPMathError(f"logits: need at least 2 vocabulary entries, got V={V}",
-                          f"logits：词表至少需要 2 项，收到 V={V}", field="logits")
+        raise TPMathError("vocab_too_small", "logits", vocab=V)
     shards = as_int("shards", shards, lo=1, hi=MAX_SHARDS)
     shift = as_float("shift", shift, lo=-SHIFT_LIMIT, hi=SHIFT_LIMIT)
     eps = as_float("label_smoothing", label_smoothing, lo=0.0, hi=1.0)
@@ -343,16 +331,21 @@ def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift:
     counted = y != ignore_index                                # (N,)
     n = int(counted.sum())
 
+    _check_representable("logits", Z64 + shift, dt)
     Z = (Z64 + shift).astype(dt)                               # (N, V) the logits as computed
     Vp, ranges = vocab_ranges(V, shards, pad_multiple)
-    sh = sharded_ce(Z, y, counted, eps, ranges, V)
+    with np.errstate(over="ignore", invalid="ignore"):       # reported just below, as an error
+        sh = sharded_ce(Z, y, counted, eps, ranges, V)
+        ref = reference_ce(Z, y, counted, eps)
+        ref64 = reference_ce(Z64, y, counted, eps)
+    # Finite logits far apart (a target 1e308 below the max) give a loss beyond the dtype: F.cross_entropy
+    # would return inf; a shown number is never inf, so it is reported.
+    check_finite(dt.name, {"loss": sh["loss"], "dL/dz": sh["grad"]}, {"loss": ref64["loss"]}, field="logits")
     z_r, real_r, local_max, m, shifted_r = sh["z_r"], sh["real_r"], sh["local_max"], sh["m"], sh["shifted_r"]
     t_local, local_sum_exp, s, log_s, nll = sh["t_local"], sh["local_sum_exp"], sh["s"], sh["log_s"], sh["nll"]
     local_sum_shifted, per, loss, comm = sh["local_sum_shifted"], sh["per"], sh["loss"], sh["comm"]
     prob_r, grad_r, prob, grad = sh["prob_r"], sh["grad_r"], sh["prob"], sh["grad"]
 
-    ref = reference_ce(Z, y, counted, eps)
-    ref64 = reference_ce(Z64, y, counted, eps)
     owner = np.arange(V) // (Vp // shards)                     # rank of each real id
 
     def pick(a):  # (N, ...) -> squeeze the position axis for 1-D input
@@ -428,15 +421,12 @@ def run_vocab_parallel_head(hidden: Any = None, W_out: Any = None, target: Any =
     Hm = Hs if two_d else Hs[None, :]                          # (N, H)
     W = as_array("W_out", W_out, ndim=2)                       # (H, V)
     if W.shape[0] != Hm.shape[1]:
-        raise TPMathError(
-            f"W_out: has {W.shape[0]} rows but hidden has size {Hm.shape[1]} (need W_out of shape (H, V))",
-            f"W_out：有 {W.shape[0]} 行，但 hidden 大小为 {Hm.shape[1]}（W_out 形状应为 (H, V)）",
-            field="W_out")
+        raise TPMathError("head_w_rows", "W_out", rows=W.shape[0], hidden=Hm.shape[1])
     shards = as_int("shards", shards, lo=1, hi=MAX_SHARDS)
     N, _ = Hm.shape
     V = W.shape[1]
     logits = Hm @ W                                            # (N, V) only to validate / reference
-    _check_logit_range("logits", logits)
+    _check_representable("logits", logits, np.dtype(np.float64))
     ce = run_vocab_ce(logits if two_d else logits[0], target, shards=shards,
                       label_smoothing=label_smoothing, ignore_index=ignore_index)
     Vp, ranges = vocab_ranges(V, shards)

@@ -33,8 +33,8 @@ from urllib.parse import urlparse
 import jinja2
 
 from . import content as content_mod
-from . import markdown_ext, mathml, render
-from .content import HTML_LANG, Content, Page, display_path
+from . import markdown_ext, mathml, render, runtime, wheel
+from .content import Content, Page, display_path
 from .errors import BuildError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,7 +97,7 @@ def _views_module():
 def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None:
     """Render every demo block (default control values) and run every Python demo."""
     views = None
-    outputs: dict[str, tuple[str, str]] = {}
+    outputs: dict[Path, tuple[str, str]] = {}
     for key in sorted(prepared):
         prep = prepared[key]
         t = render.Translator(content.strings[prep.page.lang], prep.page.lang, prep.page.path)
@@ -121,13 +121,17 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None
                         raise
                     raise BuildError(f"{{{{demo {sc.name}}}}}: {err.message}", prep.page.path, sc.line) from None
             else:
-                path = content.demos_dir / f"{sc.name}.py"
+                # content/demos/<lang>/NAME.py (comments and printed labels in the page's
+                # language) when there is one, else content/demos/NAME.py.
+                path = content.demos_dir / prep.page.lang / f"{sc.name}.py"
+                if not path.is_file():
+                    path = content.demos_dir / f"{sc.name}.py"
                 if not path.is_file():
                     raise BuildError(f"Python demo {display_path(path)} not found", prep.page.path, sc.line)
-                if sc.name not in outputs:
+                if path not in outputs:
                     code = path.read_text(encoding="utf-8")
-                    outputs[sc.name] = (code, render.run_pydemo(path, src_dir, display_path(path)))
-                code, output = outputs[sc.name]
+                    outputs[path] = (code, render.run_pydemo(path, src_dir, display_path(path)))
+                code, output = outputs[path]
                 try:
                     prep.blocks.append(render.render_pydemo(env, sc.name, code, output, t))
                 except BuildError as err:
@@ -162,39 +166,20 @@ def convert_markdown(content: Content, prepared: dict) -> None:
                                  f"{only_there}", other.page.path)
 
 
-def install_runtime(out_dir: Path, mode: str) -> tuple[str | None, str | None, dict]:
-    """Runtime files and wheel via tpsite.runtime / tpsite.wheel when those modules exist.
+def install_runtime(out_dir: Path, mode: str, i18n_dir: Path) -> tuple[str | None, str | None, dict]:
+    """Runtime files (:mod:`tpsite.runtime`) and the browser's wheel (:mod:`tpsite.wheel`).
 
     Returns (pyodide base URL, wheel URL, extra CSP sources); URLs relative to the site
-    root or absolute, None when there is no runtime.
+    root or absolute, None when there is no runtime (``--runtime none``).
     """
     if mode == "none":
-        return None, None, {}
-    try:
-        runtime = importlib.import_module("tpsite.runtime")
-    except ModuleNotFoundError as err:
-        if err.name != "tpsite.runtime":
-            raise
         return None, None, {}
     try:
         info = runtime.install_runtime(out_dir, mode)
     except Exception as err:
         raise BuildError(f"runtime ({mode}) could not be installed: {err} "
                          "(run scripts/fetch_runtime.py, or build with --runtime cdn|none)") from err
-    if isinstance(info, dict):
-        base, csp = info.get("pyodide_base"), info.get("csp_extra") or {}
-    else:
-        base, csp = info, {}
-    wheel_url = None
-    if base:
-        try:
-            wheel = importlib.import_module("tpsite.wheel")
-        except ModuleNotFoundError as err:
-            if err.name != "tpsite.wheel":
-                raise
-        else:
-            wheel_url = wheel.build_wheel(out_dir)
-    return base, wheel_url, csp
+    return info["pyodide_base"], wheel.build_wheel(out_dir, i18n_dir), info["csp_extra"]
 
 
 def template_error(err: jinja2.TemplateError, templates: Path) -> BuildError:
@@ -258,7 +243,7 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
             prep = prepared[(lang, slug)]
             page = prep.page
             t = render.Translator(strings, lang, page.path)
-            alternates = [{"hreflang": HTML_LANG.get(l, l), "href": f"../{l}/{page.output_name}",
+            alternates = [{"hreflang": content.tag(l), "href": f"../{l}/{page.output_name}",
                            "name": content.strings[l].get("site.lang_name", l), "code": l} for l in content.langs]
             alternates.append({"hreflang": "x-default", "href": "../index.html", "name": "", "code": ""})
             nav = []
@@ -267,10 +252,10 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
                 nav.append({"href": p.output_name, "label": p.meta.get("nav", p.title),
                             "current": s == slug})
             html = env.get_template("page.html").render(
-                html_lang=HTML_LANG.get(lang, lang), lang=lang, page={
+                html_lang=content.tag(lang), lang=lang, page={
                     "title": page.title, "description": page.meta.get("description", "")},
                 t=t, strings=strings, csp=csp, root="../", home_href="index.html",
-                alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != HTML_LANG.get(lang, lang)],
+                alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != content.tag(lang)],
                 nav=nav, toc=prep.toc, body=render.Markup(prep.html),
                 pyodide_url=page_url(urls["pyodide"], "../"), wheel_url=page_url(urls["wheel"], "../"))
             (out / lang / page.output_name).write_text(html, encoding="utf-8")
@@ -279,13 +264,13 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
     for lang in content.langs:
         s = content.strings[lang]
         home = content.page(lang, slugs[0])
-        langs.append({"code": lang, "hreflang": HTML_LANG.get(lang, lang), "href": f"{lang}/{home.output_name}",
+        langs.append({"code": lang, "hreflang": content.tag(lang), "href": f"{lang}/{home.output_name}",
                       "title": s.get("site.title", home.title), "description": home.meta.get("description", ""),
                       "choose": s.get("site.choose", s.get("site.lang_name", lang))})
     alternates = [{"hreflang": l["hreflang"], "href": l["href"]} for l in langs]
     alternates.append({"hreflang": "x-default", "href": "index.html"})
     html = env.get_template("index.html").render(
-        html_lang=HTML_LANG.get(content.langs[0], content.langs[0]), langs=langs, alternates=alternates,
+        html_lang=content.tag(content.langs[0]), langs=langs, alternates=alternates,
         csp=csp_header({}), root="")   # the language choice runs no Python: no runtime sources
     (out / "index.html").write_text(html, encoding="utf-8")
     return count + 1
@@ -371,13 +356,13 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         with timer.phase("runtime"):
-            base, wheel, csp_extra = install_runtime(tmp, runtime)
+            base, wheel_url, csp_extra = install_runtime(tmp, runtime, content.root / "i18n")
         with timer.phase("render"):
             n_static = copy_static(templates / "static", tmp)
             # The readers' download for "run it on real ranks" (pure Python, any runtime mode).
-            importlib.import_module("tpsite.wheel").build_wheel(tmp, full=True)
+            wheel.build_wheel(tmp, content.root / "i18n", full=True)
             try:
-                n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel},
+                n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel_url},
                                      csp_header(csp_extra))
             except jinja2.TemplateError as err:
                 raise template_error(err, templates) from err

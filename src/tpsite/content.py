@@ -5,7 +5,8 @@ Layout::
     content/<lang>/<slug>.md        +++ TOML front matter +++ then Markdown
     content/i18n/<lang>.toml        nested TOML, keys used flattened with dots
     content/i18n/<lang>.*.toml      more strings for <lang>, merged (a key twice = error)
-    content/demos/<name>.py         runnable demos ({{pydemo name}})
+    content/demos/<name>.py         runnable demos ({{pydemo name}}); content/demos/<lang>/<name>.py,
+                                    when present, is the page language's copy (comments, labels)
 
 A slug present in one language must be present in every language (a translation),
 and every string key must exist in every language.  Problems raise
@@ -25,9 +26,9 @@ FENCE = "+++"
 NON_LANG_DIRS = {"i18n", "demos"}
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TOML_POS_RE = re.compile(r"\(at line (\d+), column \d+\)")
+PLACEHOLDER = re.compile(r"\{(\w+)\}")   # what the page and tpmath.i18n fill in
 
-# BCP 47 tag of each content directory (used in <html lang> and hreflang).
-HTML_LANG = {"en": "en", "zh": "zh-CN"}
+TAG_KEY = "site.lang_tag"   # each language's BCP 47 tag (<html lang>, hreflang) is content, like its name
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,6 @@ class Content:
     langs: tuple[str, ...]
     pages: dict[tuple[str, str], Page]           # (lang, slug) -> page
     strings: dict[str, dict[str, str]]           # lang -> flattened i18n strings
-    string_files: dict[str, list[Path]] = field(default_factory=dict)
 
     @property
     def demos_dir(self) -> Path:
@@ -76,6 +76,13 @@ class Content:
 
     def page(self, lang: str, slug: str) -> Page:
         return self.pages[(lang, slug)]
+
+    def tag(self, lang: str) -> str:
+        """The BCP 47 tag of ``lang`` (string ``site.lang_tag`` of its content)."""
+        if TAG_KEY not in self.strings[lang]:
+            raise BuildError(f"missing string key {TAG_KEY!r} (the language's BCP 47 tag)",
+                             display_path(self.root / "i18n" / f"{lang}.site.toml"))
+        return self.strings[lang][TAG_KEY]
 
 
 def display_path(path: Path) -> Path:
@@ -144,8 +151,9 @@ def string_files(i18n_dir: Path, lang: str) -> list[Path]:
     return ([main] if main.is_file() else []) + extra
 
 
-def load_strings(i18n_dir: Path, lang: str) -> tuple[dict[str, str], list[Path]]:
-    """Merge the string files of ``lang``; a key defined twice is an error."""
+def load_strings(i18n_dir: Path, lang: str) -> tuple[dict[str, str], dict[str, Path]]:
+    """Merge the string files of ``lang``; a key defined twice is an error.  Returns the strings
+    and the file each key comes from."""
     files = string_files(i18n_dir, lang)
     if not files:
         raise BuildError(f"no string table for language {lang!r}", display_path(i18n_dir / f"{lang}.toml"))
@@ -164,18 +172,35 @@ def load_strings(i18n_dir: Path, lang: str) -> tuple[dict[str, str], list[Path]]
                 raise BuildError(f"string {key!r} is already defined in {origin[key]}", shown)
             merged[key] = value
             origin[key] = shown
-    return merged, [display_path(p) for p in files]
+    return merged, origin
 
 
-def check_same_keys(strings: dict[str, dict[str, str]], files: dict[str, list[Path]]) -> None:
-    """Every key must exist in every language; name the file that lacks it."""
+def counterpart(path: Path, lang: str) -> Path:
+    """The file of ``lang`` that matches another language's string file: en.errors.toml -> zh.errors.toml."""
+    return path.with_name(lang + path.name[path.name.index("."):])
+
+
+def check_same_keys(strings: dict[str, dict[str, str]], origins: dict[str, dict[str, Path]]) -> None:
+    """Every key must exist in every language, with the same {placeholders}; an error names the
+    file that lacks the key (the counterpart of the file defining it in another language)."""
     every = set().union(*(set(s) for s in strings.values()))
     for lang in sorted(strings):
         missing = sorted(every - set(strings[lang]))
         if missing:
-            shown = ", ".join(missing[:12]) + (" …" if len(missing) > 12 else "")
-            raise BuildError(f"{len(missing)} string key(s) defined in another language are missing "
-                             f"here: {shown}", files[lang][0])
+            first = missing[0]
+            where = next(origins[other][first] for other in sorted(origins) if first in origins[other])
+            same_file = [k for k in missing if any(origins[o].get(k) == where for o in origins)]
+            shown = ", ".join(same_file[:12]) + (" …" if len(same_file) > 12 else "")
+            raise BuildError(f"{len(same_file)} string key(s) of {where} are missing here: {shown}",
+                             counterpart(where, lang))
+    first_lang = sorted(strings)[0]
+    for lang in sorted(strings)[1:]:
+        for key in sorted(strings[lang]):
+            want = set(PLACEHOLDER.findall(strings[first_lang][key]))
+            got = set(PLACEHOLDER.findall(strings[lang][key]))
+            if got != want:
+                raise BuildError(f"string {key!r} has placeholders {sorted(got)} but {sorted(want)} in "
+                                 f"{origins[first_lang][key]}", origins[lang][key])
 
 
 def load_content(root: Path) -> Content:
@@ -202,8 +227,8 @@ def load_content(root: Path) -> Content:
             raise BuildError(f"missing translation of {other.path}",
                              display_path(root / lang / f"{slug}.md"))
     strings: dict[str, dict[str, str]] = {}
-    files: dict[str, list[Path]] = {}
+    origins: dict[str, dict[str, Path]] = {}
     for lang in langs:
-        strings[lang], files[lang] = load_strings(root / "i18n", lang)
-    check_same_keys(strings, files)
-    return Content(root=root, langs=langs, pages=pages, strings=strings, string_files=files)
+        strings[lang], origins[lang] = load_strings(root / "i18n", lang)
+    check_same_keys(strings, origins)
+    return Content(root=root, langs=langs, pages=pages, strings=strings)

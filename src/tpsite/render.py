@@ -13,6 +13,7 @@ and values with live results.  Cells that are ``{"key", "args"}`` dicts are tran
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -69,7 +70,7 @@ class Translator:
         if cell is None:
             return ""
         if isinstance(cell, float):
-            raise BuildError(f"view returned an unformatted number {cell!r} (use tpmath.views.fmt)",
+            raise BuildError(f"view returned an unformatted number {cell!r} (use tpmath.fmt)",
                              self.where)
         return str(cell)
 
@@ -85,6 +86,9 @@ def make_env(templates_dir: Path) -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["json_script"] = json_script
+    # The page's ES modules (templates/static/js/), preloaded by page.html so the browser fetches
+    # them all at once instead of discovering app.js's imports level by level.
+    env.globals["js_modules"] = sorted(p.name for p in (templates_dir / "static" / "js").glob("*.js"))
     return env
 
 
@@ -139,13 +143,46 @@ def _key_part(name: str) -> str:
     return str(name).replace("-", "_")
 
 
+def _slider(c, value: str, options: list[dict], where) -> dict | None:
+    """Attributes of the range slider beside control ``c`` (None: it has none).  The page's
+    templates/static/js/sliders.js maps positions to values with the same scales."""
+    if not c.slider:
+        return None
+    if c.kind == "select":
+        index = next(i for i, o in enumerate(options) if o["selected"])
+        return {"scale": "index", "min": "0", "max": str(len(options) - 1), "step": "1", "value": str(index)}
+    if c.min is None or c.max is None:
+        raise BuildError(f"control {c.name!r}: a slider needs min and max", where)
+    v = float(value)
+    if c.slider == "log":
+        if c.min <= 0:
+            raise BuildError(f"control {c.name!r}: a log slider needs min > 0", where)
+        lo, hi = math.ceil(math.log2(c.min)), math.floor(math.log2(c.max))
+        pos = min(max(round(math.log2(v)), lo), hi) if v > 0 else lo
+        return {"scale": "log2", "min": str(lo), "max": str(hi), "step": "1", "value": str(pos)}
+    if c.slider == "symlog":
+        top = float(c.max)
+        pos = round(math.copysign(math.log10(1 + min(abs(v), top)) / math.log10(1 + top) * SYMLOG_STEPS, v))
+        return {"scale": "symlog", "min": str(-SYMLOG_STEPS), "max": str(SYMLOG_STEPS), "step": "1",
+                "value": str(pos), "top": _attr_value(c.max)}
+    if c.slider is not True:
+        raise BuildError(f"control {c.name!r}: slider={c.slider!r} is not True, 'log' or 'symlog'", where)
+    step = "any" if c.step is None else _attr_value(c.step)
+    return {"scale": "lin", "min": _attr_value(c.min), "max": _attr_value(c.max), "step": step, "value": value}
+
+
+SYMLOG_STEPS = 100      # positions either side of 0 on a symlog slider (keyboard: one per key)
+
+
 def demo_model(section, result: dict, t: Translator) -> dict:
     """Plain data for the ``demo_block`` macro (everything already translated)."""
     name = result["section"]
     current = result.get("controls", {})
+    states = result.get("control_state", {})
     controls = []
     for c in section.controls:
-        value = _attr_value(current.get(c.name, c.default))
+        state = states.get(c.name, {})
+        value = state["value"] if "value" in state else _attr_value(current.get(c.name, c.default))
         options = []
         for opt in c.options:
             opt_value = _attr_value(opt)
@@ -155,11 +192,14 @@ def demo_model(section, result: dict, t: Translator) -> dict:
         if c.kind == "select" and not any(o["selected"] for o in options):
             raise BuildError(f"section {name!r}: default {value!r} of control {c.name!r} is not "
                              f"one of its options", t.where)
+        disabled = bool(state.get("disabled"))
         controls.append({"name": c.name, "kind": c.kind, "label": t(c.label_key), "value": value,
                          "options": options,
                          "min": None if c.min is None else _attr_value(c.min),
                          "max": None if c.max is None else _attr_value(c.max),
-                         "step": None if c.step is None else _attr_value(c.step)})
+                         "step": None if c.step is None else _attr_value(c.step),
+                         "slider": _slider(c, value, options, t.where), "disabled": disabled,
+                         "why": t.cell(state["why"]) if disabled and state.get("why") is not None else ""})
     values = [{"name": k, "label": t(f"value.{_key_part(k)}"), "text": t.cell(v)}
               for k, v in result.get("values", {}).items()]
     order = list(section.tables) + [k for k in result.get("tables", {}) if k not in section.tables]
@@ -221,5 +261,5 @@ def highlight_python(code: str) -> str:
 def render_pydemo(env: jinja2.Environment, name: str, code: str, output: str, t: Translator) -> str:
     """The HTML of one ``{{pydemo NAME}}`` block."""
     macro = env.get_template("demo.html").module.pydemo_block
-    return str(macro({"name": name, "code_html": Markup(highlight_python(code)),
-                      "source_json": json_script(code), "output": output}, t))
+    return str(macro({"name": name, "code_html": Markup(highlight_python(code)), "source": code,
+                      "rows": min(max(code.count("\n") + 1, 4), 40), "output": output}, t))

@@ -17,6 +17,7 @@ import zipfile
 from pathlib import Path
 
 import tpmath
+from tpmath import i18n
 
 # 1980-01-01, the earliest date a zip entry can carry (like SOURCE_DATE_EPOCH=315532800).
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
@@ -28,6 +29,7 @@ FORBIDDEN_IMPORTS = ("jinja2", "markdown", "latex2mathml", "pygments", "tpsite",
 EXCLUDED_PACKAGES = ("real", "cli", "__main__.py")
 REAL_TORCH = "2.13"          # the extra's lower bound (the version the real-rank tests ran with)
 DOWNLOAD_DIR = "download"    # the readers' wheel: site/download/tpmath-<version>-py3-none-any.whl
+CONTENT_I18N = Path(__file__).resolve().parents[2] / "content" / "i18n"   # this checkout's strings
 
 
 class WheelError(RuntimeError):
@@ -109,12 +111,19 @@ def _record_hash(data: bytes) -> str:
     return f"sha256={digest}"
 
 
-def wheel_entries(version: str, full: bool = False) -> list[tuple[str, bytes]]:
+def message_files(i18n_dir: Path) -> list[Path]:
+    """The string files tpmath prints from (:data:`tpmath.i18n.PARTS`), every language, sorted."""
+    return sorted(p for part in i18n.PARTS for p in Path(i18n_dir).glob(f"*.{part}.toml"))
+
+
+def wheel_entries(version: str, i18n_dir: Path, full: bool = False) -> list[tuple[str, bytes]]:
     """``(archive name, bytes)`` of every file of the wheel, RECORD last.
 
     The browser's wheel (default) has the slimmed core and views only; ``full`` is the
     readers' download: readable sources, ``tpmath.real`` included, and the ``real`` extra
-    (torch) declared, so ``pip install "./tpmath-…whl[real]"`` gives everything.
+    (torch) declared, so ``pip install "./tpmath-…whl[real]"`` gives everything.  Both carry
+    the message files of ``i18n_dir`` in ``tpmath/i18n/`` (where :mod:`tpmath.i18n` looks first):
+    the command lines print them, and ``str(error)`` in any Python that imports tpmath.
     """
     root = package_dir()
     entries = []
@@ -124,6 +133,8 @@ def wheel_entries(version: str, full: bool = False) -> list[tuple[str, bytes]]:
             check_imports(path, data.decode("utf-8"))
             data = slim_source(data.decode("utf-8"))
         entries.append((f"tpmath/{path.relative_to(root).as_posix()}", data))
+    entries += [(f"tpmath/i18n/{p.name}", p.read_bytes()) for p in message_files(i18n_dir)]
+    entries.sort()
     dist = f"tpmath-{version}.dist-info"
     metadata = (f"Metadata-Version: 2.1\nName: tpmath\nVersion: {version}\n"
                 "Summary: Tensor parallelism explained: the numpy core and view functions\n"
@@ -145,9 +156,9 @@ def download_path() -> str:
     return f"{DOWNLOAD_DIR}/tpmath-{tpmath.__version__}-py3-none-any.whl"
 
 
-def build_wheel(out_dir: Path, full: bool = False) -> str:
+def build_wheel(out_dir: Path, i18n_dir: Path = CONTENT_I18N, full: bool = False) -> str:
     """Write ``static/tpmath-<version>-py3-none-any.whl`` under ``out_dir`` (``site/``), or
-    with ``full`` the readers' wheel at :func:`download_path`.
+    with ``full`` the readers' wheel at :func:`download_path`; messages from ``i18n_dir``.
 
     Returns the wheel's path relative to ``out_dir`` (POSIX separators).
     """
@@ -156,7 +167,7 @@ def build_wheel(out_dir: Path, full: bool = False) -> str:
     target = Path(out_dir) / rel
     target.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(target, "w") as zf:
-        for name, data in wheel_entries(version, full=full):
+        for name, data in wheel_entries(version, i18n_dir, full=full):
             info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16

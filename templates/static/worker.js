@@ -97,6 +97,20 @@ function render(msg) {
   self.postMessage({ type: "result", id: msg.id, section: msg.section, payload: payload });
 }
 
+/* A reader's program failed: its traceback without the frames of Pyodide's own machinery
+ * (what `python demo.py` would print). */
+function readerTraceback(text) {
+  const lines = String(text).replace(/\s+$/, "").split("\n");
+  const out = [];
+  let keep = true;
+  for (const line of lines) {
+    if (/^ {2}File "/.test(line)) keep = line.startsWith('  File "<exec>"');
+    else if (!/^ {3,}/.test(line)) keep = true;   // "Traceback …" and the final error line
+    if (keep) out.push(line);
+  }
+  return out.join("\n") + "\n";
+}
+
 function run(pyodide, msg) {
   const out = [];
   const sink = { batched: (line) => out.push(line) };
@@ -108,7 +122,7 @@ function run(pyodide, msg) {
     const ns = pyodide.toPy({ __name__: "__main__" });
     try { pyodide.runPython(msg.code, { globals: ns }); } finally { ns.destroy(); }
   } catch (err) {
-    error = String(err && err.message ? err.message : err);
+    error = readerTraceback(err && err.message ? err.message : err);
   } finally {
     pyodide.setStdout({ batched: () => {} });
     pyodide.setStderr({ batched: () => {} });

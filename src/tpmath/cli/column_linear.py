@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..row_linear import random_inputs, run_column_linear
-from .linear_args import add_linear_arguments, linear_inputs
+from ._linear_args import add_linear_arguments, linear_inputs
 
 NAME = "column-linear"
 HELP = "column-parallel linear Y = X A: slices of Y, optional AllGather, AllReduce of dX backward"

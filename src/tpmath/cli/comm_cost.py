@@ -36,8 +36,7 @@ def run(args) -> dict:
     layers = args.layers if args.layers is not None else preset.get("layers", 1)
     for name, value in (("seq", seq), ("hidden", hidden)):
         if value is None:
-            raise TPMathError(f"--{name} is required (or give --preset)", f"缺少 --{name}（或给出 --preset）",
-                              field=name)
+            raise TPMathError("option_or_preset", name, option=f"--{name}")
     result = comm_cost(args.batch, seq, hidden, args.tp, args.dtype_bytes, layers, args.link_gbps, args.tflops)
     result["preset"] = args.preset
     return result

@@ -23,8 +23,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> dict:
     if (args.scenario is None) == (args.calls is None):
-        raise TPMathError("give exactly one of --scenario NAME or --calls JSON",
-                          "请只给出 --scenario NAME 或 --calls JSON 之一", field="scenario")
+        raise TPMathError("scenario_or_calls", "scenario")
     if args.scenario is not None:
         name = as_choice("scenario", args.scenario, tuple(SCENARIOS))
         return {"scenario": name, "calls": SCENARIOS[name], **check_calls(SCENARIOS[name])}

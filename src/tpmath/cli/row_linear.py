@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..row_linear import random_inputs, run_row_linear
-from .linear_args import add_linear_arguments, linear_inputs
+from ._linear_args import add_linear_arguments, linear_inputs
 
 NAME = "row-linear"
 HELP = "row-parallel linear Y = X A: partial sums, AllReduce forward, local backward"

@@ -1,6 +1,6 @@
 """``python -m tpmath.real EXAMPLE [options]``, started by torchrun (one process per rank).
 
-Options are those of :data:`tpmath.ranks.EXAMPLES` plus ``--backend`` and ``--json``.  Bad
+Options are those of the topics (:data:`tpmath.ranks.TOPICS`) plus ``--backend`` and ``--json``.  Bad
 options, a missing torch, a world size that does not fit, or a start without torchrun print
 one ``error:`` line (from rank 0 only) and exit with status 2 (under torchrun, torchrun then
 adds its own report of the processes that failed and exits with 1).
@@ -16,23 +16,21 @@ import sys
 import numpy as np
 
 from .. import ranks
-from ..cli import _join_negative_values, _Parser
+from .. import i18n
+from ..cmdline import Parser, join_negative_values, say_error, start
 from ..errors import TPMathError
 from . import common
 
-MODULES = {"mlp": "mlp", "row-linear": "linear", "column-linear": "linear", "collective": "collective",
-           "vocab-ce": "vocab", "mismatch": "mismatch", "sp-layer": "sp_layer", "attention": "attention",
-           "layer": "layer"}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """One sub-command per example, options from tpmath.ranks.EXAMPLES."""
-    parser = _Parser(prog="torchrun --standalone --nproc-per-node N -m tpmath.real",
+    """One sub-command per topic, options from its record (tpmath.ranks.TOPICS)."""
+    parser = Parser(prog="torchrun --standalone --nproc-per-node N -m tpmath.real",
                      description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="example", parser_class=_Parser, metavar="EXAMPLE")
-    for name, (text, opts) in ranks.EXAMPLES.items():
-        p = sub.add_parser(name, help=text, description=text)
-        for o in opts:
+    sub = parser.add_subparsers(dest="example", parser_class=Parser, metavar="EXAMPLE")
+    for name, topic in ranks.TOPICS.items():
+        p = sub.add_parser(name, help=topic.help, description=topic.help)
+        for o in topic.options:
             if o.flag:
                 p.add_argument(f"--{o.name}", dest=o.dest, default=None, action="store_true", help=o.help)
                 continue
@@ -53,10 +51,9 @@ def _plan(argv: list[str]) -> tuple[argparse.Namespace, dict]:
         raise SystemExit(0 if argv else 2)
     if any(a in ("-h", "--help") for a in argv) and os.environ.get("RANK", "0") != "0":
         raise SystemExit(0)
-    args = parser.parse_args(_join_negative_values(argv))
+    args = parser.parse_args(join_negative_values(argv))
     if args.json and args.example == "mismatch":
-        raise TPMathError("--json is not available for mismatch: its ranks report as the calls happen",
-                          "mismatch 不支持 --json：各 rank 在调用发生时逐行报告")
+        raise TPMathError("json_mismatch", "json")
     given = {o.dest: getattr(args, o.dest) for o in ranks.options(args.example)}
     with np.errstate(all="ignore"):           # the core reports overflow as TPMathError
         return args, ranks.plan(args.example, given)
@@ -66,19 +63,24 @@ def main(argv: list[str] | None = None) -> int:
     """Validate, join the group, run the example, print; 0 ok, 2 bad input."""
     argv = sys.argv[1:] if argv is None else argv
     quiet = os.environ.get("RANK", "0") != "0"     # one error line per run, not one per rank
+    started = start(argv, quiet)
+    if started is None:
+        return 2
+    lang, argv = started
     try:
         args, p = _plan(argv)                      # validation first: before torch is imported
         torch = common.import_torch()
-        extra = (("--backend", args.backend) if args.backend != "auto" else ()) + (("--json",) if args.json else ())
+        extra = ((("--backend", args.backend) if args.backend != "auto" else ()) + (("--json",) if args.json else ())
+                 + (("--lang", lang) if lang != i18n.DEFAULT_LANG else ()))
         rank, world, local = common.launch_env(p, extra)
         backend = common.choose_backend(torch, args.backend, world)
     except TPMathError as err:
         if not quiet:
-            print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+            say_error(err, lang)
         return 2
     timeout = p.get("timeout", 300.0)
     ctx = common.init(torch, backend, rank, world, local, timeout)
-    module = importlib.import_module(f".{MODULES[p['example']]}", __package__)
+    module = importlib.import_module(f".{ranks.TOPICS[p['example']].real_module}", __package__)
     if p["example"] == "mismatch":
         module.run(p, ctx)
         common.flush_and_exit(0)                   # never wait on a broken communicator

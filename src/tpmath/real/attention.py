@@ -67,8 +67,8 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
               "G_W_q": W["W_q"].grad, "G_W_k": W["W_k"].grad, "G_W_v": W["W_v"].grad, "G_W_o": W["W_o"].grad,
               "G_X_partial": X_in.grad, "G_X": X.grad}
     values = {k: numpy(v) for k, v in values.items()}
-    values = ranks.attention_values({**values, "probs": numpy(P)})
-    recs = ranks.attention_records(cfg, r, q_heads, kv_heads, p["stage"])
+    values = ranks.attention.attention_values({**values, "probs": numpy(P)})
+    recs = ranks.attention.attention_records(cfg, r, q_heads, kv_heads, p["stage"])
     records = [(name, values[key]) for key, name in recs]
 
     # Shards gathered only to compare (weight gradients stay on their ranks in training).
@@ -84,7 +84,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
            "G_W_v": ctx.tensor(attention.merge_kv(blocks(G_W_v), kv_of_rank, cfg.kv_heads, E))}
     ref = _unsharded(ctx, inp, cfg)
     tols = p["core"]["tolerances"]
-    check = [(f"max|Δ| {key}", ranks.verdict(max_abs(got[key], ref[key]), tols[key])) for key in ranks.ATTENTION_CHECK]
+    check = [(f"max|Δ| {key}", ranks.verdict(max_abs(got[key], ref[key]), tols[key])) for key in ranks.attention.ATTENTION_CHECK]
     return records, check
 
 

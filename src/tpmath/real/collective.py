@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 from .. import ranks
+from ..collectives import REGISTRY
 from .common import Ctx, numpy
 
 # torch 2.13 renamed all_gather_into_tensor / reduce_scatter_tensor to all_gather_single /
@@ -16,44 +17,11 @@ warnings.filterwarnings("ignore", category=FutureWarning,
 
 
 def call(ctx: Ctx, name: str, op: str, root: int, x):
-    """Run collective ``name`` on this rank's 1-D ``x``; return what this rank receives (or None)."""
-    torch, dist = ctx.torch, ctx.dist
-    n, r = ctx.world, ctx.rank
-    red = getattr(dist.ReduceOp, ranks.TORCH_OPS[op])
-    blk = x.numel() // n                                       # block per rank where the data is split
-    if name == "all-reduce":
-        y = x.clone()
-        dist.all_reduce(y, op=red)
-        return y
-    if name == "reduce":
-        y = x.clone()
-        dist.reduce(y, dst=root, op=red)
-        return y if r == root else None                        # other ranks' buffers are unspecified
-    if name == "broadcast":
-        y = x.clone()
-        dist.broadcast(y, src=root)
-        return y
-    if name == "all-gather":
-        y = torch.empty(n * x.numel(), dtype=x.dtype, device=x.device)    # (n·L,) rank-ordered
-        dist.all_gather_into_tensor(y, x)
-        return y
-    if name == "reduce-scatter":
-        y = torch.empty(blk, dtype=x.dtype, device=x.device)              # (L/n,) block r of op(x)
-        dist.reduce_scatter_tensor(y, x.clone(), op=red)
-        return y
-    if name == "all-to-all":
-        y = torch.empty_like(x)                                           # block j from rank j
-        dist.all_to_all_single(y, x)
-        return y
-    if name == "gather":
-        parts = [torch.empty_like(x) for _ in range(n)] if r == root else None
-        dist.gather(x, parts, dst=root)
-        return torch.cat(parts) if r == root else None
-    if name == "scatter":
-        y = torch.empty(blk, dtype=x.dtype, device=x.device)              # block r of root's x
-        dist.scatter(y, list(x.chunk(n)) if r == root else None, src=root)
-        return y
-    raise ValueError(name)
+    """Run collective ``name`` on this rank's 1-D ``x``; return what this rank receives (or None).
+    The torch code of each collective is part of its record (:data:`tpmath.collectives.REGISTRY`)."""
+    spec = REGISTRY[name]
+    red = getattr(ctx.dist.ReduceOp, ranks.TORCH_OPS[op]) if spec.reduces else None
+    return spec.run_torch(ctx, x, red, root)
 
 
 def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:

@@ -24,13 +24,9 @@ def import_torch():
         import torch
         import torch.distributed as dist
     except ImportError as exc:
-        raise TPMathError(f"PyTorch is needed to run on real ranks and is not installed ({exc}); "
-                          "install it with: pip install torch  (in a checkout of this project: "
-                          "pip install -e '.[real]')",
-                          f"在真实进程上运行需要 PyTorch，但未安装（{exc}）；"
-                          "请安装：pip install torch（在本项目的源码目录里：pip install -e '.[real]'）") from None
+        raise TPMathError("no_torch", detail=str(exc)) from None
     if not dist.is_available():
-        raise TPMathError("this PyTorch build has no torch.distributed", "该 PyTorch 构建不含 torch.distributed")
+        raise TPMathError("no_torch_distributed")
     return torch
 
 
@@ -39,18 +35,15 @@ def launch_env(p: dict, extra: tuple[str, ...] = ()) -> tuple[int, int, int]:
     (with ``extra``, the run's own flags such as ``--backend nccl``)."""
     cmd = " ".join([ranks.command_for(p), *extra])
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-        raise TPMathError(f"start it with torchrun, one process per rank: {cmd}",
-                          f"请用 torchrun 启动，每个 rank 一个进程：{cmd}")
+        raise TPMathError("not_torchrun", command=cmd)
     try:
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         local = int(os.environ.get("LOCAL_RANK", rank))
     except ValueError:
-        raise TPMathError(f"RANK={os.environ['RANK']!r} / WORLD_SIZE={os.environ['WORLD_SIZE']!r} are not integers",
-                          f"RANK={os.environ['RANK']!r} / WORLD_SIZE={os.environ['WORLD_SIZE']!r} 不是整数") from None
+        raise TPMathError("bad_rank_env", rank=repr(os.environ["RANK"]),
+                          world=repr(os.environ["WORLD_SIZE"])) from None
     if world != p["world"]:
-        raise TPMathError(f"this example needs {p['world']} processes (one per rank) but torchrun started {world}: "
-                          f"{cmd}",
-                          f"该示例需要 {p['world']} 个进程（每个 rank 一个），torchrun 却启动了 {world} 个：{cmd}")
+        raise TPMathError("wrong_world", need=p["world"], got=world, command=cmd)
     return rank, world, local
 
 
@@ -61,10 +54,7 @@ def choose_backend(torch, requested: str, world: int) -> str:
     if requested == "auto":
         return "nccl" if gpus >= local_world and torch.distributed.is_nccl_available() else "gloo"
     if requested == "nccl" and gpus < local_world:
-        raise TPMathError(f"--backend nccl needs one CUDA device per rank: {local_world} local ranks, {gpus} GPUs; "
-                          "use --backend gloo",
-                          f"--backend nccl 需要每个 rank 一块 CUDA 设备：本机 {local_world} 个 rank，{gpus} 块 GPU；"
-                          "请用 --backend gloo")
+        raise TPMathError("nccl_needs_gpus", "backend", ranks=local_world, gpus=gpus)
     return requested
 
 

@@ -74,9 +74,9 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     values = {**{k: W[k] for k in shards}, "Y_attn_partial": Y_attn_partial, "H1": H1, "Y_mlp_partial": Y_mlp_partial,
               "Y": Y, "loss": loss, "G_X": X.grad, **{"G_" + k: W[k].grad for k in shards},
               **{"G_" + k: R[k].grad for k in layer.REPLICATED}}
-    values = ranks.layer_values({k: numpy(v) for k, v in values.items()})
+    values = ranks.layer.layer_values({k: numpy(v) for k, v in values.items()})
     rk = {"rank": r, "q_heads": q_heads, "kv_heads": kv_heads, "ffn_cols": [r * Fr, (r + 1) * Fr]}
-    records = [(name, values[key]) for key, name in ranks.layer_records(cfg, rk, p["stage"])]
+    records = [(name, values[key]) for key, name in ranks.layer.layer_records(cfg, rk, p["stage"])]
 
     # Shards gathered only to compare; the replicated gradients are compared rank by rank.
     got = {"G_W_q": all_gather_cat(ctx, W["W_q"].grad, 1), "G_W_o": all_gather_cat(ctx, W["W_o"].grad, 0),
@@ -97,7 +97,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     errs = {k: max_abs(got[k], ref[k]) for k in got}
     for k, t in repl.items():                                  # the worst rank's copy
         errs["G_" + k] = max(max_abs(t[i], ref["G_" + k]) for i in range(tp))
-    check = [(f"max|Δ| {k}", ranks.verdict(errs[k], tols[k])) for k in ranks.LAYER_CHECK]
+    check = [(f"max|Δ| {k}", ranks.verdict(errs[k], tols[k])) for k in ranks.layer.LAYER_CHECK]
     return records, check
 
 

@@ -140,17 +140,17 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
         "G_beta_partial": G_beta_partial, "G_beta": beta.grad,
     }
     masks = {"keep_H": keep_h, "keep_O": keep_o}
-    names = ranks.sp_names(me, res["mistake"])
+    names = ranks.sp_layer.sp_names(me, res["mistake"])
     records = []
-    for key in ranks.sp_stage_keys(p["stage"], res["mistake"], pr):
+    for key in ranks.sp_layer.sp_stage_keys(p["stage"], res["mistake"], pr):
         v = masks[key] if key in masks else _batch_first(numpy(values[key]))
-        records.append((names[key], ranks.sp_value(key, v)))
+        records.append((names[key], ranks.sp_layer.sp_value(key, v)))
 
     got = _assemble(ctx, Y, X.grad, W1.grad, W2.grad, loss_partial.detach(), gamma.grad, beta.grad)
     if ctx.rank != 0:
         return records, None
     ref = _unsharded(ctx, inp, res, pr)
-    check = [(f"max|Δ| {k}", ranks.verdict(max_abs(got[k], ref[k]), res["tolerances"][k])) for k in ranks.SP_CHECK]
+    check = [(f"max|Δ| {k}", ranks.verdict(max_abs(got[k], ref[k]), res["tolerances"][k])) for k in ranks.sp_layer.SP_CHECK]
     return records, check
 
 

@@ -18,6 +18,7 @@ and returns a JSON-ready result::
                               "foot": [[cell, ...], ...]}},
      "values": {"loss": "0.7384", ...},                  # formatted strings
      "notes": {"name": cell},                            # optional dynamic sentences
+     "control_state": {"op": {"disabled": True, "why": cell}},   # optional, see ARCHITECTURE.md
      "real": [{"command": "torchrun …", "output": "[rank 0] …"}]}   # optional, see below
 
 ``real`` (sections that declare ``Section.real``): the command that runs the same example on
@@ -26,35 +27,46 @@ real processes (``python -m tpmath.real``) and what every rank prints, computed 
 
 A cell is either a formatted string (shown verbatim) or ``{"key": "i18n.key",
 "args": {...}}`` for text that must be translated (row labels and sentences).
-All numbers are formatted with :mod:`tpmath.views.fmt`.
+All numbers are formatted with :mod:`tpmath.fmt`.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import json
+import pkgutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from .. import ranks
 from ..errors import TPMathError
 
-# One module per page area; each defines SECTIONS.
-VIEW_MODULES = ("mlp", "backward", "collectives", "vocab", "row", "comm", "attention")
+def _section_index() -> dict[str, str]:
+    """{section: module} for every ``SECTIONS = {"name": …}`` literal of this package's modules.
 
-# Which module defines each section, so a render imports only the module it needs (in the
-# browser, importing every view module from source at boot costs a noticeable part of a
-# second).  :func:`sections` checks this table against the modules' SECTIONS.
-SECTION_MODULES = {
-    "mlp": "mlp",
-    "backward": "backward", "dp-tp": "backward", "precision": "backward",
-    "collectives": "collectives", "mismatch": "collectives", "ring": "collectives",
-    "vocab-ce": "vocab", "vocab-extras": "vocab",
-    "row-linear": "row", "row-backward": "row", "row-pairing": "row",
-    "comm-cost": "comm",
-    "attention": "attention", "layer": "attention", "qkv-layout": "attention",
-}
+    Read from the modules' source rather than by importing them, so a render imports only the
+    module it needs (in the browser, importing every view module at boot costs a noticeable
+    part of a second); :func:`sections` checks the result against the imported modules.
+    """
+    index: dict[str, str] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        origin = importlib.util.find_spec(f"{__name__}.{info.name}").origin
+        tree = ast.parse(Path(origin).read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SECTIONS" for t in node.targets):
+                for key in node.value.keys:
+                    index[key.value] = info.name
+    return index
+
+
+# Which module defines each section (generated from the sources, see _section_index).
+SECTION_MODULES = _section_index()
+VIEW_MODULES = tuple(sorted(set(SECTION_MODULES.values())))
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,11 @@ class Control:
     max: float | None = None
     step: float | str | None = None
     label: str = ""                # i18n key; defaults to "ctl.<name>"
+    # A range slider beside the control, for values a reader scrubs: True (a select's options in
+    # order, or a number on min…max), "log" (a number on powers of two: sizes spanning decades),
+    # "symlog" (a signed number spanning decades either side of 0).  The page keeps ``name`` on the
+    # control itself (the exact-entry box); the slider is an extra, unnamed input.
+    slider: bool | str = False
 
     @property
     def label_key(self) -> str:
@@ -114,8 +131,7 @@ def _section(name: str) -> Section:
     """The section ``name``, importing only the module that defines it."""
     mod_name = SECTION_MODULES.get(name) if isinstance(name, str) else None
     if mod_name is None:
-        known = ", ".join(sorted(SECTION_MODULES))
-        raise TPMathError(f"unknown section {name!r}; known: {known}", f"未知的演示 {name!r}；可用：{known}")
+        raise TPMathError("unknown_section", value=name, choices=", ".join(sorted(SECTION_MODULES)))
     return importlib.import_module(f".{mod_name}", __name__).SECTIONS[name]
 
 
@@ -134,7 +150,6 @@ def render(section: str, controls: dict | None = None, lang: str = "en") -> dict
     result["section"] = section
     result.setdefault("controls", values)
     if sec.real is not None:
-        from .. import ranks   # only sections with a real-ranks block need it
         with np.errstate(all="ignore"):
             result["real"] = [ranks.expected_output(example, given)
                               for example, given in sec.real(result["controls"])]
@@ -147,4 +162,4 @@ def render_json(section: str, controls_json: str, lang: str) -> str:
         controls = json.loads(controls_json)
         return json.dumps({"ok": True, "result": render(section, controls, lang)}, ensure_ascii=False)
     except TPMathError as err:
-        return json.dumps({"ok": False, "error": err.message(lang), "field": err.field}, ensure_ascii=False)
+        return json.dumps({"ok": False, "error": err.cell, "field": err.field}, ensure_ascii=False)

@@ -2,7 +2,7 @@
 
 Letters as in :mod:`tpmath.attention` (B S D H K E tp; H_r query heads and K_r KV heads per rank)
 and :mod:`tpmath.layer` (F, the MLP width).  Every number comes from the core (run_attention,
-run_layer, fused_qkv_split, kv_strategy_cost) through :mod:`tpmath.views.fmt`; matrices are grid
+run_layer, fused_qkv_split, kv_strategy_cost) through :mod:`tpmath.fmt`; matrices are grid
 cells tinted by the rank that holds them (grey: every rank holds the same).
 
 Tables (``data-table``) and values (``data-value``), documented in ARCHITECTURE.md:
@@ -29,9 +29,10 @@ from .. import attention as att
 from .. import layer as lay
 from ..errors import TPMathError
 from ..validate import as_choice, as_int
-from . import Control, Section, fmt
+from .. import fmt
+from . import Control, Section
 from .fig_attention import figure_attention, figure_attention_grads, figure_layer, figure_qkv
-from .page1_util import label, rank, select_int, table
+from .cells import label, rank, select_int, table
 from .tree import grid, rank_tag
 
 TP_OPTIONS = ("1", "2", "4", "8")

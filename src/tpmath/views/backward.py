@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from .. import dp_tp, mlp, precision
 from ..validate import DTYPES, as_choice
-from . import Control, Section, fmt
+from .. import fmt
+from . import Control, Section
+from .cells import label, rank, select_int, table
 from .fig_backward import figure_backward, figure_dp_tp, figure_precision
-from .page1_util import label, rank, select_int, table
 
 TP_OPTIONS = (1, 2, 4)
 DP_OPTIONS = (1, 2, 4)
@@ -65,7 +66,7 @@ def render_dp_tp(controls: dict, lang: str) -> dict:
     tp = select_int("tp", controls["tp"], TP_OPTIONS)
     dp = select_int("dp", controls["dp"], DP_OPTIONS)
     res = dp_tp.run_dp_tp(tp=tp, dp=dp)
-    rows = [[label(f"label.variant_{v['name']}"), v["description_zh"] if lang == "zh" else v["description_en"],
+    rows = [[label(f"label.variant_{v['name']}"), v["description"],
              fmt.err(v["max_abs_err"]), fmt.num(v["scale"])] for v in res["variants"]]
     return {
         "controls": {"tp": str(tp), "dp": str(dp)},

@@ -23,10 +23,11 @@ from .. import collectives as core
 from .. import mismatch, schedules
 from ..errors import TPMathError
 from ..validate import as_choice, as_int
-from . import Control, Section, fmt
+from .. import fmt
+from . import Control, Section
+from .cells import int_range, label, rank, select_int, table
 from .fig_collectives import figure_collective, figure_mismatch
 from .fig_ring import figure_ring
-from .page1_util import int_range, label, rank, select_int, table
 
 RANK_OPTIONS = (2, 3, 4)
 ROOT_OPTIONS = (0, 1, 2, 3)
@@ -48,9 +49,8 @@ def render_collectives(controls: dict, lang: str) -> dict:
     op = as_choice("op", controls["op"], core.OPS)
     n = select_int("ranks", controls["ranks"], RANK_OPTIONS)
     root = select_int("root", controls["root"], ROOT_OPTIONS)
-    if root >= n:
-        raise TPMathError(f"root={root} is not a rank of the group: ranks are 0..{n - 1}",
-                          f"root={root} 不在通信组内：rank 只能是 0..{n - 1}", field="root")
+    if core.REGISTRY[name].root is not None and root >= n:
+        raise TPMathError("root_not_in_group", "root", value=root, last=n - 1)
     inputs = core.example_inputs(n)
     res = core.run_collective(name, inputs, op=op, root=root)
     rows = [[rank(r), fmt.vec(inputs[r]), _out(res["outputs"][r])] for r in range(n)]
@@ -62,10 +62,15 @@ def render_collectives(controls: dict, lang: str) -> dict:
     ar = core.collective("all-reduce", inputs, op=op)                # n × (L,)
     rs_rows = [[rank(r), fmt.vec(rs[r]), fmt.vec(ag[r]), fmt.vec(ar[r]),
                 fmt.err(np.max(np.abs(ag[r] - ar[r])))] for r in range(n)]
-    notes = {"what": label(f"note.coll_{name.replace('-', '_')}", root=rank(root), op=op)}
-    if not res["uses_op"] and op != "sum":
-        notes["unused"] = label("note.op_unused", op=op)
+    notes = {"what": label(core.REGISTRY[name].note_key, root=rank(root), op=op)}
+    # Controls this collective ignores are disabled on the page, with the reason next to them.
+    state = {}
+    if not res["uses_op"]:
+        state["op"] = {"disabled": True, "why": label("note.op_unused", op=op)}
+    if not res["uses_root"]:
+        state["root"] = {"disabled": True, "why": label("note.root_unused", name=res["nccl_name"])}
     return {
+        "control_state": state,
         "controls": {"collective": name, "op": op, "ranks": str(n), "root": str(root)},
         "tables": {
             "collective": table("cap.collective", ["col.rank", "col.input", "col.output"], rows),
@@ -83,7 +88,8 @@ def _call_text(call: dict) -> str:
     """AllReduce [4] float32 {0,1}: NCCL name, shape, dtype, group (language-neutral)."""
     shape = "[" + ", ".join(fmt.integer(s) for s in call["shape"]) + "]"
     group = "{" + ",".join(fmt.integer(g) for g in call["group"]) + "}"
-    return f"{core.NCCL_NAMES.get(call['name'], 'Barrier')} {shape} {call['dtype']} {group}"
+    nccl = core.REGISTRY[call["name"]].nccl if call["name"] in core.REGISTRY else "Barrier"
+    return f"{nccl} {shape} {call['dtype']} {group}"
 
 
 def render_mismatch(controls: dict, lang: str) -> dict:
@@ -99,7 +105,7 @@ def render_mismatch(controls: dict, lang: str) -> dict:
                  else label("label.rank_done", calls=fmt.integer(len(seq))))
         rows.append([rank(r), listed, state])
     hang_rows = [[rank(h["rank"]), "#" + fmt.integer(h["call_index"]), label(f"label.hang_{h['code']}"),
-                  h["message_zh"] if lang == "zh" else h["message_en"]] for h in res["hangs"]]
+                  h["message"]] for h in res["hangs"]]
     verdict = (label("note.mismatch_ok", matched=fmt.integer(res["matched"])) if res["ok"] else
                label("note.mismatch_hang", matched=fmt.integer(res["matched"]),
                      stuck=fmt.integer(len(res["hangs"]))))
@@ -118,7 +124,7 @@ def render_mismatch(controls: dict, lang: str) -> dict:
 
 def _bytes(n: int) -> str:
     """An exact byte count (the per-rank table is about counting, not rounding)."""
-    return fmt.integer(n) + " B"
+    return fmt.integer(n) + "\u00a0B"
 
 
 def _transfers(step: dict) -> str:
@@ -191,13 +197,13 @@ SECTIONS = {
         controls=(
             Control("collective", "select", "all-to-all", options=core.NAMES),
             Control("op", "select", "sum", options=core.OPS),
-            Control("ranks", "select", "2", options=tuple(str(r) for r in RANK_OPTIONS)),
+            Control("ranks", "select", "2", options=tuple(str(r) for r in RANK_OPTIONS), slider=True),
             Control("root", "select", "0", options=tuple(str(r) for r in ROOT_OPTIONS)),
         ),
         render=render_collectives,
         real=lambda c: [("collective", {"name": c["collective"], "ranks": c["ranks"],
-                                        "op": c["op"] if c["collective"] in core.USES_OP else None,
-                                        "root": c["root"] if c["collective"] in core.USES_ROOT else None})],
+                                        "op": c["op"] if core.REGISTRY[c["collective"]].reduces else None,
+                                        "root": c["root"] if core.REGISTRY[c["collective"]].root else None})],
         tables=("collective", "rs-ag"),
         values=("nccl-name", "bus-factor"),
     ),
@@ -212,9 +218,9 @@ SECTIONS = {
     "ring": Section(
         name="ring",
         controls=(
-            Control("ranks", "select", "4", options=int_range(2, 8)),
+            Control("ranks", "select", "4", options=int_range(2, 8), slider=True),
             Control("algorithm", "select", "ring", options=schedules.ALGORITHMS),
-            Control("count", "number", 8, min=1, max=MAX_COUNT, step=1),
+            Control("count", "number", 8, min=1, max=MAX_COUNT, step=1, slider="log"),
             Control("step", "select", "3", options=tuple(str(s) for s in RING_STEPS)),
         ),
         render=render_ring,

@@ -15,17 +15,19 @@ from __future__ import annotations
 from typing import Any
 
 from .. import comm_cost as cc
+from ..collectives import REGISTRY
 from ..errors import TPMathError
+from ..errors import name as field_name
 from ..validate import as_choice, as_float, as_int
 from . import Control, Section
-from . import fmt
+from .cells import label
+from .. import fmt
 from .fig_comm import figure_comm_cost
 
 CUSTOM = "custom"
 PRESET_CHOICES = tuple(cc.PRESETS) + (CUSTOM,)
 DEFAULT_PRESET = "llama-2-7b"
 DTYPE_BYTES = (1, 2, 4)
-NCCL_NAME = {"all-reduce": "AllReduce", "all-gather": "AllGather", "reduce-scatter": "ReduceScatter"}
 
 
 def cost_controls(values: dict) -> dict:
@@ -43,15 +45,13 @@ def cost_controls(values: dict) -> dict:
         "tflops": as_float("tflops", values["tflops"], 1e-3, 1e6),
     }
     if c["dtype_bytes"] not in DTYPE_BYTES:
-        raise TPMathError(f"dtype_bytes={c['dtype_bytes']} is not one of 1, 2, 4",
-                          f"dtype_bytes={c['dtype_bytes']} 不在可选值 1、2、4 中", field="dtype_bytes")
+        raise TPMathError("not_choice", "dtype_bytes", name=field_name("dtype_bytes"), value=c["dtype_bytes"],
+                          choices=", ".join(str(b) for b in DTYPE_BYTES))
     if preset != CUSTOM:
         p = cc.PRESETS[preset]
         c.update(hidden=p["hidden"], seq=p["seq"], layers=p["layers"])
     if c["hidden"] % c["tp"]:
-        raise TPMathError(
-            f"tp={c['tp']} does not divide hidden={c['hidden']}: Megatron splits heads and the MLP into tp equal shards",
-            f"tp={c['tp']} 不能整除 hidden={c['hidden']}：Megatron 要把注意力头和 MLP 平均切成 tp 份", field="tp")
+        raise TPMathError("not_divides", "tp", tp_name="tp", tp=c["tp"], size_name="hidden", size=c["hidden"])
     return c
 
 
@@ -71,9 +71,8 @@ def render_cost(values: dict, lang: str) -> dict:
     r = run(c)
     rows = []
     for row in r["per_layer"]:
-        where = row["where_zh"] if lang == "zh" and row.get("where_zh") else row["where"]
-        rows.append([{"key": f"label.row_phase_{row['phase']}"}, where,
-                     f"{NCCL_NAME[row['collective']]} ({row['operator']})", fmt.integer(row["elements"]),
+        rows.append([label(f"label.row_phase_{row['phase']}"), row["where"],
+                     f"{REGISTRY[row['collective']].nccl} ({row['operator']})", fmt.integer(row["elements"]),
                      fmt.num(row["bus_factor"]), fmt.nbytes(row["bytes_per_rank"])])
     layer = {
         "caption": "cap.row_comm_layer",
@@ -81,8 +80,8 @@ def render_cost(values: dict, lang: str) -> dict:
                     "col.row_ring_factor", "col.row_bytes_per_rank"],
         "rows": rows,
         "foot": [
-            [{"key": "label.row_per_layer"}, "", "", "", "", fmt.nbytes(r["per_layer_bytes"])],
-            [{"key": "label.row_per_step", "args": {"layers": fmt.integer(c["layers"])}},
+            [label("label.row_per_layer"), "", "", "", "", fmt.nbytes(r["per_layer_bytes"])],
+            [label("label.row_per_step", layers=fmt.integer(c["layers"])),
              "", "", "", "", fmt.nbytes(r["per_step_bytes"])],
         ],
     }
@@ -90,18 +89,23 @@ def render_cost(values: dict, lang: str) -> dict:
         "caption": "cap.row_comm_time",
         "columns": ["col.row_quantity", "col.row_time"],
         "rows": [
-            [{"key": "label.row_t_calc"}, _ms(r["t_calc_s"])],
-            [{"key": "label.row_t_comm"}, _ms(r["t_comm_s"])],
-            [{"key": "label.row_t_overlap"}, _ms(r["t_overlap_s"])],
-            [{"key": "label.row_t_serial"}, _ms(r["t_serial_s"])],
+            [label("label.row_t_calc"), _ms(r["t_calc_s"])],
+            [label("label.row_t_comm"), _ms(r["t_comm_s"])],
+            [label("label.row_t_overlap"), _ms(r["t_overlap_s"])],
+            [label("label.row_t_serial"), _ms(r["t_serial_s"])],
         ],
     }
-    notes = {"comm-convention": r["convention_zh"] if lang == "zh" else r["convention_en"]}
+    notes = {"comm-convention": r["convention"]}
+    state = {}
     if c["preset"] != CUSTOM:
-        notes["comm-preset"] = {"key": "note.row_preset", "args": {
-            "name": cc.PRESETS[c["preset"]]["label"], "hidden": fmt.integer(c["hidden"]),
-            "seq": fmt.integer(c["seq"]), "layers": fmt.integer(c["layers"])}}
+        notes["comm-preset"] = label("note.row_preset", name=cc.PRESETS[c["preset"]]["label"],
+                                     hidden=fmt.integer(c["hidden"]), seq=fmt.integer(c["seq"]),
+                                     layers=fmt.integer(c["layers"]))
+        # The preset's fields show its values and are not editable ("Custom" frees them).
+        why = label("note.row_set_by_preset", name=cc.PRESETS[c["preset"]]["label"])
+        state = {k: {"disabled": True, "value": str(c[k]), "why": why} for k in ("hidden", "seq", "layers")}
     return {
+        "control_state": state,
         "controls": c,
         "tables": {"comm-layer": layer, "comm-time": time},
         "values": {
@@ -125,12 +129,12 @@ _D = _defaults()
 SECTIONS = {
     "comm-cost": Section("comm-cost", (
         Control("preset", "select", DEFAULT_PRESET, options=PRESET_CHOICES, label="ctl.row_preset"),
-        Control("batch", "number", 1, min=1, max=4096, step=1, label="ctl.row_batch"),
-        Control("seq", "number", _D["seq"], min=1, max=10**6, step=1, label="ctl.row_seq"),
-        Control("hidden", "number", _D["hidden"], min=1, max=10**6, step=1, label="ctl.row_hidden"),
-        Control("tp", "number", 8, min=1, max=512, step=1, label="ctl.row_tp"),
+        Control("batch", "number", 1, min=1, max=4096, step=1, label="ctl.row_batch", slider="log"),
+        Control("seq", "number", _D["seq"], min=1, max=10**6, step=1, label="ctl.row_seq", slider="log"),
+        Control("hidden", "number", _D["hidden"], min=1, max=10**6, step=1, label="ctl.row_hidden", slider="log"),
+        Control("tp", "number", 8, min=1, max=512, step=1, label="ctl.row_tp", slider="log"),
         Control("dtype_bytes", "select", 2, options=DTYPE_BYTES, label="ctl.row_dtype_bytes"),
-        Control("layers", "number", _D["layers"], min=1, max=1000, step=1, label="ctl.row_layers"),
+        Control("layers", "number", _D["layers"], min=1, max=1000, step=1, label="ctl.row_layers", slider="log"),
         Control("link_gbps", "number", 3600, min=0.001, step="any", label="ctl.row_link_gbps"),
         Control("tflops", "number", 400, min=0.001, step="any", label="ctl.row_tflops"),
     ), render_cost, tables=("comm-layer", "comm-time"),

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import attention as att
-from . import fmt
+from .. import fmt
 from .tree import NARROW_W, Panel, Row, arrow_head, arrow_panel, check, el, figure, figure_svg, n, rank_attrs, shades, text
 
 HEAT = 16.0          # a cell of a probability heat grid (S × S, up to 6 × 6)

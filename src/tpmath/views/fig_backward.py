@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from . import fmt
+from .. import fmt
 from .fig_kit import PAD, group, key, line, mid_text, rank_name, rect, single
 from .tree import CELL_H, CELL_W, LABEL_H, Panel, arrow_panel, el, figure, n, rank_attrs, shades, text
 

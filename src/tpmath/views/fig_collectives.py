@@ -11,7 +11,7 @@ node, the result leaves it.
 
 Which block went where is read off the core's result, not restated here: the example
 buffers are all distinct (rank r holds 10^r·[1, …, L]), so an output block that equals an
-input block came from it.  Only a reduction (``collectives.USES_OP``) creates new values.
+input block came from it.  Only a reduction (``Collective.reduces``) creates new values.
 
 ``mismatch``: one lane per rank, its calls in order; completed collectives are joined across
 the lanes, calls that met with different arguments are joined by a broken bond, and a rank
@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import collectives as core
 from .. import mismatch
-from . import fmt
+from .. import fmt
 from .fig_kit import (PAD, ROW_H, arrow, badge, cell_w, curve, group, key, line, mid_text, rank_name, rect,
                       single, two_widths)
 from .tree import rank_attrs, text
@@ -108,7 +108,7 @@ def _plan(res: dict) -> dict:
     length = inputs[0].size
     size = length // nr if name in _SPLIT_IN else length          # the block a collective moves
     blocks_in = [_blocks(b, size) for b in inputs]
-    reduces = name in core.USES_OP
+    reduces = core.REGISTRY[name].reduces
     lanes = []
     for j, out in enumerate(res["outputs"]):
         used = name not in _ROOT_ONLY_INPUT or j == res["root"]

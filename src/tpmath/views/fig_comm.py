@@ -9,7 +9,7 @@ which is the step's divided by the number of layers and drawn as long as the ste
 
 from __future__ import annotations
 
-from . import fmt
+from .. import fmt
 from .fig_parts import NUM_CHAR, PAD, key, rect, single
 from .tree import text
 

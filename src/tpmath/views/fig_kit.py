@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable
 
-from . import fmt
+from .. import fmt
 from .fig_parts import PAD, key, num_w, rect, single  # noqa: F401  (shared with the other figures)
 from .tree import NARROW_W, WIDE_W, arrow_head, check, el, figure_svg, n, rank_attrs, text
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import fmt
+from .. import fmt
 from .tree import (CELL_H, Panel, Row, arrow_panel, el, figure, matrix_panel, n, rank_attrs, text)
 
 # stage -> the operation written on the arrow from one column of the table to the next

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from . import fmt
+from .. import fmt
 from .tree import CELL_H, LABEL_H, Panel, arrow_head, check, el, figure_svg, n, rank_attrs, shades, text
 
 NUM_CHAR = 6.8          # px per character of an 11 px monospace number

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .. import schedules
-from . import fmt
+from .. import fmt
 from .fig_kit import PAD, arrow, group, key, mid_text, rank_name, rect, single
 from .tree import TreeError, arrow_head, el, n, rank_attrs, text
 

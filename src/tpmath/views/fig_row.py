@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..schedules import bus_bandwidth_factor
-from . import fmt
+from .. import fmt
 from .fig_parts import NUM_CHAR, PAD, TEXT_CHAR, cell_width, coll_panel, grid_panel, heading, key, lane_badge, rect, single
 from .tree import CELL_H, LABEL_H, NARROW_W, Panel, Row, figure, text
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import fmt
+from .. import fmt
 from .fig_parts import (CAP_H, PAD, band, badge, down_arrow, hline, key, rect, single, widest)
 from .tree import Panel, el, figure, n, rank_attrs, text
 

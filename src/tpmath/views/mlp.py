@@ -15,9 +15,10 @@ import numpy as np
 
 from .. import mlp as core
 from ..validate import as_choice
-from . import Control, Section, fmt
+from .. import fmt
+from . import Control, Section
+from .cells import id_range, label, rank, select_int, table
 from .fig_mlp import figure_mlp
-from .page1_util import id_range, label, rank, select_int, table
 
 STAGES = ("shards", "forward", "partial", "backward", "grad-w", "grad-x")
 TP_OPTIONS = (1, 2, 4)
@@ -105,8 +106,8 @@ SECTIONS = {
     "mlp": Section(
         name="mlp",
         controls=(
-            Control("stage", "select", "partial", options=STAGES),
-            Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS)),
+            Control("stage", "select", "partial", options=STAGES, slider=True),
+            Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS), slider=True),
         ),
         render=render_mlp,
         tables=("mlp-inputs", "mlp-ranks"),

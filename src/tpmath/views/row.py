@@ -15,51 +15,45 @@ Sections
                   column→column pairings: collectives and elements per rank (``row-pairing``).
 
 Every number comes from :mod:`tpmath.row_linear` or from the shapes, formatted with
-:mod:`tpmath.views.fmt`.
+:mod:`tpmath.fmt`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from .. import row_linear
+from ..collectives import REGISTRY
 from ..errors import TPMathError
+from ..errors import name as field_name
 from ..schedules import bus_bandwidth_factor
 from ..validate import as_int
 from . import Control, Section
-from . import fmt
+from .cells import label, rank
+from .. import fmt
 from .fig_row import figure_row_backward, figure_row_linear, figure_row_pairing
 
 TP_CHOICES = (1, 2, 4)
 PAIRING_TP_CHOICES = (1, 2, 4, 8)
 
-# NCCL spelling of each collective (the core uses lower-case hyphenated names).
-NCCL_NAME = {"all-reduce": "AllReduce", "all-gather": "AllGather", "reduce-scatter": "ReduceScatter",
-             "broadcast": "Broadcast", "none": "—"}
-
-
-def _key(key: str, **args: Any) -> dict:
-    """A cell translated by the page: ``{"key": ..., "args": ...}``."""
-    return {"key": key, "args": args} if args else {"key": key}
 
 
 def _tp(value: Any, choices: tuple[int, ...]) -> int:
     """The TP size, one of ``choices``."""
     tp = as_int("tp", value)
     if tp not in choices:
-        allowed = ", ".join(str(c) for c in choices)
-        raise TPMathError(f"tp={tp} is not one of {allowed}", f"tp={tp} 不在可选值 {allowed} 中", field="tp")
+        raise TPMathError("not_choice", "tp", name=field_name("tp"), value=tp,
+                          choices=", ".join(str(c) for c in choices))
     return tp
 
 
-def _divides(tp: int, size: int, name: str, what_en: str, what_zh: str) -> None:
-    """Raise (field = the size control) unless tp divides ``size``: Megatron needs equal shards."""
+def _divides(tp: int, size: int, name: str, what: str) -> None:
+    """Raise (field = the size control) unless tp divides ``size``: Megatron needs equal shards.
+    ``what`` names the sentence saying which split needs it (error.split_<what>)."""
     if size % tp:
-        raise TPMathError(
-            f"{name}={size} is not divisible by tp={tp}: {what_en} needs {tp} equal shards",
-            f"{name}={size} 不能被 tp={tp} 整除：{what_zh}需要 {tp} 个等大的分片", field=name)
+        raise TPMathError("size_not_divisible", name, name=name, size=size, tp=tp,
+                          split=label(f"error.split_{what}", tp=str(tp)))
 
 
 def linear_controls(values: dict) -> dict:
@@ -69,10 +63,8 @@ def linear_controls(values: dict) -> dict:
     d_in = as_int("d_in", values["d_in"], 1, 8)
     d_out = as_int("d_out", values["d_out"], 1, 8)
     seed = as_int("seed", values["seed"], 0, 2**32 - 1)
-    _divides(tp, d_in, "d_in", "row parallel splits the input features (rows of A) and",
-             "行并行切分输入特征（A 的行），")
-    _divides(tp, d_out, "d_out", "column parallel splits the output features (columns of A) and",
-             "列并行切分输出特征（A 的列），")
+    _divides(tp, d_in, "d_in", "row")
+    _divides(tp, d_out, "d_out", "column")
     return {"tp": tp, "batch": batch, "d_in": d_in, "d_out": d_out, "seed": seed}
 
 
@@ -86,10 +78,10 @@ def run_both(c: dict) -> tuple[dict, dict]:
 
 def _linear_controls_spec() -> tuple[Control, ...]:
     return (
-        Control("tp", "select", 2, options=TP_CHOICES, label="ctl.row_tp"),
-        Control("batch", "number", 2, min=1, max=4, step=1, label="ctl.row_batch"),
-        Control("d_in", "number", 4, min=1, max=8, step=1, label="ctl.row_d_in"),
-        Control("d_out", "number", 4, min=1, max=8, step=1, label="ctl.row_d_out"),
+        Control("tp", "select", 2, options=TP_CHOICES, label="ctl.row_tp", slider=True),
+        Control("batch", "number", 2, min=1, max=4, step=1, label="ctl.row_batch", slider=True),
+        Control("d_in", "number", 4, min=1, max=8, step=1, label="ctl.row_d_in", slider=True),
+        Control("d_out", "number", 4, min=1, max=8, step=1, label="ctl.row_d_out", slider=True),
         Control("seed", "number", 0, min=0, max=2**32 - 1, step=1, label="ctl.row_seed"),
     )
 
@@ -99,7 +91,7 @@ def _comm_note(row: dict, col: dict) -> dict:
     (rf,) = [c for c in row["comm"] if c["phase"] == "forward"]
     (cf,) = [c for c in col["comm"] if c["phase"] == "forward"]
     (cb,) = [c for c in col["comm"] if c["phase"] == "backward"]
-    return _key("note.row_linear_comm", tp=str(row["tp"]), row_fwd=fmt.integer(rf["elements"]),
+    return label("note.row_linear_comm", tp=str(row["tp"]), row_fwd=fmt.integer(rf["elements"]),
                 col_fwd=fmt.integer(cf["elements"]), col_bwd=fmt.integer(cb["elements"]))
 
 
@@ -117,22 +109,22 @@ def render_linear(values: dict, lang: str) -> dict:
     row_ranks = {
         "caption": "cap.row_ranks",
         "columns": ["col.row_rank", "col.row_x_shard", "col.row_a_shard", "col.row_y_partial"],
-        "rows": [[f"R{r['rank']}", fmt.mat(r["X_shard"]), fmt.mat(r["A_shard"]), fmt.mat(r["Y_partial"])]
+        "rows": [[rank(r['rank']), fmt.mat(r["X_shard"]), fmt.mat(r["A_shard"]), fmt.mat(r["Y_partial"])]
                  for r in row["ranks"]],
         "foot": [
-            [_key("label.row_allreduce_y"), "", "", fmt.mat(row["Y"])],
-            [_key("label.row_reference_y"), "", "", fmt.mat(row["reference"]["Y"])],
-            [_key("label.row_max_abs_err"), "", "", fmt.err(row["max_abs_err"]["Y"])],
+            [label("label.row_allreduce_y"), "", "", fmt.mat(row["Y"])],
+            [label("label.row_reference_y"), "", "", fmt.mat(row["reference"]["Y"])],
+            [label("label.row_max_abs_err"), "", "", fmt.err(row["max_abs_err"]["Y"])],
         ],
     }
     col_ranks = {
         "caption": "cap.row_col_ranks",
         "columns": ["col.row_rank", "col.row_a_shard", "col.row_y_shard"],
-        "rows": [[f"R{r['rank']}", fmt.mat(r["A_shard"]), fmt.mat(r["Y_shard"])] for r in col["ranks"]],
+        "rows": [[rank(r['rank']), fmt.mat(r["A_shard"]), fmt.mat(r["Y_shard"])] for r in col["ranks"]],
         "foot": [
-            [_key("label.row_allgather_y"), "", fmt.mat(col["Y"])],
-            [_key("label.row_reference_y"), "", fmt.mat(col["reference"]["Y"])],
-            [_key("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["Y"])],
+            [label("label.row_allgather_y"), "", fmt.mat(col["Y"])],
+            [label("label.row_reference_y"), "", fmt.mat(col["reference"]["Y"])],
+            [label("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["Y"])],
         ],
     }
     return {
@@ -154,8 +146,8 @@ def comm_rows(row: dict, col: dict) -> list[list]:
         for c in result["comm"]:
             none = c["collective"] == "none"
             sent = 0.0 if none else bus_bandwidth_factor(c["collective"], n) * c["elements"]
-            rows.append([_key(layer_key), _key(f"label.row_phase_{c['phase']}"),
-                         _key("label.row_no_comm") if none else NCCL_NAME[c["collective"]],
+            rows.append([label(layer_key), label(f"label.row_phase_{c['phase']}"),
+                         label("label.row_no_comm") if none else REGISTRY[c["collective"]].nccl,
                          fmt.integer(c["elements"]), fmt.num(sent)])
     return rows
 
@@ -168,23 +160,23 @@ def render_backward(values: dict, lang: str) -> dict:
     row_bwd = {
         "caption": "cap.row_bwd_ranks",
         "columns": ["col.row_rank", "col.row_dy_full", "col.row_dx_shard", "col.row_da_shard"],
-        "rows": [[f"R{r['rank']}", fmt.mat(dY), fmt.mat(r["dX_shard"]), fmt.mat(r["dA_shard"])]
+        "rows": [[rank(r['rank']), fmt.mat(dY), fmt.mat(r["dX_shard"]), fmt.mat(r["dA_shard"])]
                  for r in row["ranks"]],
         "foot": [
-            [_key("label.row_concat_shards"), "", fmt.mat(row["sharded"]["dX"]), fmt.mat(row["sharded"]["dA"])],
-            [_key("label.row_reference"), "", fmt.mat(row["reference"]["dX"]), fmt.mat(row["reference"]["dA"])],
-            [_key("label.row_max_abs_err"), "", fmt.err(row["max_abs_err"]["dX"]), fmt.err(row["max_abs_err"]["dA"])],
+            [label("label.row_concat_shards"), "", fmt.mat(row["sharded"]["dX"]), fmt.mat(row["sharded"]["dA"])],
+            [label("label.row_reference"), "", fmt.mat(row["reference"]["dX"]), fmt.mat(row["reference"]["dA"])],
+            [label("label.row_max_abs_err"), "", fmt.err(row["max_abs_err"]["dX"]), fmt.err(row["max_abs_err"]["dA"])],
         ],
     }
     col_bwd = {
         "caption": "cap.row_col_bwd_ranks",
         "columns": ["col.row_rank", "col.row_dy_shard", "col.row_dx_partial", "col.row_col_da_shard"],
-        "rows": [[f"R{r['rank']}", fmt.mat(r["dY_shard"]), fmt.mat(r["dX_partial"]), fmt.mat(r["dA_shard"])]
+        "rows": [[rank(r['rank']), fmt.mat(r["dY_shard"]), fmt.mat(r["dX_partial"]), fmt.mat(r["dA_shard"])]
                  for r in col["ranks"]],
         "foot": [
-            [_key("label.row_allreduce_dx"), "", fmt.mat(col["sharded"]["dX"]), fmt.mat(col["sharded"]["dA"])],
-            [_key("label.row_reference"), "", fmt.mat(col["reference"]["dX"]), fmt.mat(col["reference"]["dA"])],
-            [_key("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["dX"]), fmt.err(col["max_abs_err"]["dA"])],
+            [label("label.row_allreduce_dx"), "", fmt.mat(col["sharded"]["dX"]), fmt.mat(col["sharded"]["dA"])],
+            [label("label.row_reference"), "", fmt.mat(col["reference"]["dX"]), fmt.mat(col["reference"]["dA"])],
+            [label("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["dX"]), fmt.err(col["max_abs_err"]["dA"])],
         ],
     }
     comm = {
@@ -199,7 +191,7 @@ def render_backward(values: dict, lang: str) -> dict:
         "controls": c,
         "tables": {"row-bwd-ranks": row_bwd, "col-bwd-ranks": col_bwd, "row-comm": comm},
         "values": {"row-bwd-max-abs-err": fmt.err(worst_row), "col-bwd-max-abs-err": fmt.err(worst_col)},
-        "notes": {"row-backward": _key("note.row_backward", tp=str(c["tp"]))},
+        "notes": {"row-backward": label("note.row_backward", tp=str(c["tp"]))},
         "figures": {"row-backward": figure_row_backward(row, col)},
     }
 
@@ -212,8 +204,8 @@ def pairing_controls(values: dict) -> dict:
     tokens = as_int("tokens", values["tokens"], 1, 10**7)
     hidden = as_int("hidden", values["hidden"], 1, 10**6)
     ffn = as_int("ffn", values["ffn"], 1, 10**6)
-    _divides(tp, hidden, "hidden", "splitting the layer input or output", "切分层的输入或输出")
-    _divides(tp, ffn, "ffn", "splitting the MLP width", "切分 MLP 宽度")
+    _divides(tp, hidden, "hidden", "hidden")
+    _divides(tp, ffn, "ffn", "ffn")
     return {"tp": tp, "tokens": tokens, "hidden": hidden, "ffn": ffn}
 
 
@@ -249,7 +241,7 @@ def sent_per_rank(ops: list[tuple[str, int, str]], n: int) -> float:
 
 def _ops_cell(ops: list[tuple[str, int, str]]) -> str:
     """``AllReduce T×F + AllReduce T×h`` (shape symbols are language-neutral)."""
-    return " + ".join(f"{NCCL_NAME[name]} {symbol}" for name, _, symbol in ops)
+    return " + ".join(f"{REGISTRY[name].nccl} {symbol}" for name, _, symbol in ops)
 
 
 def _ratio(sent: float, base: float) -> str:
@@ -267,12 +259,12 @@ def render_pairing(values: dict, lang: str) -> dict:
     for s in schemes:
         fwd = sent_per_rank(s["forward"], n)
         bwd = sent_per_rank(s["backward"], n)
-        rows.append([_key(f"label.row_scheme_{s['name'].replace('-', '_')}"),
+        rows.append([label(f"label.row_scheme_{s['name'].replace('-', '_')}"),
                      _ops_cell(s["forward"]), _ops_cell(s["backward"]),
                      f"{fmt.integer(round(fwd))} + {fmt.integer(round(bwd))}", _ratio(fwd + bwd, base)])
     layer_fwd = 2 * sent_per_rank(schemes[0]["forward"], n)
     layer_bwd = 2 * sent_per_rank(schemes[0]["backward"], n)
-    foot = [[_key("label.row_scheme_layer"), "2 × AllReduce T×h", "2 × AllReduce T×h",
+    foot = [[label("label.row_scheme_layer"), "2 × AllReduce T×h", "2 × AllReduce T×h",
              f"{fmt.integer(round(layer_fwd))} + {fmt.integer(round(layer_bwd))}",
              _ratio(layer_fwd + layer_bwd, base)]]
     table = {
@@ -285,7 +277,7 @@ def render_pairing(values: dict, lang: str) -> dict:
         "controls": c,
         "tables": {"row-pairing": table},
         "values": {"pairing-ring-factor": fmt.num(bus_bandwidth_factor("all-reduce", n))},
-        "notes": {"row-pairing": _key("note.row_pairing", T=fmt.integer(T), h=fmt.integer(h),
+        "notes": {"row-pairing": label("note.row_pairing", T=fmt.integer(T), h=fmt.integer(h),
                                       F=fmt.integer(F), tp=str(n))},
         "figures": {"row-pairing": figure_row_pairing(n, schemes, rows)},
     }
@@ -308,9 +300,9 @@ SECTIONS = {
                             values=("row-bwd-max-abs-err", "col-bwd-max-abs-err"),
                             real=lambda c: real_runs(c, "backward")),
     "row-pairing": Section("row-pairing", (
-        Control("tp", "select", 4, options=PAIRING_TP_CHOICES, label="ctl.row_tp"),
-        Control("tokens", "number", 8192, min=1, max=10**7, step=1, label="ctl.row_tokens"),
-        Control("hidden", "number", 4096, min=1, max=10**6, step=1, label="ctl.row_hidden"),
-        Control("ffn", "number", 16384, min=1, max=10**6, step=1, label="ctl.row_ffn"),
+        Control("tp", "select", 4, options=PAIRING_TP_CHOICES, label="ctl.row_tp", slider=True),
+        Control("tokens", "number", 8192, min=1, max=10**7, step=1, label="ctl.row_tokens", slider="log"),
+        Control("hidden", "number", 4096, min=1, max=10**6, step=1, label="ctl.row_hidden", slider="log"),
+        Control("ffn", "number", 16384, min=1, max=10**6, step=1, label="ctl.row_ffn", slider="log"),
     ), render_pairing, tables=("row-pairing",), values=("pairing-ring-factor",)),
 }

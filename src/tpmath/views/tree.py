@@ -26,7 +26,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from . import fmt
+from .. import fmt
 
 SVG_TAGS = frozenset({"svg", "g", "rect", "line", "path", "polygon", "circle", "text", "tspan",
                       "title", "desc"})

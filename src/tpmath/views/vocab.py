@@ -21,9 +21,10 @@ import numpy as np
 
 from .. import vocab_ce as core
 from ..validate import as_float
-from . import Control, Section, fmt
+from .. import fmt
+from . import Control, Section
+from .cells import id_range, int_range, label, rank, select_int, table
 from .fig_vocab import figure_vocab_ce, figure_vocab_extras
-from .page1_util import id_range, int_range, label, rank, select_int, table
 
 V = len(core.DEFAULT_LOGITS)
 SHARD_OPTIONS = tuple(range(1, V + 1))
@@ -173,9 +174,9 @@ SECTIONS = {
     "vocab-ce": Section(
         name="vocab-ce",
         controls=(
-            Control("shards", "select", "2", options=int_range(1, V)),
-            Control("target", "select", str(core.DEFAULT_TARGET), options=int_range(0, V - 1)),
-            Control("shift", "number", 0, min=-core.SHIFT_LIMIT, max=core.SHIFT_LIMIT, step="any"),
+            Control("shards", "select", "2", options=int_range(1, V), slider=True),
+            Control("target", "select", str(core.DEFAULT_TARGET), options=int_range(0, V - 1), slider=True),
+            Control("shift", "number", 0, min=-core.SHIFT_LIMIT, max=core.SHIFT_LIMIT, step="any", slider="symlog"),
         ),
         render=render_vocab_ce,
         real=lambda c: [("vocab-ce", {"shards": c["shards"], "target": c["target"], "shift": c["shift"]})],
@@ -186,8 +187,8 @@ SECTIONS = {
     "vocab-extras": Section(
         name="vocab-extras",
         controls=(
-            Control("tp", "select", "2", options=int_range(1, V)),
-            Control("smoothing", "number", 0.1, min=0, max=1, step=0.05),
+            Control("tp", "select", "2", options=int_range(1, V), slider=True),
+            Control("smoothing", "number", 0.1, min=0, max=1, step=0.05, slider=True),
         ),
         render=render_vocab_extras,
         real=lambda c: [("vocab-ce", {"shards": c["tp"], "label_smoothing": c["smoothing"]}),

@@ -26,7 +26,6 @@ def linear_inputs(args: argparse.Namespace, random_inputs: Callable) -> tuple:
     if args.seed is None:
         return args.x, args.a, args.dy
     if args.x is not None or args.a is not None or args.dy is not None:
-        raise TPMathError(f"give either --seed (random inputs) or --x/--a/--dy, not both (seed={args.seed!r})",
-                          f"--seed（随机输入）与 --x/--a/--dy 只能二选一（seed={args.seed!r}）", field="seed")
+        raise TPMathError("seed_or_matrices", "seed", value=args.seed)
     d = random_inputs(args.seed, args.batch, args.d_in, args.d_out)
     return d["X"], d["A"], d["dY"]

@@ -1,8 +1,7 @@
-"""Small helpers shared by the views of page 1 (mlp, backward, collectives, vocab).
+"""The pieces every view builds its result from (one dialect for all view modules).
 
-They build the JSON-ready pieces described in :mod:`tpmath.views`: translated
-cells (``{"key": …, "args": …}``), rank labels and tables.  Numbers are
-formatted only through :mod:`tpmath.views.fmt`.
+Translated cells (:func:`label`, a ``{"key": …, "args": …}`` cell), rank labels and tables,
+as described in :mod:`tpmath.views`.  Numbers are formatted only through :mod:`tpmath.fmt`.
 """
 
 from __future__ import annotations
@@ -10,13 +9,15 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..errors import TPMathError
+from ..errors import name as field_name
 from ..validate import as_int
-from . import fmt
+from .. import fmt
+from ..i18n import Text
 
 
-def label(key: str, **args: Any) -> dict:
+def label(key: str, **args: Any) -> Text:
     """A cell whose text is the i18n string ``key`` with ``{name}`` placeholders filled."""
-    return {"key": key, "args": args} if args else {"key": key}
+    return Text(key, **args)
 
 
 def rank(r: int) -> str:
@@ -33,9 +34,8 @@ def select_int(name: str, value: Any, options: Sequence[int]) -> int:
     """An integer control restricted to ``options`` (the values of its <select>)."""
     v = as_int(name, value)
     if v not in options:
-        allowed = ", ".join(str(o) for o in options)
-        raise TPMathError(f"{name}={v} is not one of {allowed}",
-                          f"{name}={v} 不在可选值 {allowed} 中", field=name)
+        raise TPMathError("not_choice", name, name=field_name(name), value=v,
+                          choices=", ".join(str(o) for o in options))
     return v
 
 

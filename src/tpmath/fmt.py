@@ -48,7 +48,7 @@ def err(x: Any) -> str:
     if math.isnan(x):
         return "NaN"
     if x < TINY:
-        return "< 1e\u221215"
+        return "<\u00a01e\u221215"
     mant, exp = f"{x:.1e}".split("e")
     return f"{mant}e{int(exp)}".replace("-", MINUS)
 
@@ -70,7 +70,7 @@ def within(x: Any, tol: float) -> str:
     mant = math.ceil(tol / 10.0 ** exp * (1 - 1e-12))
     if mant == 10:
         mant, exp = 1, exp + 1
-    return f"< {mant}e{exp}".replace("-", MINUS)
+    return f"<\u00a0{mant}e{exp}".replace("-", MINUS)
 
 
 def vec(v: Any, decimals: int = 4) -> str:
@@ -92,8 +92,9 @@ def mat(m: Any, decimals: int = 4) -> str:
 
 
 def integer(n: Any) -> str:
-    """An integer with thin grouping: 1 234 567 (no locale dependence)."""
-    return f"{int(n):,}".replace(",", "\u2009").replace("-", MINUS)
+    """An integer with thin grouping: 1 234 567 (no locale dependence; a narrow no-break space, so a
+    number never breaks across lines)."""
+    return f"{int(n):,}".replace(",", "\u202f").replace("-", MINUS)
 
 
 def nbytes(n: Any) -> str:
@@ -101,6 +102,20 @@ def nbytes(n: Any) -> str:
     n = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
-            return (f"{int(n)} B" if unit == "B" else f"{n:.3g} {unit}").replace("-", MINUS)
+            return (f"{int(n)}\u00a0B" if unit == "B" else f"{n:.3g}\u00a0{unit}").replace("-", MINUS)
         n /= 1024
     raise AssertionError("unreachable")
+
+
+def bound(x: Any) -> str:
+    """A limit a reader must respect: 10 000, −10 000, 0.001, 1e−9 (no trailing zeros)."""
+    x = float(x)
+    if x.is_integer() and abs(x) < 1e15:
+        return integer(x)
+    return f"{x:g}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e").replace("-", MINUS)
+
+
+def shape(dims: Any) -> str:
+    """A shape as numpy writes it, (2, 4) or (3,); ``None`` (any size) as ·."""
+    parts = ["·" if d is None else str(int(d)) for d in dims]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"

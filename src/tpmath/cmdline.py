@@ -1,0 +1,100 @@
+"""What the two command lines share (``python -m tpmath`` and ``python -m tpmath.real``).
+
+argparse that reports through :class:`~tpmath.TPMathError`, negative numbers as option values,
+``--lang``, the one ``error: …`` line, and a quiet end when the reader of stdout goes away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable
+
+from . import i18n
+from .errors import TPMathError
+
+# Said in code because it is the one message that cannot come from the message files.
+NO_MESSAGES = "error: tpmath's message files (content/i18n/*.errors.toml) were not found"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises TPMathError instead of printing usage and exiting."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        raise TPMathError("usage", detail=message, prog=self.prog)
+
+
+def join_negative_values(argv: list[str]) -> list[str]:
+    """``--shift -1e4`` → ``--shift=-1e4``: argparse would take ``-1e4`` for an option.
+
+    (argparse only recognises plain negative numbers like ``-3`` or ``-0.5`` as values.)
+    """
+    out: list[str] = []
+    for tok in argv:
+        prev = out[-1] if out else ""
+        if tok.startswith("-") and prev.startswith("--") and "=" not in prev and _is_number(tok):
+            out[-1] = f"{prev}={tok}"
+        else:
+            out.append(tok)
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def take_lang(argv: list[str]) -> tuple[str, list[str]]:
+    """``--lang LANG`` / ``--lang=LANG`` taken out of ``argv`` (default :data:`i18n.DEFAULT_LANG`);
+    an unknown language is an error (in the default language)."""
+    lang, rest, i = i18n.DEFAULT_LANG, [], 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--lang" and i + 1 < len(argv):
+            lang, i = argv[i + 1], i + 2
+            continue
+        if tok.startswith("--lang="):
+            lang = tok.split("=", 1)[1]
+        else:
+            rest.append(tok)
+        i += 1
+    if lang not in i18n.languages():
+        raise TPMathError("unknown_language", "lang", value=lang, choices=", ".join(i18n.languages()))
+    return lang, rest
+
+
+def start(argv: list[str], quiet: bool = False) -> tuple[str, list[str]] | None:
+    """(language, the other arguments); None when the run must end at once (status 2) because the
+    message files are missing or ``--lang`` names no language, after its one error line (unless
+    ``quiet``: under torchrun only rank 0 speaks)."""
+    if not i18n.languages():
+        if not quiet:
+            print(NO_MESSAGES, file=sys.stderr)
+        return None
+    try:
+        return take_lang(argv)
+    except TPMathError as err:
+        if not quiet:
+            say_error(err, i18n.DEFAULT_LANG)
+        return None
+
+
+def say_error(err: TPMathError, lang: str) -> None:
+    """The one ``error: …`` line on stderr."""
+    print(f"error: {' '.join(err.message(lang).splitlines())}", file=sys.stderr)
+
+
+def quiet_on_closed_pipe(main: Callable[[], int]) -> int:
+    """``main()``, but a reader that closed stdout (``… | head``) ends the run with status 1 and
+    no BrokenPipeError traceback."""
+    try:
+        return main()
+    except BrokenPipeError:
+        # Nobody is left to tell.  Point stdout at /dev/null so the interpreter's own flush at
+        # exit does not fail (and print a traceback) too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

@@ -1,0 +1,87 @@
+"""Multi-head attention with GQA split by heads on real ranks (tpmath.attention)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import attention
+from ..validate import as_choice
+from .output import cols, rows, verdict
+from .topic import Opt, Topic, opts
+
+STAGES = ("all", "forward", "backward")
+
+
+def _plan_attention(o: dict) -> dict:
+    stage = as_choice("stage", o["stage"], STAGES)
+    args = {k: o[k] for k in ("tp", "heads", "kv_heads", "seq", "batch", "hidden", "causal", "mistake")}
+    cfg = attention.validate_config(**args)
+    res = attention.cached_run(**args, seed=o["seed"])
+    return {"world": cfg.tp, "stage": stage, "dtype": "float64", "cfg": cfg, "inputs": res["inputs"], "core": res}
+
+
+def attention_records(cfg: attention.Config, r: int, q_heads: list, kv_heads: list,
+                      stage: str) -> list[tuple[str, str]]:
+    """(key, printed name) of what rank r prints for ``stage``; keys index a rank's values
+    (``P<j>`` = the probabilities of its j-th local head).  Names say which collective made a
+    value, and under a mistake what the rank really does."""
+    E, tp, m = cfg.head_dim, cfg.tp, cfg.mistake
+    a, b = q_heads[0] * E, (q_heads[-1] + 1) * E
+    c, d = kv_heads[0] * E, (kv_heads[-1] + 1) * E
+    swapped = m == "f-and-g-swapped"
+    reduced = " ← all_reduce(SUM)" if tp > 1 else ""
+    groups = attention.kv_groups([attention.rank_heads(cfg, q)[1] for q in range(tp)])
+    mine = next(g for g in groups if r in g)
+    kv_sum = (f" ← all_reduce(SUM, ranks {','.join(map(str, mine))})"
+              if cfg.kv_heads < tp and m != "kv-grad-not-summed" else "")
+    fwd = [("W_q", "W_q" + cols(a, b)), ("W_k", "W_k" + cols(c, d)), ("W_v", "W_v" + cols(c, d)),
+           ("W_o", "W_o" + rows(a, b))]
+    if swapped:
+        fwd.append(("X_in", "X" + reduced))
+    fwd += [("Q", "Q"), ("K", "K"), ("V", "V")]
+    fwd += [(f"P{j}", f"P (head {h})") for j, h in enumerate(q_heads)]
+    fwd += [("Y_partial", "Y_partial"), ("Y", "Y" + ("" if swapped else reduced)), ("loss", "loss = Σ Y⊙G")]
+    bwd = [("G_Y", "G_Y" + reduced)] if swapped else []
+    bwd += [("G_W_q", "G_W_q" + cols(a, b)), ("G_W_k", "G_W_k" + cols(c, d) + kv_sum),
+            ("G_W_v", "G_W_v" + cols(c, d) + kv_sum), ("G_W_o", "G_W_o" + rows(a, b)),
+            ("G_X_partial", "G_X_partial"), ("G_X", "G_X" + ("" if swapped else reduced))]
+    return {"forward": fwd, "backward": bwd, "all": fwd + bwd}[stage]
+
+
+def attention_values(rk: dict) -> dict:
+    """A rank's values as printed: tokens as rows (B·S, ·), one (B·S, S) matrix per local head."""
+    def rows2(x):
+        return np.asarray(x).reshape(-1, np.shape(x)[-1])
+    out = {k: (rows2(v) if isinstance(v, np.ndarray) and v.ndim == 3 else v) for k, v in rk.items()}
+    for j in range(np.shape(rk["probs"])[1]):
+        out[f"P{j}"] = rows2(rk["probs"][:, j])
+    return out
+
+
+ATTENTION_CHECK = ("loss", "Y", "G_X", "G_W_q", "G_W_k", "G_W_v", "G_W_o")
+
+
+def _expected_attention(p: dict) -> tuple[list, list]:
+    res, cfg = p["core"], p["cfg"]
+    per_rank = []
+    for rk in res["ranks"]:
+        values = attention_values(rk)
+        recs = attention_records(cfg, rk["rank"], rk["q_heads"], rk["kv_heads"], p["stage"])
+        per_rank.append([(name, values[key]) for key, name in recs])
+    check = [(f"max|Δ| {k}", verdict(res["max_abs_err"][k], res["tolerances"][k])) for k in ATTENTION_CHECK]
+    return per_rank, check
+
+
+TOPICS = (Topic("attention", "multi-head attention with GQA split by heads (f before QKV, g after W_o), forward and "
+                "backward", opts(
+    ("tp", "2", "tensor-parallel size = number of processes; must divide --heads"),
+    ("heads", "4", "query heads H"),
+    ("kv-heads", None, "KV heads K (default H); K ≥ tp: tp divides K; K < tp: K divides tp (replicated)"),
+    ("seq", "4", "sequence length S"),
+    ("batch", "1", "batch B"),
+    ("hidden", "8", "hidden size D (head size D/H)"),
+    ("seed", "0", "seed of the page's inputs (tpmath.attention.example_inputs)"),
+    ("causal", None, "causal mask", True),
+    ("mistake", "none", f"one of {', '.join(attention.MISTAKES)}"),
+    ("stage", "all", f"which tensors to print: {', '.join(STAGES)}"),
+), _plan_attention, _expected_attention, real_module="attention"),)

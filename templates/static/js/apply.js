@@ -1,0 +1,203 @@
+/* Applying a section's result to its demo block (DOM contract: ARCHITECTURE.md, "Rendered demo
+ * block"): tables (text cells and element-tree cells), values, notes, the real-ranks block and
+ * figures.  A part is replaced only when it differs, and whatever text changed is marked for a
+ * moment (the "what changed" cue, cue.js). */
+
+import { cellText, keyText } from "./i18n.js";
+import { build, TreeError } from "./tree.js";
+import { markChanged } from "./cue.js";
+
+function findIn(scope, attr, name) {
+  for (const el of scope.querySelectorAll(`[${attr}]`)) if (el.getAttribute(attr) === name) return el;
+  return null;
+}
+
+function setTexts(scope, attr, map, cue) {
+  for (const [name, cell] of Object.entries(map)) {
+    const el = findIn(scope, attr, name);
+    if (!el) continue;
+    const text = cellText(cell);
+    if (el.textContent !== text) {
+      el.textContent = text;
+      if (cue) cue.push(el);
+    }
+  }
+}
+
+/** A table body/foot cell: element tree ({el}), translated sentence ({key}: prose) or a value. */
+function fillCell(cell, value) {
+  if (value !== null && typeof value === "object" && value.el) {
+    cell.appendChild(build(value.el));
+  } else {
+    const prose = value !== null && typeof value === "object" && typeof value.key === "string";
+    if (prose && cell.tagName === "TD") cell.className = "prose";   // as templates/demo.html
+    cell.textContent = cellText(value);
+  }
+}
+
+function buildRows(tag, rows) {
+  const part = document.createElement(tag);
+  for (const row of rows || []) {
+    const tr = part.insertRow();
+    row.forEach((value, j) => {
+      const cell = document.createElement(j === 0 ? "th" : "td");
+      if (j === 0) cell.setAttribute("scope", "row");
+      fillCell(cell, value);
+      tr.appendChild(cell);
+    });
+  }
+  return part;
+}
+
+function buildHead(columns) {
+  const thead = document.createElement("thead");
+  const tr = thead.insertRow();
+  for (const c of columns || []) {
+    const th = document.createElement("th");
+    th.setAttribute("scope", "col");
+    th.textContent = keyText(c);
+    tr.appendChild(th);
+  }
+  return thead;
+}
+
+/** Same elements, attributes and texts (ignoring whitespace-only text between elements). */
+function sameTree(a, b) {
+  if (!a || !b) return false;
+  if (a.tagName !== b.tagName || a.textContent !== b.textContent) return false;
+  if (a.attributes.length !== b.attributes.length) return false;
+  for (const attr of a.attributes) if (b.getAttribute(attr.name) !== attr.value) return false;
+  const ka = a.children, kb = b.children;
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) if (!sameTree(ka[i], kb[i])) return false;
+  return true;
+}
+
+/** Put `fresh` in the place of `old` (or where a part of its kind goes) unless they are the same. */
+function replacePart(table, old, fresh, cue) {
+  if (old && sameTree(old, fresh)) return;
+  if (old) {
+    markChanged(old, fresh, cue);
+    table.replaceChild(fresh, old);
+  } else if (fresh.tagName === "THEAD") {
+    table.insertBefore(fresh, table.caption ? table.caption.nextSibling : table.firstChild);
+  } else if (fresh.tagName === "TBODY") {
+    table.insertBefore(fresh, table.tFoot);
+  } else {
+    table.appendChild(fresh);
+  }
+}
+
+function fillTable(table, spec, cue) {
+  if (spec.caption) {
+    const cap = table.caption || table.createCaption();
+    const text = keyText(spec.caption);
+    if (cap.textContent !== text) cap.textContent = text;
+  }
+  replacePart(table, table.tHead, buildHead(spec.columns), null);
+  replacePart(table, table.tBodies[0] || null, buildRows("tbody", spec.rows), cue);
+  if (!spec.foot || spec.foot.length === 0) {
+    if (table.tFoot) table.removeChild(table.tFoot);
+  } else {
+    replacePart(table, table.tFoot, buildRows("tfoot", spec.foot), cue);
+  }
+}
+
+/** The element a table lives in (its scrolling wrapper, when it has one). */
+function boxOf(table) {
+  return table.parentElement && table.parentElement.classList.contains("table-wrap") ? table.parentElement : table;
+}
+
+function applyTables(demo, tables, cue) {
+  const seen = new Set();
+  for (const [name, spec] of Object.entries(tables)) {
+    seen.add(name);
+    let table = findIn(demo, "data-table", name);
+    if (!table) {
+      // A table the static page did not have (another control state): after the last one.
+      const wrap = document.createElement("div");
+      wrap.className = "table-wrap";
+      wrap.setAttribute("role", "region");
+      wrap.setAttribute("tabindex", "0");
+      table = document.createElement("table");
+      table.setAttribute("data-table", name);
+      wrap.appendChild(table);
+      const all = demo.querySelectorAll("table[data-table]");
+      const after = all.length ? boxOf(all[all.length - 1]) : null;
+      if (after) after.after(wrap); else demo.appendChild(wrap);
+    }
+    boxOf(table).hidden = false;
+    table.hidden = false;
+    fillTable(table, spec, cue);
+    if (table.caption && boxOf(table) !== table) {   // the region is named by its caption
+      const id = `cap-${demo.getAttribute("data-section")}-${name}`;
+      table.caption.id = id;
+      boxOf(table).setAttribute("aria-labelledby", id);
+    }
+  }
+  for (const table of demo.querySelectorAll("table[data-table]")) {
+    if (!seen.has(table.getAttribute("data-table"))) { table.hidden = true; boxOf(table).hidden = true; }
+  }
+}
+
+function applyFigures(demo, figures, cue) {
+  const seen = new Set();
+  for (const [name, node] of Object.entries(figures)) {
+    seen.add(name);
+    let fresh;
+    try {
+      fresh = build(node);
+    } catch (err) {
+      if (!(err instanceof TreeError)) throw err;
+      console.error(`tp figure ${name}: ${err.message}; the last good figure stays`);
+      continue;
+    }
+    const old = findIn(demo, "data-figure", name);
+    if (old && sameTree(old, fresh)) { old.hidden = false; continue; }
+    if (old) {
+      markChanged(old, fresh, cue);
+      old.replaceWith(fresh);
+    } else {   // figures come before the tables
+      const first = demo.querySelector(".table-wrap, table[data-table], [data-note], details.real-ranks");
+      if (first) first.before(fresh); else demo.appendChild(fresh);
+    }
+  }
+  for (const fig of demo.querySelectorAll("figure[data-figure]")) {
+    if (!seen.has(fig.getAttribute("data-figure"))) fig.hidden = true;
+  }
+}
+
+/** Sentences under the tables: shown when the result has them, hidden when it has not (e.g. the
+ * preset note once "Custom" is chosen); a note the static page did not have is added. */
+function applyNotes(demo, notes) {
+  for (const el of demo.querySelectorAll("[data-note]")) {
+    if (!(el.getAttribute("data-note") in notes)) el.hidden = true;
+  }
+  for (const [name, cell] of Object.entries(notes)) {
+    let el = findIn(demo, "data-note", name);
+    if (!el) {
+      el = document.createElement("p");
+      el.setAttribute("data-note", name);
+      const all = demo.querySelectorAll("[data-note], .table-wrap");
+      const after = all.length ? all[all.length - 1] : null;
+      if (after) after.after(el); else demo.appendChild(el);
+    }
+    el.hidden = false;
+    const text = cellText(cell);
+    if (el.textContent !== text) el.textContent = text;
+  }
+}
+
+/** Everything a result shows; returns the elements whose text changed (for the cue). */
+export function applyResult(demo, result) {
+  const cue = [];
+  if (result.figures) applyFigures(demo, result.figures, cue);
+  applyTables(demo, result.tables || {}, cue);
+  setTexts(demo, "data-value", result.values || {}, cue);
+  applyNotes(demo, result.notes || {});
+  (result.real || []).forEach((run, i) => {
+    setTexts(demo, "data-real-command", { [i]: run.command }, null);
+    setTexts(demo, "data-real-output", { [i]: run.output }, null);
+  });
+  return cue;
+}

@@ -1,0 +1,150 @@
+/* The in-browser Python (worker.js: Pyodide + numpy + tpmath) as an explicit state machine.
+ *
+ *   loading ──ready──▶ ready ──worker died, restarts left──▶ restarting ──ready──▶ ready
+ *      │                  │                                      │
+ *      └─fail/timeout─▶ failed          └─no restarts left─▶ crashed ◀─fail/timeout─┘
+ *
+ * `failed` and `crashed` are final: the page keeps its last tables.  <html data-runtime> shows
+ * "loading" (loading, restarting), "ready", or "failed" (failed, crashed).  A worker "dies" when
+ * it raises an uncaught error after boot or leaves a request unanswered for REQUEST_TIMEOUT_MS
+ * (renders take milliseconds); it is replaced at most MAX_RESTARTS times per page (no crash loop).
+ * Requests are tracked here: a reply goes to its callback; a request lost with a dead worker is
+ * reported to its `lost` callback so its owner can send it again to the next worker. */
+
+const STALL_TIMEOUT_MS = 60000;   // a boot stage (download, python, numpy) that makes no progress
+const REQUEST_TIMEOUT_MS = 15000;
+const MAX_RESTARTS = 2;
+
+const TRANSITIONS = {
+  loading: ["loading", "ready", "failed"],
+  ready: ["restarting", "crashed"],
+  restarting: ["restarting", "ready", "crashed"],
+  failed: [],
+  crashed: [],
+};
+const ATTRIBUTE = { loading: "loading", restarting: "loading", ready: "ready", failed: "failed", crashed: "failed" };
+
+export class Runtime {
+  /** `config`: {base, wheel, workerUrl} (absolute URLs) or null when the page has no runtime. */
+  constructor(config) {
+    this.config = config;
+    this.state = "loading";
+    this.detail = "download";     // loading stage, or why it failed: failed | timeout | none
+    this.worker = null;
+    this.restarts = 0;
+    this.bootTimer = null;
+    this.nextId = 1;
+    this.waiting = new Map();     // id -> {reply, lost, timer}
+    this.listeners = [];
+  }
+
+  /** fn(state, detail) on every transition (and once now). */
+  subscribe(fn) {
+    this.listeners.push(fn);
+    fn(this.state, this.detail);
+  }
+
+  get ready() { return this.state === "ready"; }
+  get final() { return this.state === "failed" || this.state === "crashed"; }
+  get booting() { return this.state === "loading" || this.state === "restarting"; }
+
+  start() {
+    if (!this.config || typeof Worker === "undefined") { this.to("failed", "none"); return; }
+    this.spawn();
+  }
+
+  to(state, detail) {
+    if (!TRANSITIONS[this.state].includes(state)) {
+      console.error(`tp runtime: no transition ${this.state} -> ${state}`);
+      return;
+    }
+    this.state = state;
+    this.detail = detail || "";
+    document.documentElement.setAttribute("data-runtime", ATTRIBUTE[state]);
+    if (!this.booting && this.bootTimer) { clearTimeout(this.bootTimer); this.bootTimer = null; }
+    if (this.final) this.stopWorker();
+    if (state === "ready" && window.performance && performance.mark) performance.mark("tp-ready");
+    for (const fn of this.listeners) fn(state, this.detail);
+  }
+
+  /** Boot failed (a first boot: failed; a replacement's: crashed, the page had been live). */
+  bootFailed(why) {
+    if (this.state === "loading") this.to("failed", why);
+    else if (this.state === "restarting") this.to("crashed", "crashed");
+  }
+
+  spawn() {
+    const { base, wheel, workerUrl } = this.config;
+    try {
+      const worker = new Worker(workerUrl);
+      this.worker = worker;
+      worker.onmessage = (ev) => { if (worker === this.worker) this.onMessage(ev.data || {}); };
+      worker.onerror = (ev) => {
+        if (ev && ev.preventDefault) ev.preventDefault();
+        if (worker !== this.worker) return;
+        if (this.booting) this.bootFailed("failed");
+        else this.died();
+      };
+      worker.postMessage({ type: "boot", base, wheel });
+      this.watchBoot();
+    } catch (err) {
+      this.bootFailed("failed");
+    }
+  }
+
+  /** Give up on a boot that stalls: each stage gets STALL_TIMEOUT_MS (a slow network or a busy
+   * machine still moves from stage to stage; a hung download or start does not). */
+  watchBoot() {
+    clearTimeout(this.bootTimer);
+    this.bootTimer = setTimeout(() => { if (this.booting) this.bootFailed("timeout"); }, STALL_TIMEOUT_MS);
+  }
+
+  stopWorker() {
+    if (this.worker) { this.worker.terminate(); this.worker = null; }
+    this.dropRequests();
+  }
+
+  /** Every request in flight is lost: tell its owner (it may resend once a worker is ready). */
+  dropRequests() {
+    const lost = [...this.waiting.values()];
+    this.waiting.clear();
+    for (const w of lost) { clearTimeout(w.timer); w.lost(); }
+  }
+
+  /** The ready worker threw or stopped answering: replace it, a bounded number of times. */
+  died() {
+    if (this.state !== "ready") return;
+    if (this.restarts >= MAX_RESTARTS) { this.to("crashed", "crashed"); return; }
+    this.restarts++;
+    if (this.worker) { this.worker.terminate(); this.worker = null; }
+    this.to("restarting", "restarting");
+    this.dropRequests();
+    this.spawn();
+  }
+
+  onMessage(msg) {
+    if (msg.type === "status") {
+      if (!this.booting) return;
+      this.watchBoot();
+      if (msg.stage === "ready") this.to("ready", "ready");
+      else if (msg.stage === "failed") this.bootFailed("failed");
+      else if (this.state === "loading") this.to("loading", msg.stage);
+      return;
+    }
+    const w = this.waiting.get(msg.id);
+    if (!w) return;
+    this.waiting.delete(msg.id);
+    clearTimeout(w.timer);
+    w.reply(msg);
+  }
+
+  /** Send a request ({type, ...}: an id is added); null when the runtime is not ready. */
+  send(msg, reply, lost) {
+    if (!this.ready || !this.worker) return null;
+    const id = this.nextId++;
+    const timer = setTimeout(() => this.died(), REQUEST_TIMEOUT_MS);
+    this.waiting.set(id, { reply, lost, timer });
+    this.worker.postMessage({ ...msg, id });
+    return id;
+  }
+}
