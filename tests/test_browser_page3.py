@@ -75,11 +75,11 @@ SNAP_JS = "(demo) => { " + SNAPSHOT_FN + " return snapshot(demo); }"
 
 SETTINGS = [
     {},                                                                   # the defaults
-    {"tp": "4", "heads": "8", "kv-heads": "2"},                           # KV heads replicated on 2 ranks
-    {"tp": "4", "heads": "4", "kv-heads": "1", "causal": "off", "seq": "6"},   # MQA
-    {"tp": "4", "heads": "8", "kv-heads": "2", "mistake": "kv-not-replicated"},
-    {"tp": "2", "heads": "4", "kv-heads": "2", "mistake": "kv-grad-not-summed"},   # disabled: K ≥ tp
-    {"tp": "8", "heads": "8", "kv-heads": "8", "hidden": "16", "seed": "7"},
+    {"tp": "4", "heads": "8", "kv_heads": "2"},                           # KV heads replicated on 2 ranks
+    {"tp": "4", "heads": "4", "kv_heads": "1", "causal": "off", "seq": "6"},   # MQA
+    {"tp": "4", "heads": "8", "kv_heads": "2", "mistake": "kv-not-replicated"},
+    {"tp": "2", "heads": "4", "kv_heads": "2", "mistake": "kv-grad-not-summed"},   # disabled: K ≥ tp
+    {"tp": "8", "heads": "8", "kv_heads": "8", "hidden": "16", "seed": "7"},
 ]
 
 
@@ -145,7 +145,7 @@ def cell_diff(got: dict, want: dict) -> list[str]:
 
 def cli(controls: dict) -> dict:
     c = {**views.defaults("attention"), **controls}
-    args = ["attention", "--tp", c["tp"], "--heads", c["heads"], "--kv-heads", c["kv-heads"], "--seq", c["seq"],
+    args = ["attention", "--tp", c["tp"], "--heads", c["heads"], "--kv-heads", c["kv_heads"], "--seq", c["seq"],
             "--batch", "1", "--hidden", c["hidden"], "--seed", str(c["seed"]), "--mistake", c["mistake"]]
     if c["causal"] == "on":
         args.append("--causal")

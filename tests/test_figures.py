@@ -167,7 +167,7 @@ def _ranks_in(node):
     (2, 8, 2, "f-and-g-swapped"), (2, 4, 4, "scale-local-width"),
 ])
 def test_attention_figure_heads_edges_and_ranks(tp, H, K, mistake):
-    res = render("attention", {"tp": str(tp), "heads": str(H), "kv-heads": str(K), "mistake": mistake})
+    res = render("attention", {"tp": str(tp), "heads": str(H), "kv_heads": str(K), "mistake": mistake})
     fig = res["figures"]["attention"]
     assert _ranks_in(fig) == {str(r) for r in range(tp)}
     assert _ranks_in(res["figures"]["attention-grads"]) == {str(r) for r in range(tp)}
@@ -200,7 +200,7 @@ def test_attention_figure_heads_edges_and_ranks(tp, H, K, mistake):
 @pytest.mark.parametrize("tp, K, direction", [(1, 2, "forward"), (2, 2, "backward"), (4, 1, "forward"),
                                               (4, 4, "backward")])
 def test_layer_figure_lights_the_pass_and_stacks_one_box_per_rank(tp, K, direction):
-    res = render("layer", {"tp": str(tp), "heads": "4", "kv-heads": str(K), "pass": direction})
+    res = render("layer", {"tp": str(tp), "heads": "4", "kv_heads": str(K), "pass": direction})
     fig = res["figures"]["layer"]
     assert _ranks_in(fig) == {str(r) for r in range(tp)}
     for svg in (c for c in fig["c"] if c["t"] == "svg"):
@@ -214,7 +214,7 @@ def test_layer_figure_lights_the_pass_and_stacks_one_box_per_rank(tp, K, directi
 
 @pytest.mark.parametrize("tp, H, K, E", [(2, 4, 2, 2), (4, 8, 2, 1), (8, 8, 1, 4), (1, 2, 2, 1)])
 def test_qkv_figure_tints_each_column_by_the_rank_that_gets_it(tp, H, K, E):
-    res = render("qkv-layout", {"tp": str(tp), "heads": str(H), "kv-heads": str(K), "head-dim": str(E)})
+    res = render("qkv-layout", {"tp": str(tp), "heads": str(H), "kv_heads": str(K), "head_dim": str(E)})
     svg = _first_svg(res["figures"]["qkv-layout"])
     per = (H + 2 * K) * E // tp
     for layout in ("megatron", "concatenated"):

@@ -128,12 +128,12 @@ def test_every_attention_combination_renders_or_names_its_control():
     ok = bad = 0
     for tp, H, K, causal, mistake in itertools.product(page3.TP_OPTIONS, page3.HEAD_OPTIONS, page3.HEAD_OPTIONS,
                                                        page3.SWITCH, att.MISTAKES):
-        c = {"tp": tp, "heads": H, "kv-heads": K, "causal": causal, "mistake": mistake}
+        c = {"tp": tp, "heads": H, "kv_heads": K, "causal": causal, "mistake": mistake}
         try:
             res = views.render("attention", c)
         except TPMathError as err:
             assert err.field in names, (c, err.field)
-            assert err.field in ("heads", "kv-heads"), (c, err)     # only the head split can be impossible
+            assert err.field in ("heads", "kv_heads"), (c, err)     # only the head split can be impossible
             bad += 1
             continue
         ok += 1
@@ -145,7 +145,7 @@ def test_every_attention_combination_renders_or_names_its_control():
 @pytest.mark.parametrize("seq, hidden", itertools.product(page3.SEQ_OPTIONS, page3.HIDDEN_OPTIONS))
 def test_attention_sizes_render(seq, hidden):
     for tp, H, K in ((2, 4, 2), (4, 8, 2), (8, 8, 1), (1, 2, 1)):
-        res = views.render("attention", {"tp": str(tp), "heads": str(H), "kv-heads": str(K), "seq": seq,
+        res = views.render("attention", {"tp": str(tp), "heads": str(H), "kv_heads": str(K), "seq": seq,
                                          "hidden": hidden, "causal": "off"})
         assert res["values"]["max-abs-err"].startswith("<")
 
@@ -165,8 +165,8 @@ def test_every_combination_renders_or_names_its_control(section):
 
 @pytest.mark.parametrize("section, controls, field", [
     ("attention", {"tp": "4", "heads": "2"}, "heads"),
-    ("attention", {"heads": "4", "kv-heads": "8"}, "kv-heads"),
-    ("attention", {"tp": "4", "heads": "8", "kv-heads": "2", "seq": "9"}, "seq"),
+    ("attention", {"heads": "4", "kv_heads": "8"}, "kv_heads"),
+    ("attention", {"tp": "4", "heads": "8", "kv_heads": "2", "seq": "9"}, "seq"),
     ("attention", {"tp": "3"}, "tp"),
     ("attention", {"mistake": "typo"}, "mistake"),
     ("attention", {"causal": "maybe"}, "causal"),
@@ -174,10 +174,10 @@ def test_every_combination_renders_or_names_its_control(section):
     ("attention", {"seed": "x"}, "seed"),
     ("layer", {"tp": "4", "heads": "2"}, "heads"),
     ("layer", {"tp": "8"}, "tp"),
-    ("layer", {"kv-heads": "8"}, "kv-heads"),
+    ("layer", {"kv_heads": "8"}, "kv_heads"),
     ("layer", {"pass": "sideways"}, "pass"),
     ("qkv-layout", {"tp": "8", "heads": "4"}, "heads"),
-    ("qkv-layout", {"tp": "4", "heads": "8", "kv-heads": "8", "head-dim": "3"}, "head-dim"),
+    ("qkv-layout", {"tp": "4", "heads": "8", "kv_heads": "8", "head_dim": "3"}, "head_dim"),
 ])
 def test_bad_controls_name_the_control(section, controls, field):
     with pytest.raises(TPMathError) as info:
@@ -190,11 +190,11 @@ def test_bad_controls_name_the_control(section, controls, field):
 # ------------------------------------------------------------------------------ attention
 
 ATT_CASES = [
-    {"tp": 2, "heads": 4, "kv-heads": 2, "causal": "on", "seq": 4, "hidden": 8, "seed": 0},
-    {"tp": 4, "heads": 8, "kv-heads": 2, "causal": "off", "seq": 3, "hidden": 16, "seed": 5},
-    {"tp": 4, "heads": 4, "kv-heads": 1, "causal": "on", "seq": 5, "hidden": 8, "seed": 11},
-    {"tp": 1, "heads": 2, "kv-heads": 1, "causal": "off", "seq": 2, "hidden": 8, "seed": 2},
-    {"tp": 8, "heads": 8, "kv-heads": 8, "causal": "on", "seq": 6, "hidden": 16, "seed": 3},
+    {"tp": 2, "heads": 4, "kv_heads": 2, "causal": "on", "seq": 4, "hidden": 8, "seed": 0},
+    {"tp": 4, "heads": 8, "kv_heads": 2, "causal": "off", "seq": 3, "hidden": 16, "seed": 5},
+    {"tp": 4, "heads": 4, "kv_heads": 1, "causal": "on", "seq": 5, "hidden": 8, "seed": 11},
+    {"tp": 1, "heads": 2, "kv_heads": 1, "causal": "off", "seq": 2, "hidden": 8, "seed": 2},
+    {"tp": 8, "heads": 8, "kv_heads": 8, "causal": "on", "seq": 6, "hidden": 16, "seed": 3},
 ]
 
 
@@ -203,7 +203,7 @@ def _render(c):
 
 
 def _inputs(c):
-    cfg = att.validate_config(c["tp"], c["heads"], c["kv-heads"], c["seq"], 1, c["hidden"])
+    cfg = att.validate_config(c["tp"], c["heads"], c["kv_heads"], c["seq"], 1, c["hidden"])
     return att.example_inputs(c["seed"], cfg)
 
 
@@ -211,7 +211,7 @@ def _inputs(c):
 def test_attention_tables_equal_the_loop_reference(c):
     res = _render(c)
     inp = _inputs(c)
-    H, K, tp, causal = c["heads"], c["kv-heads"], c["tp"], c["causal"] == "on"
+    H, K, tp, causal = c["heads"], c["kv_heads"], c["tp"], c["causal"] == "on"
     E, Hr = c["hidden"] // H, H // tp
     P, Y = ref_attention(inp, H, K, causal)
     G = inp["G"]
@@ -251,7 +251,7 @@ def test_attention_tables_equal_the_loop_reference(c):
 @pytest.mark.parametrize("c", ATT_CASES)
 def test_attention_comm_table_lists_the_collectives(c):
     res = _render(c)
-    H, K, tp, S, D = c["heads"], c["kv-heads"], c["tp"], c["seq"], c["hidden"]
+    H, K, tp, S, D = c["heads"], c["kv_heads"], c["tp"], c["seq"], c["hidden"]
     rows = res["tables"]["att-comm"]["rows"]
     if tp == 1:
         assert len(rows) == 1 and rows[0][0]["key"] == "label.att_none"
@@ -272,7 +272,7 @@ def test_attention_comm_table_lists_the_collectives(c):
 
 def _kv_cost_by_hand(c):
     """Per rank: replicated (one whole KV head when K < tp) against Megatron's even split."""
-    H, K, tp, S, D = c["heads"], c["kv-heads"], c["tp"], c["seq"], c["hidden"]
+    H, K, tp, S, D = c["heads"], c["kv_heads"], c["tp"], c["seq"], c["hidden"]
     E, Hr = D // H, H // tp
     Kr = K // tp if K >= tp else 1
     fused = (H + 2 * K) * E
@@ -310,7 +310,7 @@ def test_kv_strategy_cost_llama2_70b_by_hand():
 
 @pytest.mark.parametrize("tp, H, K", [(2, 4, 2), (4, 8, 2), (4, 4, 1), (8, 8, 2), (2, 2, 1)])
 def test_mistakes_are_the_bugs_they_name(tp, H, K):
-    c = {"tp": tp, "heads": H, "kv-heads": K, "causal": "on", "seq": 4, "hidden": 8, "seed": 0}
+    c = {"tp": tp, "heads": H, "kv_heads": K, "causal": "on", "seq": 4, "hidden": 8, "seed": 0}
     inp = _inputs(c)
     E, Hr = 8 // H, H // tp
     P, Y = ref_attention(inp, H, K, True)
@@ -350,7 +350,7 @@ def test_mistakes_are_the_bugs_they_name(tp, H, K):
 def test_disabled_mistakes_are_exactly_those_that_change_nothing():
     for tp, H, K in itertools.product((1, 2, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8)):
         try:
-            res = views.render("attention", {"tp": str(tp), "heads": str(H), "kv-heads": str(K)})
+            res = views.render("attention", {"tp": str(tp), "heads": str(H), "kv_heads": str(K)})
         except TPMathError:
             continue
         off = set(res["control_state"]["mistake"]["options"])
@@ -380,7 +380,7 @@ def ref_layer(p, H, K, causal):
 
 @pytest.mark.parametrize("tp, H, K, causal", [(2, 4, 2, "on"), (4, 4, 1, "off"), (1, 8, 2, "on"), (4, 8, 8, "on")])
 def test_layer_tables_equal_the_numpy_layer_and_finite_differences(tp, H, K, causal):
-    res = views.render("layer", {"tp": str(tp), "heads": str(H), "kv-heads": str(K), "causal": causal})
+    res = views.render("layer", {"tp": str(tp), "heads": str(H), "kv_heads": str(K), "causal": causal})
     from tpmath import layer
     cfg, F = layer.validate_layer(tp, H, K, 4, 1, 8, None, causal == "on")
     p = layer.example_inputs(0, cfg, F)
@@ -441,7 +441,7 @@ def pieces_text(cols, E):
 @pytest.mark.parametrize("tp, H, K, E", [(2, 4, 2, 2), (4, 8, 2, 1), (2, 8, 8, 4), (4, 4, 1, 2), (8, 8, 2, 4),
                                          (4, 8, 4, 1), (1, 2, 1, 1)])
 def test_qkv_layout_table_equals_explicit_column_labels(tp, H, K, E):
-    res = views.render("qkv-layout", {"tp": str(tp), "heads": str(H), "kv-heads": str(K), "head-dim": str(E)})
+    res = views.render("qkv-layout", {"tp": str(tp), "heads": str(H), "kv_heads": str(K), "head_dim": str(E)})
     rows = res["tables"]["qkv-ranks"]["rows"]
     Hr = H // tp
     for layout, col in (("megatron", 2), ("concatenated", 4)):
@@ -491,7 +491,7 @@ def test_every_key_exists_in_both_languages():
             used |= set(keys_of(res["tables"])) | set(keys_of(res["values"])) | set(keys_of(res["notes"]))
             used |= set(keys_of(res["figures"])) | set(keys_of(res.get("control_state", {})))
     for m in att.MISTAKES:      # every mistake's note, figure title and reset text
-        res = views.render("attention", {"tp": "4", "heads": "8", "kv-heads": "2", "mistake": m})
+        res = views.render("attention", {"tp": "4", "heads": "8", "kv_heads": "2", "mistake": m})
         used |= set(keys_of(res))
     missing = {lang: sorted(k for k in used if k not in s) for lang, s in (("en", en), ("zh", zh))}
     assert missing == {"en": [], "zh": []}
@@ -565,7 +565,7 @@ def test_built_tables_are_the_view_results(site, lang):
 
 # ------------------------------------------------------------------------------ real ranks
 
-@pytest.mark.parametrize("controls", [{}, {"tp": "4", "heads": "4", "kv-heads": "1", "pass": "backward"},
+@pytest.mark.parametrize("controls", [{}, {"tp": "4", "heads": "4", "kv_heads": "1", "pass": "backward"},
                                       {"tp": "1", "causal": "off"}])
 def test_layer_real_block_prints_the_tables_numbers(controls):
     """The layer's real-ranks block: the command parses back to the same plan, and what every
@@ -590,8 +590,8 @@ def test_layer_real_block_prints_the_tables_numbers(controls):
                 close(table[symbol], got[f"G_{key} (local, no collective)"])
 
 
-@pytest.mark.parametrize("section, controls", [("attention", {}), ("attention", {"tp": "4", "kv-heads": "1"}),
-                                               ("qkv-layout", {"tp": "4", "heads": "8", "head-dim": "1"})])
+@pytest.mark.parametrize("section, controls", [("attention", {}), ("attention", {"tp": "4", "kv_heads": "1"}),
+                                               ("qkv-layout", {"tp": "4", "heads": "8", "head_dim": "1"})])
 def test_attention_real_blocks_are_the_runs_of_the_controls(section, controls):
     from tpmath import ranks
     res = views.render(section, controls)
@@ -599,6 +599,6 @@ def test_attention_real_blocks_are_the_runs_of_the_controls(section, controls):
     assert block["command"].startswith(f"torchrun --standalone --nproc-per-node {res['controls']['tp']} ")
     if section == "attention":
         c = res["controls"]
-        p = ranks.plan("attention", {"tp": c["tp"], "heads": c["heads"], "kv_heads": c["kv-heads"], "seq": c["seq"],
+        p = ranks.plan("attention", {"tp": c["tp"], "heads": c["heads"], "kv_heads": c["kv_heads"], "seq": c["seq"],
                                      "hidden": c["hidden"], "causal": c["causal"] == "on", "seed": c["seed"]})
         assert block["output"] == ranks.format_output(*ranks.expected(p))

@@ -20,14 +20,13 @@ the section shows the correct computation, sets the control back to ``none`` and
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from .. import attention as att
 from .. import layer as lay
-from ..errors import TPMathError
+from ..collectives import REGISTRY
 from ..validate import as_choice, as_int
 from .. import fmt
 from . import Control, Section
@@ -46,20 +45,6 @@ PASSES = ("forward", "backward")
 HEAD_DIM_OPTIONS = ("1", "2", "4")
 BATCH = 1                 # one sequence: a token is a row of every matrix shown
 LAYER_SEQ, LAYER_HIDDEN, LAYER_FFN = 4, 8, 32   # F = 4·D, the core's default
-
-# The core names a bad input by its argument; the page by the control's name.
-CONTROL_OF = {"kv_heads": "kv-heads", "head_dim": "head-dim"}
-
-
-@contextmanager
-def _controls_named():
-    """Re-label a core error with the control that carries the bad value."""
-    try:
-        yield
-    except TPMathError as err:
-        err.field = CONTROL_OF.get(err.field, err.field)
-        raise
-
 
 def _k(name: str) -> str:
     """i18n key part of a name with hyphens (``kv-grad-not-summed`` -> ``kv_grad_not_summed``)."""
@@ -90,14 +75,13 @@ def attention_controls(values: dict) -> dict:
     """The section's controls validated (select values, head split) into core arguments."""
     c = {"tp": select_int("tp", values["tp"], [int(o) for o in TP_OPTIONS]),
          "heads": select_int("heads", values["heads"], [int(o) for o in HEAD_OPTIONS]),
-         "kv_heads": select_int("kv-heads", values["kv-heads"], [int(o) for o in HEAD_OPTIONS]),
+         "kv_heads": select_int("kv_heads", values["kv_heads"], [int(o) for o in HEAD_OPTIONS]),
          "seq": select_int("seq", values["seq"], [int(o) for o in SEQ_OPTIONS]),
          "hidden": select_int("hidden", values["hidden"], [int(o) for o in HIDDEN_OPTIONS]),
          "causal": as_choice("causal", values["causal"], SWITCH) == "on",
          "seed": as_int("seed", values["seed"], 0, att.MAX_SEED),
          "mistake": as_choice("mistake", values["mistake"], att.MISTAKES)}
-    with _controls_named():
-        att.validate_config(c["tp"], c["heads"], c["kv_heads"], c["seq"], BATCH, c["hidden"], c["causal"])
+    att.validate_config(c["tp"], c["heads"], c["kv_heads"], c["seq"], BATCH, c["hidden"], c["causal"])
     return c
 
 
@@ -220,7 +204,7 @@ def _operator(op: str) -> Any:
 
 def comm_table(comm: list, caption: str) -> dict:
     """The collectives, one row each: phase, operator, tensor, elements and groups."""
-    rows = [[label(f"label.att_{c['phase']}"), "AllReduce", _operator(c["operator"]), c["tensor"],
+    rows = [[label(f"label.att_{c['phase']}"), REGISTRY[c["collective"]].nccl, _operator(c["operator"]), c["tensor"],
              fmt.integer(c["elements"]), " | ".join(_ranks(g) for g in c["groups"])] for c in comm]
     if not rows:
         rows = [[label("label.att_none"), "—", "—", "—", "0", "—"]]
@@ -272,7 +256,7 @@ def render_attention(controls: dict, lang: str) -> dict:
     state = {"mistake": {"disabled": False, "options": off}}
     if reset is not None:
         state["mistake"]["value"] = "none"
-    shown = {"tp": str(c["tp"]), "heads": str(c["heads"]), "kv-heads": str(c["kv_heads"]), "seq": str(c["seq"]),
+    shown = {"tp": str(c["tp"]), "heads": str(c["heads"]), "kv_heads": str(c["kv_heads"]), "seq": str(c["seq"]),
              "hidden": str(c["hidden"]), "causal": "on" if c["causal"] else "off", "mistake": c["mistake"],
              "seed": str(c["seed"])}
     return {
@@ -294,7 +278,7 @@ def render_attention(controls: dict, lang: str) -> dict:
 
 
 def _attention_real(c: dict) -> list:
-    given = {"tp": c["tp"], "heads": c["heads"], "kv-heads": c["kv-heads"], "seq": c["seq"], "hidden": c["hidden"],
+    given = {"tp": c["tp"], "heads": c["heads"], "kv_heads": c["kv_heads"], "seq": c["seq"], "hidden": c["hidden"],
              "seed": c["seed"], "causal": c["causal"] == "on", "mistake": c["mistake"]}
     return [("attention", given)]
 
@@ -304,11 +288,10 @@ def _attention_real(c: dict) -> list:
 def layer_controls(values: dict) -> dict:
     c = {"tp": select_int("tp", values["tp"], [int(o) for o in LAYER_TP_OPTIONS]),
          "heads": select_int("heads", values["heads"], [int(o) for o in LAYER_HEAD_OPTIONS]),
-         "kv_heads": select_int("kv-heads", values["kv-heads"], [int(o) for o in HEAD_OPTIONS]),
+         "kv_heads": select_int("kv_heads", values["kv_heads"], [int(o) for o in HEAD_OPTIONS]),
          "causal": as_choice("causal", values["causal"], SWITCH) == "on",
          "pass": as_choice("pass", values["pass"], PASSES)}
-    with _controls_named():
-        lay.validate_layer(c["tp"], c["heads"], c["kv_heads"], LAYER_SEQ, BATCH, LAYER_HIDDEN, LAYER_FFN, c["causal"])
+    lay.validate_layer(c["tp"], c["heads"], c["kv_heads"], LAYER_SEQ, BATCH, LAYER_HIDDEN, LAYER_FFN, c["causal"])
     return c
 
 
@@ -364,7 +347,7 @@ def render_layer(controls: dict, lang: str) -> dict:
     cfg = att.validate_config(c["tp"], c["heads"], c["kv_heads"], LAYER_SEQ, BATCH, LAYER_HIDDEN, c["causal"])
     fwd = sum(1 for x in res["comm"] if x["phase"] == "forward")
     bwd = sum(1 for x in res["comm"] if x["phase"] == "backward" and x["operator"] != "kv-replicas")
-    shown = {"tp": str(c["tp"]), "heads": str(c["heads"]), "kv-heads": str(c["kv_heads"]),
+    shown = {"tp": str(c["tp"]), "heads": str(c["heads"]), "kv_heads": str(c["kv_heads"]),
              "causal": "on" if c["causal"] else "off", "pass": c["pass"]}
     return {
         "controls": shown,
@@ -379,7 +362,7 @@ def render_layer(controls: dict, lang: str) -> dict:
 
 
 def _layer_real(c: dict) -> list:
-    return [("layer", {"tp": c["tp"], "heads": c["heads"], "kv-heads": c["kv-heads"], "seq": LAYER_SEQ,
+    return [("layer", {"tp": c["tp"], "heads": c["heads"], "kv_heads": c["kv_heads"], "seq": LAYER_SEQ,
                        "hidden": LAYER_HIDDEN, "causal": c["causal"] == "on", "stage": c["pass"]})]
 
 
@@ -388,11 +371,10 @@ def _layer_real(c: dict) -> list:
 def qkv_controls(values: dict) -> dict:
     c = {"tp": select_int("tp", values["tp"], [int(o) for o in TP_OPTIONS]),
          "heads": select_int("heads", values["heads"], [int(o) for o in HEAD_OPTIONS]),
-         "kv_heads": select_int("kv-heads", values["kv-heads"], [int(o) for o in HEAD_OPTIONS]),
-         "head_dim": select_int("head-dim", values["head-dim"], [int(o) for o in HEAD_DIM_OPTIONS])}
-    with _controls_named():
-        split = {lay_: att.fused_qkv_split(c["tp"], c["heads"], c["kv_heads"], c["head_dim"], lay_)
-                 for lay_ in att.QKV_LAYOUTS}
+         "kv_heads": select_int("kv_heads", values["kv_heads"], [int(o) for o in HEAD_OPTIONS]),
+         "head_dim": select_int("head_dim", values["head_dim"], [int(o) for o in HEAD_DIM_OPTIONS])}
+    split = {lay_: att.fused_qkv_split(c["tp"], c["heads"], c["kv_heads"], c["head_dim"], lay_)
+             for lay_ in att.QKV_LAYOUTS}
     return {**c, "split": split}
 
 
@@ -435,8 +417,8 @@ def render_qkv(controls: dict, lang: str) -> dict:
     cfg = att.validate_config(c["tp"], c["heads"], c["kv_heads"], hidden=c["heads"] * c["head_dim"])
     meg = c["split"]["megatron"]
     per = meg["columns_per_rank"]
-    shown = {"tp": str(c["tp"]), "heads": str(c["heads"]), "kv-heads": str(c["kv_heads"]),
-             "head-dim": str(c["head_dim"])}
+    shown = {"tp": str(c["tp"]), "heads": str(c["heads"]), "kv_heads": str(c["kv_heads"]),
+             "head_dim": str(c["head_dim"])}
     note = "note.qkv_uneven" if meg["ranks"] is None else (
         "note.qkv_even" if cfg.kv_heads >= cfg.tp else "note.qkv_replicated")
     return {
@@ -450,8 +432,8 @@ def render_qkv(controls: dict, lang: str) -> dict:
 
 
 def _qkv_real(c: dict) -> list:
-    return [("attention", {"tp": c["tp"], "heads": c["heads"], "kv-heads": c["kv-heads"],
-                           "hidden": int(c["heads"]) * int(c["head-dim"]), "stage": "forward"})]
+    return [("attention", {"tp": c["tp"], "heads": c["heads"], "kv_heads": c["kv_heads"],
+                           "hidden": int(c["heads"]) * int(c["head_dim"]), "stage": "forward"})]
 
 
 # ------------------------------------------------------------------------------------ sections
@@ -466,7 +448,7 @@ SECTIONS = {
         controls=(
             _sel("tp", "2", TP_OPTIONS, "ctl.tp"),
             _sel("heads", "4", HEAD_OPTIONS, "ctl.att_heads"),
-            _sel("kv-heads", "2", HEAD_OPTIONS, "ctl.att_kv_heads"),
+            _sel("kv_heads", "2", HEAD_OPTIONS, "ctl.att_kv_heads"),
             _sel("causal", "on", SWITCH, "ctl.att_causal"),
             _sel("mistake", "none", att.MISTAKES, "ctl.att_mistake"),
             _sel("seq", "4", SEQ_OPTIONS, "ctl.att_seq"),
@@ -484,7 +466,7 @@ SECTIONS = {
         controls=(
             _sel("tp", "2", LAYER_TP_OPTIONS, "ctl.tp"),
             _sel("heads", "4", LAYER_HEAD_OPTIONS, "ctl.att_heads"),
-            _sel("kv-heads", "2", HEAD_OPTIONS, "ctl.att_kv_heads"),
+            _sel("kv_heads", "2", HEAD_OPTIONS, "ctl.att_kv_heads"),
             _sel("causal", "on", SWITCH, "ctl.att_causal"),
             _sel("pass", "forward", PASSES, "ctl.layer_pass"),
         ),
@@ -498,8 +480,8 @@ SECTIONS = {
         controls=(
             _sel("tp", "2", TP_OPTIONS, "ctl.tp"),
             _sel("heads", "4", HEAD_OPTIONS, "ctl.att_heads"),
-            _sel("kv-heads", "2", HEAD_OPTIONS, "ctl.att_kv_heads"),
-            _sel("head-dim", "2", HEAD_DIM_OPTIONS, "ctl.qkv_head_dim"),
+            _sel("kv_heads", "2", HEAD_OPTIONS, "ctl.att_kv_heads"),
+            _sel("head_dim", "2", HEAD_DIM_OPTIONS, "ctl.qkv_head_dim"),
         ),
         render=render_qkv,
         tables=("qkv-ranks",),

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import attention as att
 from .. import fmt
+from .cells import label, rank as rank_name
 from .tree import NARROW_W, Panel, Row, arrow_head, arrow_panel, check, el, figure, figure_svg, n, rank_attrs, shades, text
 
 HEAT = 16.0          # a cell of a probability heat grid (S × S, up to 6 × 6)
@@ -69,7 +70,7 @@ def badge(r: int, h: float) -> Panel:
     y = max(CAP, h / 2 - 11)
     return Panel(36, h, [el("rect", {**rank_attrs(r, "badge"), "x": "0", "y": n(y), "width": "34", "height": "22",
                                      "rx": "4"}),
-                         text(17, y + 11, "R" + fmt.integer(r), "badge-t", "middle", **{"dominant-baseline": "central"})],
+                         text(17, y + 11, rank_name(r), "badge-t", "middle", **{"dominant-baseline": "central"})],
                  part=f"rank{r}")
 
 
@@ -86,8 +87,8 @@ def op_box(title, sub, w: float, cls: str, part: str) -> Panel:
 def _err_line(err: float, tol: float):
     """“= reference · err …” or the warning “≠ reference · err …” under a result."""
     if err <= tol:
-        return {"key": "fig.matches_ref", "args": {"err": fmt.within(err, tol)}}, "dimtext"
-    return {"key": "fig.att_off_ref", "args": {"err": fmt.within(err, tol)}}, "a-warn"
+        return label("fig.matches_ref", err=fmt.within(err, tol)), "dimtext"
+    return label("fig.att_off_ref", err=fmt.within(err, tol)), "a-warn"
 
 
 # ------------------------------------------------------------------------------ head map
@@ -106,7 +107,7 @@ def head_map(res: dict, cfg: att.Config) -> Panel:
             holders.setdefault(k, []).append(rk["rank"])
     group = H // K
     kx = {k: x0 + (k * group + (group - 1) / 2) * step for k in range(K)}     # KV box left edge
-    nodes = [text(0, yq + 15, {"key": "fig.att_q_heads"}, "cap"), text(0, yk + 15, {"key": "fig.att_kv_heads"}, "cap")]
+    nodes = [text(0, yq + 15, label("fig.att_q_heads"), "cap"), text(0, yk + 15, label("fig.att_kv_heads"), "cap")]
     edges, wrong = [], []
     for rk in res["ranks"]:
         per = len(rk["q_heads"]) // len(rk["kv_heads"])
@@ -136,7 +137,7 @@ def head_map(res: dict, cfg: att.Config) -> Panel:
         for i, r in enumerate(who):
             nodes.append(el("rect", {**rank_attrs(r, "badge"), "x": n(left + i * tw + 1), "y": n(y_tags),
                                      "width": n(tw - 2), "height": "14", "rx": "3"}))
-            nodes.append(text(left + i * tw + tw / 2, y_tags + 7, "R" + fmt.integer(r), "a-tag", "middle",
+            nodes.append(text(left + i * tw + tw / 2, y_tags + 7, rank_name(r), "a-tag", "middle",
                               **{"dominant-baseline": "central"}))
     width = x0 + max(H * step, max(kx.values()) - x0 + bw + max(len(v) for v in holders.values()) * 11) + 4
     return Panel(width, y_tags + 18, nodes, part="heads")
@@ -147,12 +148,12 @@ def head_map(res: dict, cfg: att.Config) -> Panel:
 def _enter_row(res: dict, cfg: att.Config) -> list[Panel]:
     """X on every rank, then the operator in front of the QKV projections (f, or g by mistake)."""
     X = res["inputs"]["X"]
-    x = heat_panel(X, {"key": "fig.att_x"}, None, "X", HEAT_Y)
+    x = heat_panel(X, label("fig.att_x"), None, "X", HEAT_Y)
     if cfg.mistake == "f-and-g-swapped":
-        box = op_box({"key": "fig.att_g_in_bad"}, {"key": "fig.att_times_tp", "args": {"tp": fmt.integer(cfg.tp)}},
+        box = op_box(label("fig.att_g_in_bad"), label("fig.att_times_tp", tp=fmt.integer(cfg.tp)),
                      150, "a-warnbox", "enter")
     else:
-        box = op_box({"key": "fig.att_f_in"}, {"key": "fig.att_identity"}, 180, "coll dim", "enter")
+        box = op_box(label("fig.att_f_in"), label("fig.att_identity"), 180, "coll dim", "enter")
     return [x, arrow_panel(None, w=30, h=44), box]
 
 
@@ -167,14 +168,14 @@ def _lane(rk: dict, res: dict, one: dict, cfg: att.Config, yscale: float) -> Row
         bad = np.abs(P - ref_p[:, h]) > 1e-12
         wrong = bool(bad.any())
         misread = got != att.kv_head_of(h, cfg.heads, cfg.kv_heads)
-        under = ({"key": "fig.att_reads", "args": {"k": "k" + fmt.integer(got)}}, "a-warn" if misread else "dimtext")
+        under = (label("fig.att_reads", k="k" + fmt.integer(got)), "a-warn" if misread else "dimtext")
         masked = ~np.tri(cfg.seq, dtype=bool) if cfg.causal else None      # keys after the query
         panels.append(heat_panel(P, "P · q" + fmt.integer(h), r, f"P.{r}.{h}", HEAT, 1.0,
                                  bad=_rows2(bad) if wrong else None, under=under[0], under_cls=under[1], min_w=52,
                                  masked=masked))
     Yp = rk["Y_partial"]
     panels += [arrow_panel("·W_o,ᵣ", w=58, h=2 * HEAT * cfg.seq / 2 + CAP),
-               heat_panel(Yp, {"key": "fig.partial_of", "args": {"name": "Yᵣ"}}, r, f"Yp.{r}", HEAT_Y, yscale,
+               heat_panel(Yp, label("fig.partial_of", name="Yᵣ"), r, f"Yp.{r}", HEAT_Y, yscale,
                           under=_shape(Yp))]
     h = max(p.h for p in panels)
     return Row([badge(r, h)] + panels, rank=r, hang=True)
@@ -187,18 +188,18 @@ def _shape(a) -> str:
 def _leave_row(res: dict, cfg: att.Config, yscale: float) -> list[Panel]:
     """The operator after W_o (g, or f by mistake) and Y on every rank against the reference."""
     if cfg.mistake == "f-and-g-swapped":
-        box = op_box({"key": "fig.att_f_out_bad"}, {"key": "fig.att_never_summed"}, 180, "a-warnbox", "leave")
+        box = op_box(label("fig.att_f_out_bad"), label("fig.att_never_summed"), 180, "a-warnbox", "leave")
     elif cfg.tp == 1:
-        box = op_box({"key": "fig.allreduce_op", "args": {"op": "g"}}, {"key": "fig.att_one_rank"}, 150,
+        box = op_box(label("fig.allreduce_op", op="g"), label("fig.att_one_rank"), 150,
                      "coll dim", "leave")
     else:
-        box = op_box({"key": "fig.allreduce_op", "args": {"op": "g"}},
-                     {"key": "fig.sum_ranks", "args": {"last": "R" + fmt.integer(cfg.tp - 1)}}, 150, "coll hl", "leave")
+        box = op_box(label("fig.allreduce_op", op="g"),
+                     label("fig.sum_ranks", last=rank_name(cfg.tp - 1)), 150, "coll hl", "leave")
     Y, ref = res["sharded"]["Y"], res["reference"]["Y"]
     err, tol = res["max_abs_err"]["Y"], res["tolerances"]["Y"]
     bad = np.abs(_rows2(Y) - _rows2(ref)) > tol
     line, cls = _err_line(err, tol)
-    y = heat_panel(Y, {"key": "fig.every_rank", "args": {"name": "Y"}}, None, "Y", HEAT_Y, yscale,
+    y = heat_panel(Y, label("fig.every_rank", name="Y"), None, "Y", HEAT_Y, yscale,
                    bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=150)
     return [box, arrow_panel(None, w=30, h=44), y]
 
@@ -206,7 +207,7 @@ def _leave_row(res: dict, cfg: att.Config, yscale: float) -> list[Panel]:
 def _scale_row(res: dict, cfg: att.Config) -> list[Panel]:
     """Under scale-local-width: the scale each rank used against 1/√E."""
     s = res["config"]["scale"]
-    return [Panel(300, 20, [text(0, 14, {"key": "fig.att_scale_bad", "args": {"s": fmt.num(s)}}, "a-warn")],
+    return [Panel(300, 20, [text(0, 14, label("fig.att_scale_bad", s=fmt.num(s)), "a-warn")],
                   part="scale")]
 
 
@@ -222,11 +223,10 @@ def figure_attention(res: dict, one: dict, cfg: att.Config) -> dict:
         out.append(_leave_row(res, cfg, yscale))
         return out
 
-    title = {"key": "fig.att_title", "args": {"tp": fmt.integer(cfg.tp), "h": fmt.integer(cfg.heads),
-                                              "k": fmt.integer(cfg.kv_heads),
-                                              "mistake": {"key": f"opt.mistake.{cfg.mistake.replace('-', '_')}"}}}
+    title = label("fig.att_title", tp=fmt.integer(cfg.tp), h=fmt.integer(cfg.heads), k=fmt.integer(cfg.kv_heads),
+                  mistake=label(f"opt.mistake.{cfg.mistake.replace('-', '_')}"))
     built = rows()                         # flow only wraps panels: both layouts can share them
-    return figure("attention", title, lambda: built, caption={"key": "fig.att_caption"})
+    return figure("attention", title, lambda: built, caption=label("fig.att_caption"))
 
 
 def figure_attention_grads(res: dict, cfg: att.Config) -> dict:
@@ -238,17 +238,17 @@ def figure_attention_grads(res: dict, cfg: att.Config) -> dict:
     replicated = cfg.kv_heads < cfg.tp
 
     def rows():
-        gy_line = ({"key": "fig.att_gy_times_tp", "args": {"tp": fmt.integer(cfg.tp)}}, "a-warn") if swapped \
-            else ({"key": "fig.att_gy_once"}, "dimtext")
-        out = [[heat_panel(G, {"key": "fig.att_gy"}, None, "G_Y", HEAT_Y, None, under=gy_line[0],
+        gy_line = (label("fig.att_gy_times_tp", tp=fmt.integer(cfg.tp)), "a-warn") if swapped \
+            else (label("fig.att_gy_once"), "dimtext")
+        out = [[heat_panel(G, label("fig.att_gy"), None, "G_Y", HEAT_Y, None, under=gy_line[0],
                            under_cls=gy_line[1], min_w=150)]]
         for rk in res["ranks"]:
             r = rk["rank"]
-            panels = [heat_panel(rk["G_X_partial"], {"key": "fig.partial_of", "args": {"name": "G_Xᵣ"}}, r,
+            panels = [heat_panel(rk["G_X_partial"], label("fig.partial_of", name="G_Xᵣ"), r,
                                  f"GXp.{r}", HEAT_Y, gscale)]
             if replicated:
                 panels.append(heat_panel(np.asarray(rk["G_W_k_partial"]).T,
-                                         {"key": "fig.partial_of", "args": {"name": "G_W_kᵣᵀ"}}, r, f"GWkp.{r}",
+                                         label("fig.partial_of", name="G_W_kᵣᵀ"), r, f"GWkp.{r}",
                                          HEAT_Y, kscale))
             h = max(p.h for p in panels)
             out.append(Row([badge(r, h)] + panels, rank=r, hang=True))
@@ -257,50 +257,49 @@ def figure_attention_grads(res: dict, cfg: att.Config) -> dict:
             out.append(_kv_merge(res, cfg, kscale))
         return out
 
-    title = {"key": "fig.att_grads_title", "args": {"tp": fmt.integer(cfg.tp)}}
+    title = label("fig.att_grads_title", tp=fmt.integer(cfg.tp))
     built = rows()
-    return figure("attention-grads", title, lambda: built, caption={"key": "fig.att_grads_caption"})
+    return figure("attention-grads", title, lambda: built, caption=label("fig.att_grads_caption"))
 
 
 def _gx_merge(res: dict, cfg: att.Config, swapped: bool, gscale: float) -> list[Panel]:
     if swapped:
-        box = op_box({"key": "fig.att_g_back_bad"}, {"key": "fig.att_never_summed"}, 180, "a-warnbox", "f-back")
+        box = op_box(label("fig.att_g_back_bad"), label("fig.att_never_summed"), 180, "a-warnbox", "f-back")
     elif cfg.tp == 1:
-        box = op_box({"key": "fig.allreduce_op", "args": {"op": "f"}}, {"key": "fig.att_one_rank"}, 150, "coll dim",
+        box = op_box(label("fig.allreduce_op", op="f"), label("fig.att_one_rank"), 150, "coll dim",
                      "f-back")
     else:
-        box = op_box({"key": "fig.allreduce_op", "args": {"op": "f"}},
-                     {"key": "fig.sum_ranks", "args": {"last": "R" + fmt.integer(cfg.tp - 1)}}, 150, "coll hl",
+        box = op_box(label("fig.allreduce_op", op="f"),
+                     label("fig.sum_ranks", last=rank_name(cfg.tp - 1)), 150, "coll hl",
                      "f-back")
     GX, ref = res["sharded"]["G_X"], res["reference"]["G_X"]
     err, tol = res["max_abs_err"]["G_X"], res["tolerances"]["G_X"]
     bad = np.abs(_rows2(GX) - _rows2(ref)) > tol
     line, cls = _err_line(err, tol)
     return [box, arrow_panel(None, w=30, h=44),
-            heat_panel(GX, {"key": "fig.every_rank", "args": {"name": "G_X"}}, None, "G_X", HEAT_Y, gscale,
+            heat_panel(GX, label("fig.every_rank", name="G_X"), None, "G_X", HEAT_Y, gscale,
                        bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=150)]
 
 
 def _kv_merge(res: dict, cfg: att.Config, kscale: float) -> list[Panel]:
     groups = att.kv_groups([rk["kv_heads"] for rk in res["ranks"]])
-    names = " ".join("{" + ",".join("R" + fmt.integer(r) for r in g) + "}" for g in groups)
+    names = " ".join("{" + ",".join(rank_name(r) for r in g) + "}" for g in groups)
     if cfg.mistake == "kv-grad-not-summed":
-        box = op_box({"key": "fig.att_kv_not_summed"}, names, 210, "a-warnbox", "kv-sum")
+        box = op_box(label("fig.att_kv_not_summed"), names, 210, "a-warnbox", "kv-sum")
     else:
-        box = op_box({"key": "fig.att_kv_sum"}, names, 210, "coll hl", "kv-sum")
+        box = op_box(label("fig.att_kv_sum"), names, 210, "coll hl", "kv-sum")
     GK, ref = res["sharded"]["G_W_k"], res["reference"]["G_W_k"]
     err, tol = res["max_abs_err"]["G_W_k"], res["tolerances"]["G_W_k"]
     bad = np.abs(GK - ref).T > tol
     line, cls = _err_line(err, tol)
     spread = res["replica_spread"]["G_W_k"]
     panels = [box, arrow_panel(None, w=30, h=44),
-              heat_panel(np.asarray(GK).T, {"key": "fig.att_gwk"}, None, "G_W_k", HEAT_Y, kscale,
+              heat_panel(np.asarray(GK).T, label("fig.att_gwk"), None, "G_W_k", HEAT_Y, kscale,
                          bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=150)]
     if spread > 0:
-        panels.append(Panel(200, 30, [text(0, 22, {"key": "fig.att_replicas_differ",
-                                                    "args": {"spread": fmt.err(max(spread,
-                                                                                   res["replica_spread"]["G_W_v"]))}},
-                                           "a-warn")], part="spread"))
+        worst = max(spread, res["replica_spread"]["G_W_v"])
+        panels.append(Panel(200, 30, [text(0, 22, label("fig.att_replicas_differ", spread=fmt.err(worst)), "a-warn")],
+                            part="spread"))
     return panels
 
 
@@ -318,13 +317,13 @@ LAYER_NARROW, LAYER_WIDE = 376.0, 600.0
 
 def figure_layer(res: dict, cfg: att.Config, direction: str) -> dict:
     """The pre-LN layer: two blocks, f and g, rank stacks; a desktop and a phone drawing."""
-    title = {"key": "fig.layer_title", "args": {"tp": fmt.integer(cfg.tp), "pass": {"key": f"opt.pass.{direction}"}}}
+    title = label("fig.layer_title", tp=fmt.integer(cfg.tp), **{"pass": label(f"opt.pass.{direction}")})
     svgs = []
     for width, cls in ((LAYER_WIDE, "fig-wide"), (LAYER_NARROW, "fig-narrow")):
         nodes, height = _layer_nodes(res, cfg, direction == "forward", width / LAYER_NARROW)
         svgs.append(figure_svg(title, nodes, width, height, cls=cls))
     node = el("figure", {"class": "tp-figure", "data-figure": "layer"},
-              svgs + [el("figcaption", None, text={"key": "fig.layer_caption"})])
+              svgs + [el("figcaption", None, text=label("fig.layer_caption"))])
     check(node)
     return node
 
@@ -333,15 +332,15 @@ def _layer_nodes(res: dict, cfg: att.Config, fwd: bool, k: float) -> tuple[list,
     tp, F = cfg.tp, res["config"]["ffn"]
     attn = [f"q{_range(rk['q_heads'])} · k{_range(rk['kv_heads'])}" for rk in res["ranks"]]
     mlp = [f"F {_range(range(*rk['ffn_cols']))}" for rk in res["ranks"]]
-    nodes, y = [text(4, 18, {"key": "fig.layer_fwd" if fwd else "fig.layer_bwd"}, "stage-name")], 34.0
+    nodes, y = [text(4, 18, label("fig.layer_fwd" if fwd else "fig.layer_bwd"), "stage-name")], 34.0
     block_h = max(44.0, tp * 20.0 + 8)
     for i, (ln, stack, bias, name_in, name_out, part) in enumerate((
             ("LN₁", attn, "+b_o", "X", "U", "attn"), ("LN₂", mlp, "+b₂", "U", "Y", "mlp"))):
-        caption = {"key": "fig.layer_attn" if i == 0 else "fig.layer_mlp", "args": {"f": fmt.integer(F)}}
+        caption = label("fig.layer_attn" if i == 0 else "fig.layer_mlp", f=fmt.integer(F))
         nodes += _block(y, block_h, ln, stack, bias, name_in, name_out, part, tp, fwd, caption, k)
         y += 22 + block_h + 20 + 18            # caption, the row, the f/g labels under it, a gap
-    nodes.append(text(4, y, {"key": "fig.layer_grey"}, "dimtext"))
-    nodes.append(text(4, y + 16, {"key": "fig.layer_count"}, "dimtext"))
+    nodes.append(text(4, y, label("fig.layer_grey"), "dimtext"))
+    nodes.append(text(4, y + 16, label("fig.layer_count"), "dimtext"))
     return nodes, y + 24
 
 
@@ -378,7 +377,7 @@ def _block(y0: float, h: float, ln: str, stack: list, bias: str, name_in: str, n
         nodes.append(el("rect", {"class": "coll hl" if active else "coll dim", "x": n(x[key]), "y": n(mid - 11),
                                  "width": "20", "height": "22", "rx": "4", "data-part": f"{part}-{key}"}))
         nodes.append(text(x[key] + 10, mid, key, "coll-t", "middle", **{"dominant-baseline": "central"}))
-        nodes.append(text(x[key] + 10, top + h + 14, {"key": "fig.layer_ar" if active else "fig.layer_id"},
+        nodes.append(text(x[key] + 10, top + h + 14, label("fig.layer_ar" if active else "fig.layer_id"),
                           "a-small" if active else "a-small dimtext", "middle"))
     bh = (h - 8 - (tp - 1) * 4) / tp                            # the parallel region: one box per rank
     sw = (_ARROWS[3][0] - _X["stack"]) * k
@@ -386,7 +385,7 @@ def _block(y0: float, h: float, ln: str, stack: list, bias: str, name_in: str, n
         yy = top + 4 + r * (bh + 4)
         nodes.append(el("rect", {**rank_attrs(r, "a-hbox"), "x": n(x["stack"]), "y": n(yy), "width": n(sw),
                                  "height": n(bh), "rx": "3"}))
-        nodes.append(text(x["stack"] + 4, yy + bh / 2, "R" + fmt.integer(r) + " " + label_, "a-small", "start",
+        nodes.append(text(x["stack"] + 4, yy + bh / 2, rank_name(r) + " " + label_, "a-small", "start",
                           **{"dominant-baseline": "central"}))
     nodes.append(text(x["out"], mid + 4, name_out, "a-sym"))
     return [el("g", {"data-part": part}, nodes)]
@@ -432,10 +431,10 @@ def _bar(split: dict, cfg: att.Config, E: int, y0: float, caption) -> tuple[list
                                          "y2": n(yy)}))
                 if lo == a:
                     mark = "✓" if rk["usable"] else "✗"
-                    nodes.append(text(x1 + 2, yy + 12, "R" + fmt.integer(r) + " " + mark,
+                    nodes.append(text(x1 + 2, yy + 12, rank_name(r) + " " + mark,
                                       "a-ok" if rk["usable"] else "a-warn"))
     else:
-        nodes.append(text(0, y + lines * 50 - 2, {"key": "fig.qkv_uneven"}, "a-warn"))
+        nodes.append(text(0, y + lines * 50 - 2, label("fig.qkv_uneven"), "a-warn"))
     return nodes, y + lines * 50
 
 
@@ -443,12 +442,12 @@ def figure_qkv(splits: dict, cfg: att.Config, E: int) -> dict:
     """Both layouts of the fused QKV weight cut into tp equal column blocks."""
     nodes, y = [], 4.0
     for layout, key in (("megatron", "fig.qkv_megatron"), ("concatenated", "fig.qkv_concat")):
-        part, y = _bar(splits[layout], cfg, E, y, {"key": key})
+        part, y = _bar(splits[layout], cfg, E, y, label(key))
         nodes.append(el("g", {"data-part": layout}, part))
         y += 8
     width = NARROW_W            # one drawing for every screen: the blocks wrap at PER_LINE
-    title = {"key": "fig.qkv_title", "args": {"tp": fmt.integer(cfg.tp), "h": fmt.integer(cfg.heads),
-                                              "k": fmt.integer(cfg.kv_heads)}}
+    title = label("fig.qkv_title", tp=fmt.integer(cfg.tp), h=fmt.integer(cfg.heads),
+                  k=fmt.integer(cfg.kv_heads))
     svg = figure_svg(title, nodes, width, y, cls="fig-one")
     node = el("figure", {"class": "tp-figure", "data-figure": "qkv-layout"}, [svg])
     check(node)
