@@ -76,7 +76,7 @@ def test_json_values_match_the_core(n, given):
 @pytest.mark.parametrize("argv, needle", [
     (["layer", "--tp", "3"], "heads=4 is not divisible by tp=3"),
     (["layer", "--ffn", "6", "--tp", "4"], "ffn"),
-    (["layer", "--stage", "grads"], "stage"),
+    (["layer", "--stage", "grads"], "Stage must be one of"),
 ])
 def test_bad_options_are_one_line_before_any_launch(argv, needle):
     assert needle in _one_error_line(_plain_run(argv))
