@@ -229,11 +229,11 @@ def _kv_cost_table(cfg: att.Config) -> dict:
 def _notes(cfg: att.Config, res: dict, reset: str | None) -> dict:
     n = fmt.integer
     if cfg.kv_heads >= cfg.tp:
-        split = label("note.att_split_even", tp=n(cfg.tp), hr=n(cfg.q_per_rank), kr=n(cfg.kv_per_rank),
-                      group=n(cfg.heads // cfg.kv_heads))
+        split = label("note.att_split_even", tp=n(cfg.tp), h=n(cfg.heads), k=n(cfg.kv_heads), hr=n(cfg.q_per_rank),
+                      kr=n(cfg.kv_per_rank), group=n(cfg.heads // cfg.kv_heads))
     else:
-        split = label("note.att_split_replicated", tp=n(cfg.tp), k=n(cfg.kv_heads), hr=n(cfg.q_per_rank),
-                      rep=n(cfg.replicas))
+        split = label("note.att_split_replicated", tp=n(cfg.tp), h=n(cfg.heads), k=n(cfg.kv_heads),
+                      hr=n(cfg.q_per_rank), rep=n(cfg.replicas))
     out = {"att-split": split,
            "att-mistake": label(f"note.att_mistake_{_k(cfg.mistake)}", err=worst_error(res),
                                 tp=n(cfg.tp), hr=n(cfg.q_per_rank), spread=fmt.err(res["replica_spread"]["G_W_k"]))}
@@ -333,12 +333,15 @@ def _params_table(res: dict, cfg: att.Config) -> dict:
 
 
 def _replicated_table(res: dict) -> dict:
+    """Rank 0's gradient of each replicated parameter above the reference's, one vector per row
+    (two (D,) grids side by side do not fit a page column)."""
     rows = []
     for p in lay.REPLICATED:
-        rows.append([SYMBOL[p], grid(res["ranks"][0]["G_" + p]), grid(res["reference"]["G_" + p]),
-                     fmt.err(res["replica_spread"][p])])
-    return table("cap.layer_replicated", ["col.layer_param", "col.layer_grad_r0", "col.layer_grad_ref",
-                                          "col.layer_spread"], rows)
+        rows += [[SYMBOL[p], label("label.att_tp_result"), grid(res["ranks"][0]["G_" + p]),
+                  fmt.err(res["replica_spread"][p])],
+                 [SYMBOL[p], label("label.reference"), grid(res["reference"]["G_" + p]), "—"]]
+    return table("cap.layer_replicated", ["col.layer_param", "col.att_on", "col.layer_grad", "col.layer_spread"],
+                 rows)
 
 
 def render_layer(controls: dict, lang: str) -> dict:
