@@ -121,7 +121,8 @@ def expected(controls: dict, lang: str) -> dict:
             key = f"opt.{c.name.replace('-', '_')}.{o.replace('-', '_')}"
             label = s.get(key, o)
             why = off.get(o) if c.name == "mistake" else None
-            options.append([o, why is not None, label if why is None else f"{label} ({cell_text(why, s)})"])
+            shown = label if why is None else s["site.option_off"].format(label=label, why=cell_text(why, s))
+            options.append([o, why is not None, shown])
     return {"tables": tables, "figures": figures, "controls": res["controls"], "options": options,
             "values": {k: cell_text(v, s) for k, v in res["values"].items()},
             "notes": {k: cell_text(v, s) for k, v in res["notes"].items()}}
