@@ -3,6 +3,7 @@
 
     python build.py                        build site/ (runtime copied from the local cache)
     python build.py --runtime cdn          point the pages at the official Pyodide CDN
+    python build.py --base-url URL         the published address: canonical/hreflang/og URLs, sitemap.xml
     python build.py --serve [--port 8000]  build, then serve on http://127.0.0.1:8000/
 """
 
@@ -25,13 +26,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--content", default=None, help="content directory (default: content/)")
     parser.add_argument("--runtime", choices=RUNTIME_MODES, default="local",
                         help="in-browser Python: local copy, official CDN, or none (default: local)")
+    parser.add_argument("--base-url", default=None, metavar="URL",
+                        help="the published address (e.g. https://user.github.io/repo/): absolute canonical, "
+                             "hreflang and link-preview URLs, sitemap.xml")
     parser.add_argument("--serve", action="store_true", help="serve the site after building it")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port to serve on (default: 8000; 0 = any free)")
     parser.add_argument("--timings", action="store_true", help="print per-phase timings as JSON")
     args = parser.parse_args(argv)
     try:
-        result = build(args.out, content_dir=args.content, runtime=args.runtime, quiet=False)
+        result = build(args.out, content_dir=args.content, runtime=args.runtime, quiet=False,
+                       base_url=args.base_url)
     except BuildError as err:
         print(f"build failed: {err}", file=sys.stderr)
         return 1

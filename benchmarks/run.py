@@ -13,6 +13,8 @@ Sections (see each module's docstring for exactly what is measured):
   browser      (1) time to live tables ÷ bare Pyodide+numpy page, cold and warm; (2) control
                latency p50/p95/max per control kind; (3) first contentful paint ÷ the page
                without scripts (Chromium at /usr/bin/chromium)               -> browser_bench.py
+  lighthouse   (7) Lighthouse 12, mobile preset: scores, FCP, LCP, TBT, CLS of every page in both
+               languages, best of three runs (--quick: page 1 once)          -> lighthouse_bench.py
 
 Prints a table and writes JSON.  --quick: a few repetitions (for CI: checks the benchmarks
 still run; its figures are rough).  Timings are never asserted anywhere.
@@ -32,7 +34,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-SECTIONS = ("core", "build", "bytes", "browser")
+SECTIONS = ("core", "build", "bytes", "browser", "lighthouse")
 
 
 def _fmt(v, unit: str = "") -> str:
@@ -106,6 +108,17 @@ def table(results: dict) -> str:
             rows.append((f"(6) {label}", _spread(c["subject"], 1, " s"), _spread(c["baseline"], 1, " s"),
                          f"{_spread(c['ratio'])}; peak mem {pk['subject'] / 2**20:.0f} / {pk['baseline'] / 2**20:.0f}"
                          f" MiB = {pk['ratio']}", "≤ 1.25", _ok(c.get("meets_target"))))
+    lh = results.get("lighthouse")
+    if lh:
+        for p in lh["pages"]:
+            sc, m = p["scores"], p["metrics"]
+            rows.append((f"(7) Lighthouse {p['page']} (best of {p['runs']})",
+                         "perf {} a11y {} bp {} seo {}".format(*(sc[c] for c in ("performance", "accessibility",
+                                                                                "best-practices", "seo"))),
+                         f"runs perf {', '.join(str(x) for x in p['performance_each'])}",
+                         f"FCP {m['fcp_ms'] / 1000:.2f} s, LCP {m['lcp_ms'] / 1000:.2f} s, TBT {m['tbt_ms']} ms, "
+                         f"CLS {m['cls']}; CPU index {p.get('benchmark_index')}",
+                         "≥ 0.95 / 1 / 1 / 1", _ok(p["meets_target"])))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -155,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
             if "browser" in args.only:
                 import browser_bench
                 section("browser", lambda: browser_bench.run(site, args.quick))
+    if "lighthouse" in args.only:
+        import lighthouse_bench
+        section("lighthouse", lambda: lighthouse_bench.bench(args.quick))
     if "core" in args.only:
         import core_bench
         section("core", lambda: core_bench.run(args.quick, args.dtype))

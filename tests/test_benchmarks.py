@@ -34,7 +34,8 @@ def test_quick_run_exits_0_and_prints_the_table(quick_run, capsys):
         print("\n" + proc.stdout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for label in ("(1) time to live tables, cold", "(1) time to live tables, warm", "(2) control latency: stage",
-                  "(3) first contentful paint", "(4) bytes en/index.html", "(5) build time", "(6) MLP"):
+                  "(3) first contentful paint", "(4) bytes en/index.html", "(5) build time", "(6) MLP",
+                  "(7) Lighthouse en/index.html"):
         assert label in proc.stdout, label
     assert out.is_file()
 
@@ -66,6 +67,11 @@ def test_json_has_every_section_with_numbers(quick_run):
     for key in ("mlp", "vocab_ce"):
         core = data["core"][key]
         assert _positive(core["ratio"]["median"]) and core["peak_bytes"]["subject"] > 0
+    lh = data["lighthouse"]["pages"]
+    assert [p["page"] for p in lh] == ["en/index.html"] and lh[0]["runs"] == 1
+    assert set(lh[0]["scores"]) == {"performance", "accessibility", "best-practices", "seo"}
+    assert all(0 <= v <= 1 for v in lh[0]["scores"].values())
+    assert _positive(lh[0]["metrics"]["fcp_ms"]) and lh[0]["metrics"]["lcp_ms"] >= lh[0]["metrics"]["fcp_ms"]
     # Correctness next to speed: the sharded results are the unsharded ones up to rounding.
     assert data["core"]["mlp"]["max_abs_err"]["Y"] < 1e-3
     assert data["core"]["vocab_ce"]["max_abs_err"]["loss"] < 1e-4

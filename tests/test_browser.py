@@ -28,6 +28,7 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOT_TIMEOUT_MS = 90_000
+BOOT_BATCH = 3          # pages whose runtimes boot at the same time (see live_pages)
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # Everything the page shows for one demo block, read with textContent only.
@@ -244,17 +245,23 @@ def context(new_context):
 def live_pages(context, site_url, built_site):
     """Every content page, opened once, runtime ready; {(lang, file): LivePage}."""
     opened = {}
-    for lang, name in html_files(built_site):   # navigate all first: the runtimes boot concurrently
-        page = context.new_page()
-        live = LivePage(page, lang, name)
-        page.goto(f"{site_url}{lang}/{name}", wait_until="domcontentloaded")
-        live.static = {s: live.snapshot(s) for s in live.sections()}   # build-time DOM, before the runtime
-        opened[(lang, name)] = live
-    for (lang, name), live in opened.items():
-        live.page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'",
-                                    timeout=BOOT_TIMEOUT_MS)
-        assert live.page.evaluate("document.documentElement.dataset.runtime") == "ready", \
-            f"{lang}/{name}: runtime failed: {live.page.text_content('.runtime-status')}"
+    files = html_files(built_site)
+    # The runtimes boot concurrently, a few pages at a time: with every page at once, a busy 2-core
+    # machine can take longer than the page's own boot timeout (60 s) to start them all.
+    for start in range(0, len(files), BOOT_BATCH):
+        batch = []
+        for lang, name in files[start:start + BOOT_BATCH]:
+            page = context.new_page()
+            live = LivePage(page, lang, name)
+            page.goto(f"{site_url}{lang}/{name}", wait_until="domcontentloaded")
+            live.static = {s: live.snapshot(s) for s in live.sections()}   # build-time DOM, before the runtime
+            opened[(lang, name)] = live
+            batch.append((lang, name, live))
+        for lang, name, live in batch:
+            live.page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'",
+                                        timeout=BOOT_TIMEOUT_MS)
+            assert live.page.evaluate("document.documentElement.dataset.runtime") == "ready", \
+                f"{lang}/{name}: runtime failed: {live.page.text_content('.runtime-status')}"
     yield opened
     for live in opened.values():
         live.page.close()

@@ -30,7 +30,8 @@ def server(tmp_path_factory):
     files = {"static/pyodide/pyodide.asm.wasm": b"\0asm\1\0\0\0", "static/pyodide/pyodide.mjs": b"export {}",
              "static/app.js": b"1", "static/pyodide/pyodide-lock.json": b"{}",
              "static/tpmath-0.1.0-py3-none-any.whl": b"PK", "static/pyodide/python_stdlib.zip": b"PK",
-             "static/style.css": b"a{}", "en/index.html": b"<p>en</p>"}
+             "static/style.css": b"a{}" * 500, "en/index.html": b"<p>en</p>",
+             "404.html": b"<!DOCTYPE html><title>not found</title>", "static/preview/en/index.png": b"\x89PNG" * 50}
     for rel, data in files.items():
         (site / rel).parent.mkdir(parents=True, exist_ok=True)
         (site / rel).write_bytes(data)
@@ -130,3 +131,49 @@ def test_build_then_serve_cli(tmp_path):
         proc.wait(timeout=10)
         proc.stdout.close()
         proc.stderr.close()
+
+
+def get_with(srv, path: str, headers: dict, method: str = "GET") -> tuple[int, dict, bytes]:
+    host, port = srv.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=10)
+    try:
+        conn.request(method, path, headers=headers)
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("path", ["/static/style.css", "/static/pyodide/pyodide.asm.wasm", "/en/index.html",
+                                  "/static/pyodide/pyodide-lock.json", "/static/app.js"])
+def test_text_and_wasm_are_gzipped_like_a_static_host(server, path):
+    import gzip
+    site = Path(server.RequestHandlerClass.keywords["directory"])
+    status, headers, body = get_with(server, path, {"Accept-Encoding": "gzip, deflate, br"})
+    assert status == 200 and headers["content-encoding"] == "gzip" and "accept-encoding" in headers["vary"].lower()
+    assert int(headers["content-length"]) == len(body)
+    assert gzip.decompress(body) == (site / path.lstrip("/")).read_bytes()
+    status, headers, body = get_with(server, path, {"Accept-Encoding": "identity"})
+    assert status == 200 and "content-encoding" not in headers
+    assert body == (site / path.lstrip("/")).read_bytes()
+    status, headers, body = get_with(server, path, {"Accept-Encoding": "gzip"}, method="HEAD")
+    assert status == 200 and headers["content-encoding"] == "gzip" and body == b""
+
+
+@pytest.mark.parametrize("path", ["/static/tpmath-0.1.0-py3-none-any.whl", "/static/preview/en/index.png"])
+def test_compressed_formats_are_sent_as_they_are(server, path):
+    status, headers, body = get_with(server, path, {"Accept-Encoding": "gzip"})
+    assert status == 200 and "content-encoding" not in headers
+
+
+def test_missing_file_gets_the_sites_404_page(server):
+    status, headers, body = get_with(server, "/no/such/page.html", {})
+    assert status == 404 and headers["content-type"].startswith("text/html")
+    assert body == b"<!DOCTYPE html><title>not found</title>"
+
+
+def test_gzipped_file_answers_if_modified_since(server):
+    status, headers, _ = get_with(server, "/static/style.css", {"Accept-Encoding": "gzip"})
+    status, _, body = get_with(server, "/static/style.css", {"Accept-Encoding": "gzip",
+                                                             "If-Modified-Since": headers["last-modified"]})
+    assert status == 304 and body == b""

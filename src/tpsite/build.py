@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 import jinja2
 
 from . import content as content_mod
-from . import markdown_ext, mathml, render, runtime, wheel
+from . import fonts, markdown_ext, mathml, publish, render, runtime, wheel
 from .content import Content, Page, display_path
 from .errors import BuildError
 
@@ -53,6 +53,7 @@ class Prepared:
     blocks: list[str] = field(default_factory=list)  # rendered shortcode HTML
     html: str = ""
     toc: list = field(default_factory=list)
+    figures: dict = field(default_factory=dict)     # name -> element tree, from the page's demos
 
 
 class _Timer:
@@ -114,6 +115,7 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path) -> None
                 except Exception as err:
                     raise BuildError(f"view section {sc.name!r} failed: {type(err).__name__}: {err}",
                                      prep.page.path, sc.line) from err
+                prep.figures.update(result.get("figures") or {})
                 try:
                     prep.blocks.append(render.render_demo(env, sections[sc.name], result, t))
                 except BuildError as err:
@@ -232,7 +234,8 @@ def csp_header(extra: dict) -> str:
     return render.Markup("; ".join(f"{k} {' '.join(v)}" for k, v in policy.items()))
 
 
-def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, csp: str) -> int:
+def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, csp: str,
+                site: publish.Urls = publish.Urls(None), previews: dict | None = None) -> int:
     """Write every page and the language choice; return the number of HTML files."""
     count = 0
     slugs = content.slugs()
@@ -243,9 +246,9 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
             prep = prepared[(lang, slug)]
             page = prep.page
             t = render.Translator(strings, lang, page.path)
-            alternates = [{"hreflang": content.tag(l), "href": f"../{l}/{page.output_name}",
+            alternates = [{"hreflang": content.tag(l), "href": site.link(f"{l}/{page.output_name}", "../"),
                            "name": content.strings[l].get("site.lang_name", l), "code": l} for l in content.langs]
-            alternates.append({"hreflang": "x-default", "href": "../index.html", "name": "", "code": ""})
+            alternates.append({"hreflang": "x-default", "href": site.link("index.html", "../"), "name": "", "code": ""})
             nav = []
             for s in slugs:
                 p = content.page(lang, s)
@@ -257,7 +260,9 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
                 t=t, strings=strings, csp=csp, root="../", home_href="index.html",
                 alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != content.tag(lang)],
                 nav=nav, toc=prep.toc, body=render.Markup(prep.html),
-                pyodide_url=page_url(urls["pyodide"], "../"), wheel_url=page_url(urls["wheel"], "../"))
+                pyodide_url=page_url(urls["pyodide"], "../"), wheel_url=page_url(urls["wheel"], "../"),
+                social=_social(content, site, previews, lang, slug, f"{lang}/{page.output_name}", page.title,
+                               page.meta.get("description", "")))
             (out / lang / page.output_name).write_text(html, encoding="utf-8")
             count += 1
     langs = []
@@ -267,13 +272,42 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
         langs.append({"code": lang, "hreflang": content.tag(lang), "href": f"{lang}/{home.output_name}",
                       "title": s.get("site.title", home.title), "description": home.meta.get("description", ""),
                       "choose": s.get("site.choose", s.get("site.lang_name", lang))})
-    alternates = [{"hreflang": l["hreflang"], "href": l["href"]} for l in langs]
-    alternates.append({"hreflang": "x-default", "href": "index.html"})
+    alternates = [{"hreflang": l["hreflang"], "href": site.link(l["href"], "")} for l in langs]
+    alternates.append({"hreflang": "x-default", "href": site.link("index.html", "")})
+    first = content.langs[0]
     html = env.get_template("index.html").render(
-        html_lang=content.tag(content.langs[0]), langs=langs, alternates=alternates,
-        csp=csp_header({}), root="")   # the language choice runs no Python: no runtime sources
+        html_lang=content.tag(first), langs=langs, alternates=alternates,
+        csp=csp_header({}), root="",   # the language choice runs no Python: no runtime sources
+        social=_social(content, site, previews, first, slugs[0], "index.html", langs[0]["title"],
+                       langs[0]["description"]))
     (out / "index.html").write_text(html, encoding="utf-8")
-    return count + 1
+    render_not_found(content, env, out, site)
+    return count + 2
+
+
+def _social(content: Content, site: publish.Urls, previews: dict | None, lang: str, slug: str, rel: str,
+            title: str, description: str) -> dict | None:
+    """Canonical link and link-preview meta of one page (None when no preview images were made)."""
+    if previews is None:
+        return None
+    return publish.page_meta(content, site, lang, rel, title, description,
+                             publish.preview_path(lang, slug), previews[(lang, slug)])
+
+
+def render_not_found(content: Content, env, out: Path, site: publish.Urls) -> None:
+    """404.html in every language; a static host serves it at any depth, so its links are absolute
+    (the base URL, else the site root)."""
+    root = site.base or "/"
+    langs = []
+    for lang in content.langs:
+        t = render.Translator(content.strings[lang], lang, publish.NOT_FOUND)
+        home = content.page(lang, content.slugs()[0])
+        langs.append({"hreflang": content.tag(lang), "href": f"{root}{lang}/{home.output_name}",
+                      "title": t("notfound.title"), "text": t("notfound.text"), "home": t("notfound.home")})
+    html = env.get_template(publish.NOT_FOUND).render(
+        html_lang=content.tag(content.langs[0]), langs=langs, alternates=[],
+        csp=csp_header({}), root=root, social=None)
+    (out / publish.NOT_FOUND).write_text(html, encoding="utf-8")
 
 
 def copy_static(static_dir: Path, out: Path) -> int:
@@ -290,6 +324,23 @@ def copy_static(static_dir: Path, out: Path) -> int:
         shutil.copyfile(src, dest)
         n += 1
     return n
+
+
+def publish_assets(content: Content, prepared: dict, out: Path, templates: Path) -> dict:
+    """Link-preview PNGs and the touch icon (before the pages: they name the images)."""
+    # A page's main figure: the one named after the first of its demo sections that draws one.
+    figures = {key: next((prep.figures[sc.name] for sc in prep.shortcodes
+                          if sc.kind == "demo" and sc.name in prep.figures), None)
+               for key, prep in prepared.items()}
+    translators = {lang: render.Translator(content.strings[lang], lang, lang) for lang in content.langs}
+    css = (templates / "static" / "style.css").read_text(encoding="utf-8")
+    font_files = publish.preview.font_files()
+    if font_files is None:
+        print("note: fonts-dejavu-core / fonts-noto-cjk not found: link-preview images use the system's "
+              "fonts and may differ from the published ones", file=sys.stderr)
+    previews = publish.write_previews(out, content, figures, translators, css, font_files)
+    publish.write_icons(out, templates / "static", font_files)
+    return previews
 
 
 # ---------------------------------------------------------------- atomic swap
@@ -328,7 +379,7 @@ def swap_into(tmp: Path, out: Path) -> None:
 
 def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None,
           templates_dir: str | Path | None = None, runtime: str = "local",
-          quiet: bool = True) -> dict:
+          quiet: bool = True, base_url: str | None = None) -> dict:
     """Build the whole site into ``out_dir``; return per-phase timings (seconds) and counts.
 
     Everything is written into a temporary sibling directory first; only a complete
@@ -336,6 +387,7 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
     """
     if runtime not in RUNTIME_MODES:
         raise BuildError(f"unknown runtime mode {runtime!r}; use {', '.join(RUNTIME_MODES)}")
+    site = publish.Urls(publish.normalize_base_url(base_url))
     timer = _Timer()
     content_root = Path(content_dir) if content_dir else ROOT / "content"
     templates = Path(templates_dir) if templates_dir else ROOT / "templates"
@@ -361,11 +413,18 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
             n_static = copy_static(templates / "static", tmp)
             # The readers' download for "run it on real ranks" (pure Python, any runtime mode).
             wheel.build_wheel(tmp, content.root / "i18n", full=True)
+        with timer.phase("publish"):
+            previews = publish_assets(content, prepared, tmp, templates)
+        with timer.phase("render"):
             try:
                 n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel_url},
-                                     csp_header(csp_extra))
+                                     csp_header(csp_extra), site, previews)
             except jinja2.TemplateError as err:
                 raise template_error(err, templates) from err
+        with timer.phase("publish"):
+            math_font = fonts.install_math_font(tmp)
+            publish.write_crawler_files(tmp, content, site)
+        with timer.phase("render"):
             os.chmod(tmp, 0o755)
             swap_into(tmp, out)
     except BaseException:
@@ -374,10 +433,12 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
     stats = {"pages": n_html, "static_files": n_static,
              "formulas": sum(len(p.formulas) for p in prepared.values()),
              "demos": sum(len(p.shortcodes) for p in prepared.values()),
-             "runtime": runtime if base else "none"}
+             "runtime": runtime if base else "none", "math_font": math_font, "base_url": site.base}
     result = {"timings": {k: round(v, 4) for k, v in timer.times.items()}, **stats,
               "out": str(out)}
     if not quiet:
+        if site.base is None:
+            print(publish.NO_BASE_NOTE)
         total = sum(timer.times.values())
         print(f"built {n_html} pages, {stats['formulas']} formulas, {stats['demos']} demos into "
               f"{display_path(out)} in {total:.2f} s (" +

@@ -2,16 +2,23 @@
 
 Only files below the site directory are served (``..`` and symlinks leading out are
 refused), with the MIME types the runtime needs (``.wasm`` must be
-``application/wasm`` for streaming compilation).
+``application/wasm`` for streaming compilation).  Like a static host (GitHub Pages), text
+types and WebAssembly are sent gzip-compressed to clients that accept it, and a missing
+file is answered with the site's ``404.html`` (status 404), so what is measured locally
+(Lighthouse, byte counts) is what readers of the published site get.
 """
 
 from __future__ import annotations
 
+import email.utils
 import functools
+import gzip
 import http.server
+import io
 import os
 import posixpath
 import sys
+import threading
 import urllib.parse
 from pathlib import Path
 
@@ -32,10 +39,87 @@ MIME_TYPES = {
 }
 
 
+# Sent compressed (gzip level 6, what static hosts use); images, fonts and archives already are.
+COMPRESSIBLE = ("text/", "application/javascript", "application/json", "application/wasm",
+                "application/xml", "image/svg+xml")
+GZIP_LEVEL = 6
+
+
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _gzipped(path: str, mtime_ns: int, size: int) -> bytes:
+    """Parallel first requests for one file (the 8 MB runtime) compress it once."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.setdefault(path, threading.Lock())
+    with lock:
+        return _gzipped_cached(path, mtime_ns, size)
+
+
+@functools.lru_cache(maxsize=64)
+def _gzipped_cached(path: str, mtime_ns: int, size: int) -> bytes:
+    """gzip of a file, cached by (path, mtime, size): each file is compressed once."""
+    with open(path, "rb") as fh:
+        return gzip.compress(fh.read(), GZIP_LEVEL, mtime=0)
+
+
 class SiteHandler(http.server.SimpleHTTPRequestHandler):
     """Static files under ``directory`` only; no directory listings."""
 
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME_TYPES}
+
+    def send_head(self):
+        """Files as SimpleHTTPRequestHandler sends them, or gzip-compressed when the client accepts it."""
+        path = self.translate_path(self.path)
+        ctype = self.guess_type(path)
+        if (os.path.isdir(path) or not os.path.isfile(path) or not ctype.startswith(COMPRESSIBLE)
+                or not self._accepts_gzip()):
+            return super().send_head()
+        st = os.stat(path)
+        if self._not_modified(st.st_mtime):
+            self.send_response(304)
+            self.end_headers()
+            return None
+        body = _gzipped(path, st.st_mtime_ns, st.st_size)
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Vary", "Accept-Encoding")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Last-Modified", self.date_time_string(int(st.st_mtime)))
+        self.end_headers()
+        return io.BytesIO(body)
+
+    def _not_modified(self, mtime: float) -> bool:
+        """If-Modified-Since at or after the file's time (as SimpleHTTPRequestHandler answers)."""
+        since = self.headers.get("If-Modified-Since")
+        if not since or self.headers.get("If-None-Match"):
+            return False
+        try:
+            return int(mtime) <= email.utils.parsedate_to_datetime(since).timestamp()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return False
+
+    def _accepts_gzip(self) -> bool:
+        for part in self.headers.get("Accept-Encoding", "").split(","):
+            coding, _, params = part.strip().partition(";")
+            if coding.strip().lower() in ("gzip", "*") and params.replace(" ", "") not in ("q=0", "q=0.0"):
+                return True
+        return False
+
+    def send_error(self, code, message=None, explain=None):
+        """A missing file: the site's 404.html with status 404, as a static host answers."""
+        page = Path(self.directory) / "404.html"
+        if code != 404 or not page.is_file():
+            return super().send_error(code, message, explain)
+        body = page.read_bytes()
+        self.send_response(404, message)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def translate_path(self, path: str) -> str:
         """Map the URL path into the site; anything escaping it maps to a missing file."""
@@ -89,7 +173,17 @@ def make_server(site_dir: str | Path, host: str = "127.0.0.1", port: int = 8000,
     handler = functools.partial(SiteHandler, directory=str(site_dir))
     server = SiteServer((host, port), handler)
     server.verbose = verbose
+    threading.Thread(target=_prewarm, args=(site_dir,), daemon=True).start()
     return server
+
+
+def _prewarm(site_dir: Path, min_size: int = 256 * 1024) -> None:
+    """Compress the large files (the runtime) now, not while a first page waits for them."""
+    for path in sorted(site_dir.rglob("*")):
+        ctype = SiteHandler.extensions_map.get(path.suffix.lower(), "")
+        if path.is_file() and ctype.startswith(COMPRESSIBLE) and path.stat().st_size >= min_size:
+            st = path.stat()
+            _gzipped(str(path), st.st_mtime_ns, st.st_size)
 
 
 def url_of(server: SiteServer) -> str:
