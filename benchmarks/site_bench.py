@@ -87,9 +87,10 @@ def bench_precompute(reps: int) -> dict:
             os.environ["TP_RESULTS_CACHE"] = saved
     files = {id(r): r for r in made.values()}.values()
     return {"unit": "s", "cold": summary(cold), "warm": summary(warm),
-            "sections": {r.section: {"states": r.states, "unique": r.unique, "full": r.full, "bytes": len(r.data),
+            "sections": {r.section: {"states": r.states, "unique": r.unique, "rule": r.rule, "bytes": len(r.data),
                                      "gzip": len(gzip.compress(r.data, 6, mtime=0))} for r in files},
             "rule": {"full_states_max": precompute.FULL_STATES_MAX, "near_changes": precompute.NEAR_CHANGES,
+                     "near_budget_gzip": precompute.NEAR_BUDGET_GZIP,
                      "number_values_max": precompute.NUMBER_VALUES_MAX}}
 
 

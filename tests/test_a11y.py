@@ -189,42 +189,42 @@ def test_every_control_is_operated_with_arrow_keys(live_pages):
 
 
 class _Semantics(html.parser.HTMLParser):
-    """Tables (caption, header cells) and <math alttext> in a built page."""
+    """Tables (caption, header cells) and <math alttext> in a built page.  A grid cell's own
+    table (``role="presentation"``: a matrix laid out, not a data table) is not a table here, and
+    its rows are not rows of the table holding it."""
 
     def __init__(self):
         super().__init__()
         self.tables: list[dict] = []
         self.maths: list[str | None] = []
         self._stack: list[dict] = []
-        self._part = None
-        self._cell = 0
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "table":
             self._stack.append({"caption": "", "in_caption": False, "cols": 0, "rows": 0, "row_heads": 0,
-                                "demo": "data-table" in a})
-        elif not self._stack:
-            if tag == "math":
-                self.maths.append(a.get("alttext"))
+                                "demo": "data-table" in a, "layout": a.get("role") == "presentation",
+                                "part": None, "cell": 0})
             return
-        t = self._stack[-1] if self._stack else None
         if tag == "math":
             self.maths.append(a.get("alttext"))
-        elif tag == "caption":
+        if not self._stack or self._stack[-1]["layout"]:
+            return
+        t = self._stack[-1]
+        if tag == "caption":
             t["in_caption"] = True
         elif tag in ("thead", "tbody", "tfoot"):
-            self._part = tag
+            t["part"] = tag
         elif tag == "tr":
-            self._cell = 0
-            if self._part != "thead":
+            t["cell"] = 0
+            if t["part"] != "thead":
                 t["rows"] += 1
         elif tag in ("th", "td"):
-            if self._part == "thead" and tag == "th" and a.get("scope") == "col":
+            if t["part"] == "thead" and tag == "th" and a.get("scope") == "col":
                 t["cols"] += 1
-            elif self._part != "thead" and self._cell == 0 and tag == "th" and a.get("scope") == "row":
+            elif t["part"] != "thead" and t["cell"] == 0 and tag == "th" and a.get("scope") == "row":
                 t["row_heads"] += 1
-            self._cell += 1
+            t["cell"] += 1
 
     def handle_endtag(self, tag):
         if not self._stack:
@@ -232,7 +232,9 @@ class _Semantics(html.parser.HTMLParser):
         if tag == "caption":
             self._stack[-1]["in_caption"] = False
         elif tag == "table":
-            self.tables.append(self._stack.pop())
+            t = self._stack.pop()
+            if not t["layout"]:
+                self.tables.append(t)
 
     def handle_data(self, data):
         if self._stack and self._stack[-1]["in_caption"]:

@@ -293,6 +293,12 @@ BAD_CASES = {
                                       ("en/index.md", _line_of(c / "en/index.md", "{{pydemo nope}}"))),
     "unknown demo section": lambda c: (_edit(c / "zh/index.md", "{{pydemo hello}}", "{{demo no-such-section}}"),
                                        ("zh/index.md", _line_of(c / "zh/index.md", "{{demo no-such"))),
+    "demo value for no control": lambda c: (_edit(c / "zh/index.md", "{{pydemo hello}}", "{{demo mlp colour=red}}"),
+                                            ("zh/index.md", _line_of(c / "zh/index.md", "{{demo mlp colour"))),
+    "demo value the section refuses": lambda c: (_edit(c / "en/index.md", "{{pydemo hello}}", "{{demo mlp tp=3}}"),
+                                                 ("en/index.md", _line_of(c / "en/index.md", "{{demo mlp tp=3"))),
+    "values on a pydemo": lambda c: (_edit(c / "en/index.md", "{{pydemo hello}}", "{{pydemo hello x=1}}"),
+                                     ("en/index.md", _line_of(c / "en/index.md", "{{pydemo hello x=1"))),
     "heading ids differ": lambda c: (_edit(c / "zh/index.md", "{#vocab}", "{#vocabulary}"),
                                      ("zh/index.md", None)),
 }
@@ -338,7 +344,7 @@ def test_real_site_languages_and_contract(real_site):
     content_pages = sorted((ROOT / "content" / "en").glob("*.md"))
     assert content_pages
     for md in content_pages:
-        names = re.findall(r"^\{\{demo ([\w-]+)\}\}\s*$", md.read_text(encoding="utf-8"), re.M)
+        names = re.findall(r"^\{\{demo ([\w-]+)[^}]*\}\}\s*$", md.read_text(encoding="utf-8"), re.M)
         for lang in ("en", "zh"):
             page = real_site / lang / f"{md.stem}.html"
             text = page.read_text(encoding="utf-8")
@@ -360,7 +366,7 @@ def test_real_site_languages_and_contract(real_site):
                 assert {el.attrs["data-for"] for el in sliders} == {c.name for c in sections[name].controls if c.slider}
                 assert form.find("output", class_="control-msg").attrs["aria-live"] == "polite"
                 assert demo.find("p", class_="runtime-status") is not None
-                tables = {t.attrs["data-table"]: t for t in demo.find_all("table")}
+                tables = {t.attrs["data-table"]: t for t in demo.find_all("table") if "data-table" in t.attrs}
                 assert set(sections[name].tables) <= set(tables), (page, name)
                 values = {d.attrs["data-value"] for d in demo.find_all("dd")}
                 assert set(sections[name].values) <= values, (page, name)
@@ -368,24 +374,34 @@ def test_real_site_languages_and_contract(real_site):
                     assert all(th.attrs.get("scope") == "col" for th in table.find("thead").find_all("th"))
                     for body in ("tbody", "tfoot"):
                         part = table.find(body)
-                        for tr in part.find_all("tr") if part else []:
+                        for tr in part.element_children() if part else []:   # not a grid cell's rows
                             first = tr.element_children()[0]
                             assert first.tag == "th" and first.attrs.get("scope") == "row"
 
 
-def test_real_site_defaults_match_views(real_site):
-    """The static tables show exactly the view functions' cells for the default controls."""
+DEMO_LINE = re.compile(r"^\{\{demo ([\w-]+)((?: [\w-]+=\S+?)*)\}\}\s*$", re.M)
+
+
+@pytest.mark.parametrize("slug", ["index", "row-parallel"])
+def test_real_site_defaults_match_views(real_site, slug):
+    """The static tables show exactly the view functions' cells for the default controls, or the
+    values the page's shortcode gives ({{demo collectives collective=all-reduce}} on page 2)."""
     sys.path.insert(0, str(ROOT / "src"))
     from tpmath import views
 
-    md = (ROOT / "content" / "en" / "index.md").read_text(encoding="utf-8")
-    names = re.findall(r"^\{\{demo ([\w-]+)\}\}\s*$", md, re.M)
-    assert names, "page 1 must have its demos"
-    doc = parse((real_site / "en" / "index.html").read_text(encoding="utf-8"))
+    md = (ROOT / "content" / "en" / f"{slug}.md").read_text(encoding="utf-8")
+    demos = [(m.group(1), dict(pair.split("=", 1) for pair in m.group(2).split())) for m in DEMO_LINE.finditer(md)]
+    assert demos, f"page {slug} must have its demos"
+    doc = parse((real_site / "en" / f"{slug}.html").read_text(encoding="utf-8"))
     checked = 0
-    for name in names:
-        result = views.render(name, None, "en")
+    for name, given in demos:
+        result = views.render(name, given or None, "en")
         demo = doc.find("div", id=f"demo-{name}")
+        form = demo.find("form", class_="controls")
+        for key, value in given.items():      # the form opens on the given values
+            el = next(e for e in form.iter() if e.attrs.get("name") == key)
+            shown = el.find("option", selected=True) if el.tag == "select" else el
+            assert shown.attrs["value"] == value
         for tname, spec in result["tables"].items():
             table = demo.find("table", data_table=tname)
             body = table.find("tbody").find_all("tr")
@@ -400,6 +416,15 @@ def test_real_site_defaults_match_views(real_site):
                 assert demo.find("dd", data_value=vname).text() == value
                 checked += 1
     assert checked > 20
+
+
+def test_page2_collectives_open_on_all_reduce():
+    """Page 2's text is about AllReduce; page 1's collectives demo keeps the section default."""
+    for lang in ("en", "zh"):
+        p1 = (ROOT / "content" / lang / "index.md").read_text(encoding="utf-8")
+        p2 = (ROOT / "content" / lang / "row-parallel.md").read_text(encoding="utf-8")
+        assert re.search(r"^\{\{demo collectives\}\}$", p1, re.M)
+        assert re.search(r"^\{\{demo collectives collective=all-reduce\}\}$", p2, re.M)
 
 
 def test_real_site_is_deterministic(real_site, tmp_path):

@@ -34,13 +34,26 @@ def test_small_example_by_hand():
     assert res["per_layer_bytes"] == 512 and res["per_step_bytes"] == 1536
 
 
-def test_gpt2_xl_tp8_by_hand():
+def test_h1600_tp8_by_hand():
+    # No heads given: only tp | h is checked (GPT-2 XL's 25 heads would refuse tp 8, see below).
     # S = 1·1024·1600·2 = 3 276 800 B; 2·7/8·S = 5 734 400 B per AllReduce; ×4 = 22 937 600
     res = comm_cost(1, 1024, 1600, 8, 2, 48)
     assert res["per_layer"][0]["bytes_per_rank"] == 5_734_400
     assert res["per_layer_bytes"] == 22_937_600
+    assert res["per_layer_forward_bytes"] == res["per_layer_backward_bytes"] == 2 * 5_734_400
     assert res["per_step_bytes"] == 22_937_600 * 48
     assert res["per_layer"][0]["bus_factor"] == 1.75
+
+
+def test_interview_question_4_subtotals_by_hand():
+    # B=8, L=2048, h=4096, bf16, tp=8: S·k = 8·2048·4096·2 B = 128 MiB; 2·7/8 of it = 224 MiB per AllReduce,
+    # 2 forward = 448 MiB, 2 backward = 448 MiB, 896 MiB per layer.
+    MiB = 2 ** 20
+    res = comm_cost(8, 2048, 4096, 8, 2, 1, heads=32)
+    assert res["activation_bytes"] == 128 * MiB
+    assert [r["bytes_per_rank"] for r in res["per_layer"]] == [224 * MiB] * 4
+    assert res["per_layer_forward_bytes"] == 448 * MiB and res["per_layer_backward_bytes"] == 448 * MiB
+    assert res["per_layer_bytes"] == res["per_step_bytes"] == 896 * MiB
 
 
 @pytest.mark.parametrize("tp", [1, 2, 3, 4, 6, 8])
@@ -109,8 +122,76 @@ def test_conventions_bilingual():
     assert "ring" in en.lower() and "2(n−1)/n" in en and "Ring" in zh and "发送" in zh
 
 
+# (hidden, layers, seq, attention heads, key/value heads) from the sources cited in comm_cost.PRESETS:
+# GPT-2 XL config.json, Megatron-LM Table 1, Llama 2 config.json (7B, 70B), GPT-3 Table 2.1.
+CITED = {"gpt2-xl": (1600, 48, 1024, 25, 25), "megatron-8.3b": (3072, 72, 1024, 32, 32),
+         "llama-2-7b": (4096, 32, 4096, 32, 32), "llama-2-70b": (8192, 80, 4096, 64, 8),
+         "gpt-3-175b": (12288, 96, 2048, 96, 96)}
+
+
+@pytest.mark.parametrize("preset", sorted(CITED))
+def test_presets_carry_the_cited_heads(preset):
+    p = PRESETS[preset]
+    assert (p["hidden"], p["layers"], p["seq"], p["heads"], p["kv_heads"]) == CITED[preset]
+
+
+def megatron_accepts(tp, heads, kv_heads, hidden):
+    """Megatron's TransformerConfig rules, written out: heads a multiple of tp, KV groups a multiple
+    or a divisor of tp; and a whole head size."""
+    return heads % tp == 0 and (kv_heads % tp == 0 or tp % kv_heads == 0) and hidden % heads == 0
+
+
+@pytest.mark.parametrize("preset", sorted(CITED))
+def test_preset_tp_must_divide_the_heads(preset):
+    hidden, layers, seq, heads, kv = CITED[preset]
+    accepted = []
+    for tp in range(1, 129):
+        if megatron_accepts(tp, heads, kv, hidden):
+            res = comm_cost_preset(preset, batch=1, tp=tp)
+            S = seq * hidden                                      # B = 1
+            assert res["per_layer_bytes"] == pytest.approx(4 * 2 * (tp - 1) / tp * S * 2)
+            accepted.append(tp)
+            continue
+        with pytest.raises(TPMathError) as info:
+            comm_cost_preset(preset, batch=1, tp=tp)
+        assert info.value.field == "tp"
+        for lang in ("en", "zh"):
+            msg = info.value.message(lang)
+            assert f"tp={tp}" in msg and (str(heads) in msg if heads % tp else str(kv) in msg), msg
+    assert 1 in accepted and max(accepted) <= heads
+
+
+def test_gpt2_xl_at_tp8_names_its_25_heads():
+    with pytest.raises(TPMathError) as info:
+        comm_cost_preset("gpt2-xl", batch=1, tp=8)
+    en, zh = info.value.message("en"), info.value.message("zh")
+    assert "GPT-2 XL" in en and "25 attention heads" in en and "tp=8" in en and "1, 5, 25" in en
+    assert "25 个注意力头" in zh and "tp=8" in zh
+    # tp = 5 divides the 25 heads: S·k = 1024·1600·2 B, 2·4/5 of it per AllReduce
+    res = comm_cost_preset("gpt2-xl", batch=1, tp=5)
+    assert res["per_layer"][0]["bytes_per_rank"] == 2 * 4 * 1024 * 1600 * 2 // 5 == 5_242_880
+
+
+@pytest.mark.parametrize("heads, kv, hidden, tp, field, code", [
+    (6, None, 64, 2, "heads", "head_size_uneven"),          # head size 64/6 not whole
+    (12, None, 48, 8, "tp", "tp_heads"),                    # 8 ∤ 12
+    (24, 6, 48, 4, "tp", "tp_kv_heads"),                    # 6 KV heads: neither 4 | 6 nor 6 | 4
+    (16, 3, 64, 4, "kv_heads", "kv_not_dividing_heads"),    # 3 ∤ 16
+])
+def test_custom_heads_checked_as_megatron_does(heads, kv, hidden, tp, field, code):
+    with pytest.raises(TPMathError) as info:
+        comm_cost(1, 8, hidden, tp, heads=heads, kv_heads=kv)
+    assert (info.value.field, info.value.code) == (field, code)
+
+
+@pytest.mark.parametrize("heads, kv, tp", [(16, 4, 16), (16, 4, 2), (64, 8, 16), (64, 8, 4), (32, 32, 8)])
+def test_kv_heads_a_multiple_or_a_divisor_of_tp_pass(heads, kv, tp):
+    assert megatron_accepts(tp, heads, kv, 4096)
+    res = comm_cost(1, 8, 4096, tp, heads=heads, kv_heads=kv)
+    assert res["inputs"]["heads"] == heads and res["inputs"]["kv_heads"] == kv
+
+
 def test_presets_cited_values():
-    assert PRESETS["gpt2-xl"] == {**PRESETS["gpt2-xl"], "hidden": 1600, "layers": 48, "seq": 1024}
     assert (PRESETS["gpt-3-175b"]["hidden"], PRESETS["gpt-3-175b"]["layers"], PRESETS["gpt-3-175b"]["seq"]) \
         == (12288, 96, 2048)
     assert (PRESETS["llama-2-7b"]["hidden"], PRESETS["llama-2-7b"]["layers"]) == (4096, 32)
@@ -150,9 +231,12 @@ def test_cli_comm_cost():
             "convention"} <= set(data) and "2(n−1)/n" in data["convention"]
     assert {"phase", "where", "collective", "elements", "bus_factor", "bytes_per_rank"} <= set(data["per_layer"][0])
     assert data["per_step_bytes"] == 1536
-    out = cli("comm-cost", "--preset", "gpt2-xl", "--tp", "8", "--link-gbps", "2400", "--tflops", "150", "--json")
+    out = cli("comm-cost", "--preset", "gpt2-xl", "--tp", "5", "--link-gbps", "2400", "--tflops", "150", "--json")
     data = json.loads(out.stdout)
-    assert data["per_layer_bytes"] == 22_937_600 and data["inputs"]["layers"] == 48 and "t_serial_s" in data
+    # S·k = 1024·1600·2 B; 4 AllReduces of 2·4/5 of it
+    assert data["per_layer_bytes"] == 4 * 5_242_880 and data["inputs"]["layers"] == 48 and "t_serial_s" in data
+    assert (data["inputs"]["heads"], data["inputs"]["kv_heads"]) == (25, 25)
+    assert data["per_layer_forward_bytes"] == data["per_layer_backward_bytes"] == 2 * 5_242_880
 
 
 @pytest.mark.parametrize("args, word", [
@@ -160,6 +244,10 @@ def test_cli_comm_cost():
     (("comm-cost", "--hidden", "8", "--tp", "2"), "--seq"),
     (("comm-cost", "--preset", "gpt-5", "--tp", "2"), "gpt-5"),
     (("comm-cost", "--seq", "4", "--hidden", "8", "--tp", "-1"), "tp must be between 1 and 4\u202f096, not -1"),
+    (("comm-cost", "--preset", "gpt2-xl", "--tp", "8"), "25 attention heads"),
+    (("comm-cost", "--preset", "gpt2-xl", "--tp", "8", "--lang", "zh"), "25 个注意力头"),
+    (("comm-cost", "--seq", "8", "--hidden", "48", "--heads", "12", "--tp", "8"), "the 12 attention heads"),
+    (("comm-cost", "--seq", "8", "--hidden", "64", "--heads", "6", "--tp", "2"), "heads=6"),
 ])
 def test_cli_errors(args, word):
     out = cli(*args)

@@ -149,3 +149,76 @@ def test_serialiser_writes_the_tree_element_for_element():
 def test_whitelist_refuses(bad):
     with pytest.raises(tree.TreeError):
         tree.check(bad)
+
+
+# ---------------------------------------------------------------- page 3: attention, layer, qkv-layout
+
+def _first_svg(fig):
+    return next(c for c in fig["c"] if c["t"] == "svg")
+
+
+def _ranks_in(node):
+    return {n["a"]["data-rank"] for n in tree.walk(node) if "data-rank" in n.get("a", {})}
+
+
+@pytest.mark.parametrize("tp, H, K, mistake", [
+    (1, 4, 2, "none"), (2, 4, 2, "none"), (4, 8, 2, "none"), (4, 4, 1, "none"), (8, 8, 8, "none"),
+    (4, 8, 2, "kv-not-replicated"), (8, 8, 2, "kv-not-replicated"), (4, 4, 2, "kv-grad-not-summed"),
+    (2, 8, 2, "f-and-g-swapped"), (2, 4, 4, "scale-local-width"),
+])
+def test_attention_figure_heads_edges_and_ranks(tp, H, K, mistake):
+    res = render("attention", {"tp": str(tp), "heads": str(H), "kv_heads": str(K), "mistake": mistake})
+    fig = res["figures"]["attention"]
+    assert _ranks_in(fig) == {str(r) for r in range(tp)}
+    assert _ranks_in(res["figures"]["attention-grads"]) == {str(r) for r in range(tp)}
+    svg = _first_svg(fig)
+    Hr = H // tp
+    # every P panel of rank r's lane is one of rank r's query heads, each head exactly once
+    panels = [n["a"]["data-part"] for n in tree.walk(svg) if n.get("a", {}).get("data-part", "").startswith("P.")]
+    assert sorted(panels, key=lambda p: int(p.split(".")[2])) == [f"P.{h // Hr}.{h}" for h in range(H)]
+    # head map: an edge from q_h's box to the box of the KV head it reads
+    heads = next(n for n in tree.walk(svg) if n.get("a", {}).get("data-part") == "heads")
+    x_of = {n["x"]: float(n["a"]["x"]) for n in tree.walk(heads) if n["t"] == "text" and "a-ht" in n["a"]["class"]}
+    edges = [n for n in tree.walk(heads) if n["t"] == "line" and "a-edge" in n["a"]["class"]]
+    assert len(edges) == H
+    q_at = {round(x_of[f"q{h}"], 1): h for h in range(H)}
+    k_at = {round(x_of[f"k{k}"], 1): k for k in range(K)}
+    for e in edges:
+        h, j = q_at[float(e["a"]["x1"])], k_at[float(e["a"]["x2"])]
+        r = h // Hr
+        read = r % K if mistake == "kv-not-replicated" and K < tp else h * K // H
+        assert j == read, (h, j)
+        assert ("a-bad" in e["a"]["class"]) == (read != h * K // H)
+    # replica tags under each KV head: the ranks holding it
+    tags = [n["x"] for n in tree.walk(heads) if n["t"] == "text" and "a-tag" in n["a"]["class"]]
+    assert len(tags) == (tp if K <= tp else K)          # a tag per holder: tp/K replicas of each, or one
+    # the result: Y drawn with off-reference cells marked only under a forward mistake
+    bad = [n for n in tree.walk(svg) if "a-badcell" in n.get("a", {}).get("class", "")]
+    assert bool(bad) == (mistake in ("kv-not-replicated", "f-and-g-swapped", "scale-local-width"))
+
+
+@pytest.mark.parametrize("tp, K, direction", [(1, 2, "forward"), (2, 2, "backward"), (4, 1, "forward"),
+                                              (4, 4, "backward")])
+def test_layer_figure_lights_the_pass_and_stacks_one_box_per_rank(tp, K, direction):
+    res = render("layer", {"tp": str(tp), "heads": "4", "kv_heads": str(K), "pass": direction})
+    fig = res["figures"]["layer"]
+    assert _ranks_in(fig) == {str(r) for r in range(tp)}
+    for svg in (c for c in fig["c"] if c["t"] == "svg"):
+        for part in ("attn", "mlp"):
+            block = next(n for n in tree.walk(svg) if n.get("a", {}).get("data-part") == part)
+            boxes = [n for n in tree.walk(block) if "a-hbox" in n.get("a", {}).get("class", "")]
+            assert [b["a"]["data-rank"] for b in boxes] == [str(r) for r in range(tp)]
+            lit = {n["a"]["data-part"] for n in tree.walk(block) if n.get("a", {}).get("class") == "coll hl"}
+            assert lit == {f"{part}-{'g' if direction == 'forward' else 'f'}"}
+
+
+@pytest.mark.parametrize("tp, H, K, E", [(2, 4, 2, 2), (4, 8, 2, 1), (8, 8, 1, 4), (1, 2, 2, 1)])
+def test_qkv_figure_tints_each_column_by_the_rank_that_gets_it(tp, H, K, E):
+    res = render("qkv-layout", {"tp": str(tp), "heads": str(H), "kv_heads": str(K), "head_dim": str(E)})
+    svg = _first_svg(res["figures"]["qkv-layout"])
+    per = (H + 2 * K) * E // tp
+    for layout in ("megatron", "concatenated"):
+        bar = next(n for n in tree.walk(svg) if n.get("a", {}).get("data-part") == layout)
+        cells = [n for n in tree.walk(bar) if n["t"] == "rect" and "cell" in n["a"]["class"].split()]
+        assert len(cells) == (H + 2 * K) * E
+        assert [c["a"]["data-rank"] for c in cells] == [str(i // per) for i in range(len(cells))]

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 import zipfile
 from pathlib import Path
@@ -190,24 +191,33 @@ def test_messages_from_a_source_checkout(tmp_path):
 
 
 def test_messages_from_an_editable_install(tmp_path):
-    """pip install -e of a copy of the project (into a private user base: nothing else changes)."""
+    """pip install -e of a copy of the project into a private prefix (nothing else changes; --user
+    is refused inside a virtual environment, which the README's commands allow)."""
     project = tmp_path / "project"
     for part in ("src", "content"):
         shutil.copytree(ROOT / part, project / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copyfile(ROOT / name, project / name)
-    base = tmp_path / "userbase"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONUSERBASE": str(base)}
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--user", "--no-deps", "--no-build-isolation",
-                          "--no-index", "-e", str(project)], capture_output=True, text=True, timeout=300, env=env,
-                         cwd=tmp_path)
+    prefix = tmp_path / "prefix"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--prefix", str(prefix), "--no-deps",
+                          "--no-build-isolation", "--no-index", "-e", str(project)], capture_output=True, text=True,
+                         timeout=300, env=env, cwd=tmp_path)
     assert pip.returncode == 0, pip.stderr
-    out = subprocess.run([sys.executable, "-m", "tpmath", "mlp", "--tp", "3", "--lang", "zh"], capture_output=True,
-                         text=True, timeout=60, env=env, cwd=tmp_path)
+    site_dir = sysconfig.get_path("purelib", vars={"base": str(prefix), "platbase": str(prefix)})
+    # the prefix is not a site directory of this interpreter: add it the way site.py adds one (.pth files)
+    boot = f"import site, sys, runpy; site.addsitedir({site_dir!r}); "
+
+    def python(code: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", boot + code, *args], capture_output=True, text=True,
+                              timeout=60, env=env, cwd=tmp_path)
+
+    out = python("sys.argv[0] = 'tpmath'; runpy.run_module('tpmath', run_name='__main__')",
+                 "mlp", "--tp", "3", "--lang", "zh")
     assert one_error(out).startswith("error: tp=3 不能整除")
-    where = subprocess.run([sys.executable, "-c", "import tpmath.i18n as i; print(i.catalog_dir())"],
-                           capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path).stdout.strip()
-    assert Path(where).resolve() == (project / "content" / "i18n").resolve()
+    where = python("import tpmath.i18n as i; print(i.catalog_dir()); print(i.__file__)").stdout.split()
+    assert Path(where[0]).resolve() == (project / "content" / "i18n").resolve()
+    assert Path(where[1]).resolve().is_relative_to(project.resolve())    # the copy, not this checkout
 
 
 def test_message_files_parse_and_match_the_build_rule():

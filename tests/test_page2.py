@@ -268,11 +268,11 @@ def _by_hand(B, L, H, n, K, N, gbps, tflops):
 
 
 @pytest.mark.parametrize("c", [
-    {"preset": "custom", "batch": 8, "seq": 2048, "hidden": 4096, "tp": 8, "dtype_bytes": 2, "layers": 1,
-     "link_gbps": 3600, "tflops": 400},
-    {"preset": "custom", "batch": 2, "seq": 1024, "hidden": 1536, "tp": 4, "dtype_bytes": 4, "layers": 24,
-     "link_gbps": 400, "tflops": 100},
-    {"preset": "gpt-3-175b", "batch": 1, "seq": 1, "hidden": 1, "tp": 8, "dtype_bytes": 2, "layers": 1,
+    {"preset": "custom", "batch": 8, "seq": 2048, "hidden": 4096, "heads": 32, "tp": 8, "dtype_bytes": 2,
+     "layers": 1, "link_gbps": 3600, "tflops": 400},
+    {"preset": "custom", "batch": 2, "seq": 1024, "hidden": 1536, "heads": 12, "tp": 4, "dtype_bytes": 4,
+     "layers": 24, "link_gbps": 400, "tflops": 100},
+    {"preset": "gpt-3-175b", "batch": 1, "seq": 1, "hidden": 1, "heads": 7, "tp": 8, "dtype_bytes": 2, "layers": 1,
      "link_gbps": 3600, "tflops": 400},
 ])
 def test_comm_cost_equals_hand_count(c):
@@ -290,8 +290,12 @@ def test_comm_cost_equals_hand_count(c):
         assert r[4] == fmt.num(2 * (c["tp"] - 1) / c["tp"])
         assert r[5] == fmt.nbytes(one)
     foot = out["tables"]["comm-layer"]["foot"]
-    assert foot[0][-1] == fmt.nbytes(layer) and foot[1][-1] == fmt.nbytes(step)
-    assert foot[1][0]["args"] == {"layers": fmt.integer(N)}
+    assert [f[0]["key"] for f in foot] == ["label.row_pass_forward", "label.row_pass_backward",
+                                           "label.row_per_layer", "label.row_per_step"]
+    assert foot[0][0]["args"] == foot[1][0]["args"] == {"count": "2"}     # g twice forward, f twice backward
+    assert foot[0][-1] == foot[1][-1] == fmt.nbytes(2 * one)
+    assert foot[2][-1] == fmt.nbytes(layer) and foot[3][-1] == fmt.nbytes(step)
+    assert foot[3][0]["args"] == {"layers": fmt.integer(N)}
     times = [r[1] for r in out["tables"]["comm-time"]["rows"]]
     ms = lambda s: fmt.num(s * 1e3, 3) + " ms"  # noqa: E731
     assert times == [ms(t_calc), ms(t_comm), ms(max(t_calc, t_comm)), ms(t_calc + t_comm)]
@@ -299,14 +303,52 @@ def test_comm_cost_equals_hand_count(c):
     assert out["values"]["cost-comm-fraction"] == fmt.num(100 * t_comm / (t_calc + t_comm), 1) + " %"
 
 
-def test_interview_question_4_numbers():
-    """The page's question 4: B=8, L=2048, h=4096, bf16, TP=8: 224 MiB per AllReduce, 448 MiB forward."""
-    out = views.render("comm-cost", {"preset": "custom", "batch": 8, "seq": 2048, "hidden": 4096,
-                                     "tp": 8, "dtype_bytes": 2, "layers": 1}, "en")
-    assert 8 * 2048 * 4096 == 67_108_864
+@pytest.mark.parametrize("controls", [
+    None,                                                   # the default: Llama-2-7B, B = 4, L = 4096
+    {"preset": "custom", "batch": 8, "seq": 2048, "hidden": 4096, "heads": 32, "tp": 8, "dtype_bytes": 2,
+     "layers": 1},                                          # the question's own numbers
+])
+def test_interview_question_4_numbers(controls):
+    """The page's question 4: B=8, L=2048, h=4096, bf16, TP=8: each AllReduce carries 128 MiB, each rank
+    sends 224 MiB of it; 448 MiB forward, 448 MiB backward, 896 MiB per layer.  The default calculator
+    (Llama-2-7B: h = 4096, L = 4096 from its config.json; B = 4) has the same B·L·h and shows them as rows."""
+    MiB = 2 ** 20
+    S = 8 * 2048 * 4096
+    assert S == 4 * 4096 * 4096 == 67_108_864
+    per_allreduce = 2 * 7 * S * 2 // 8                      # 2(n−1)/n · S · k bytes
+    assert per_allreduce == 224 * MiB
+    out = views.render("comm-cost", controls, "en")
+    assert out["values"]["cost-activation"] == fmt.nbytes(S * 2) == "128\u00a0MiB"
     assert [r[5] for r in out["tables"]["comm-layer"]["rows"]] == ["224\u00a0MiB"] * 4
-    assert out["tables"]["comm-layer"]["foot"][0][-1] == "896\u00a0MiB"
-    assert 2 * 7 / 8 * 128 == 224
+    foot = [f[-1] for f in out["tables"]["comm-layer"]["foot"]]
+    assert foot[:3] == ["448\u00a0MiB", "448\u00a0MiB", "896\u00a0MiB"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_question_4_quotes_the_default_calculator(lang):
+    """The answer's MiB figures are the calculator's default rows (per AllReduce, forward, backward,
+    per layer), not numbers typed by hand that could drift from the core."""
+    md = (ROOT / "content" / lang / "row-parallel.md").read_text(encoding="utf-8")
+    answer = re.search(r"<summary>4\..*?</details>", md, re.S).group(0)
+    out = views.render("comm-cost", None, lang)
+    rows = out["tables"]["comm-layer"]["rows"]
+    foot = out["tables"]["comm-layer"]["foot"]
+    shown = {r[5] for r in rows} | {f[-1] for f in foot[:3]} | {out["values"]["cost-activation"]}
+    quoted = set(re.findall(r"(\d+) MiB", answer))
+    assert quoted == {"128", "224", "448", "896"}
+    assert {q + "\u00a0MiB" for q in quoted} == shown
+    assert "B = 4" in answer and "L = 4096" in answer       # the default it names
+
+
+def test_heads_rule_quoted_in_text():
+    """The tp values the text allows GPT-2 XL are the core's (divisors of its 25 heads)."""
+    from tpmath.comm_cost import PRESETS, tp_choices
+    p = PRESETS["gpt2-xl"]
+    assert tp_choices(p["heads"], p["kv_heads"]) == [1, 5, 25] == [t for t in range(1, 26) if 25 % t == 0]
+    en = (ROOT / "content" / "en" / "row-parallel.md").read_text(encoding="utf-8")
+    zh = (ROOT / "content" / "zh" / "row-parallel.md").read_text(encoding="utf-8")
+    assert "GPT-2 XL has 25" in en and "TP can be 1, 5 or 25" in en and "refuses TP = 8" in en
+    assert "GPT-2 XL 有 25 个头" in zh and "1、5 或 25" in zh
 
 
 def test_ring_factors_quoted_in_text():
@@ -318,9 +360,15 @@ def test_ring_factors_quoted_in_text():
 
 
 def test_comm_cost_preset_overrides_fields_and_says_so():
-    out = views.render("comm-cost", {"preset": "llama-2-70b", "hidden": 5, "seq": 7, "layers": 3}, "zh")
+    out = views.render("comm-cost", {"preset": "llama-2-70b", "hidden": 5, "seq": 7, "layers": 3, "heads": 3}, "zh")
+    # Llama-2-70B's config.json: hidden_size 8192, 80 layers, 64 attention heads, 8 key/value heads
     assert out["controls"]["hidden"] == 8192 and out["controls"]["layers"] == 80
+    assert out["controls"]["heads"] == 64 and out["controls"]["kv_heads"] == 8
     assert out["notes"]["comm-preset"]["args"]["hidden"] == fmt.integer(8192)
+    assert out["notes"]["comm-preset"]["args"]["heads"] == "64" and out["notes"]["comm-preset"]["args"]["kv_heads"] == "8"
+    assert {k: v["value"] for k, v in out["control_state"].items()} == {"hidden": "8192", "seq": "4096",
+                                                                         "layers": "80", "heads": "64"}
+    assert all(v["disabled"] for v in out["control_state"].values())
     assert text(out["notes"]["comm-convention"], "zh").startswith("bytes_per_rank = 使用 Ring")
 
 
@@ -343,6 +391,9 @@ def test_comm_cost_preset_overrides_fields_and_says_so():
     ("row-pairing", {"tokens": 0}, "tokens"),
     ("comm-cost", {"preset": "gpt-5"}, "preset"),
     ("comm-cost", {"preset": "custom", "hidden": 4096, "tp": 3}, "tp"),
+    ("comm-cost", {"preset": "gpt2-xl", "tp": 8}, "tp"),                          # 25 heads
+    ("comm-cost", {"preset": "custom", "hidden": 48, "heads": 12, "tp": 8}, "tp"),
+    ("comm-cost", {"preset": "custom", "hidden": 4096, "heads": 7, "tp": 1}, "heads"),
     ("comm-cost", {"dtype_bytes": 3}, "dtype_bytes"),
     ("comm-cost", {"link_gbps": 0}, "link_gbps"),
     ("comm-cost", {"tflops": "fast"}, "tflops"),

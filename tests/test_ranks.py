@@ -51,7 +51,7 @@ def test_vocab_records_are_the_cells_of_the_vocab_table(shards, target, shift):
     for r, row in enumerate(rows):
         printed = {name.split("[")[0]: text for name, text in records_by_name(per_rank, r).items()}
         assert [printed["z"], printed["local max"], printed["local Σ exp(z − m)"],
-                printed["z_t − m (0 unless t is here)"]] == row[2:6]
+                printed["z_y − m (0 unless y is here)"]] == row[2:6]
         assert printed["loss"] == res["values"]["loss"]
         assert printed["m ← all_reduce(MAX)"] == res["values"]["global-max"]
         assert printed["Σ exp ← all_reduce(SUM)"] == res["values"]["global-sum-exp"]

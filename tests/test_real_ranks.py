@@ -302,7 +302,7 @@ def page_blocks(site: Path, lang: str) -> list[tuple[str, str, str, str]]:
 def test_every_section_with_an_example_has_a_block_in_both_languages(built_site):
     en, zh = page_blocks(built_site, "en"), page_blocks(built_site, "zh")
     assert {s for _, s, _, _ in en} == {"mlp", "backward", "collectives", "mismatch", "vocab-ce", "vocab-extras",
-                                        "row-linear", "row-backward"}
+                                        "row-linear", "row-backward", "sp-layer", "attention", "qkv-layout", "layer"}
     # commands and outputs are language-neutral: the same on both pages
     assert [(p, s, c, o) for p, s, c, o in en] == [(p, s, c, o) for p, s, c, o in zh]
 

@@ -77,33 +77,43 @@ def test_all_ignored_torch_nan_ours_flagged_zero():
     assert r["all_ignored"] is True and r["loss"] == 0.0 and np.all(r["grad"] == 0.0)
 
 
-def megatron_rank_losses(Z, y, shards, eps):
-    """Megatron's smoothing formula written with torch, per rank (K = real ids on that rank)."""
+def megatron_rank_losses(Z, y, shards, eps, pad_logit=0.0):
+    """Megatron's _VocabParallelCrossEntropy.forward written with torch, rank by rank: the logits
+    padded to a multiple of shards with ``pad_logit`` (not masked), each rank's K = Vp/shards
+    columns, all-reduces as max / sum over the ranks, vocab_size = exp_logits.size(-1) = K."""
     z = torch.tensor(Z, dtype=torch.float64)
-    logp = torch.log_softmax(z, dim=-1)
-    nll = -logp[torch.arange(len(y)), torch.tensor(y)]
-    V = z.shape[1]
+    N, V = z.shape
     K = -(-V // shards)
+    z = torch.cat([z, torch.full((N, K * shards - V), pad_logit, dtype=torch.float64)], dim=1)
+    parts = list(z.split(K, dim=1))                                  # vocab_parallel_logits per rank
+    logits_max = torch.stack([p.max(dim=-1)[0] for p in parts]).max(dim=0)[0]
+    parts = [p - logits_max.unsqueeze(-1) for p in parts]
+    target = torch.tensor(y)
+    predicted = sum(torch.where((target >= r * K) & (target < (r + 1) * K),
+                                p.gather(1, (target - r * K).clamp(0, K - 1).unsqueeze(1)).squeeze(1),
+                                torch.zeros(N, dtype=torch.float64)) for r, p in enumerate(parts))
+    sum_exp = sum(p.exp().sum(dim=-1) for p in parts)
+    loss = torch.log(sum_exp) - predicted
     out = []
-    for r in range(shards):
-        ids = list(range(r * K, min((r + 1) * K, V)))
-        if len(ids) <= 1:
+    for p in parts:
+        if K <= 1:
             out.append(None)
             continue
-        s = eps * len(ids) / (len(ids) - 1)
-        out.append(((1 - s) * nll - s * logp[:, ids].mean(dim=-1)).mean().item())
+        smoothing = eps * K / (K - 1)
+        log_probs = torch.log(p.exp() / sum_exp.unsqueeze(-1))
+        out.append(((1.0 - smoothing) * loss - smoothing * log_probs.mean(dim=-1)).mean().item())
     return out
 
 
-@pytest.mark.parametrize("shards", [2, 3, 4])
-def test_megatron_local_k_smoothing_is_not_pytorch(shards):
+@pytest.mark.parametrize("shards", [2, 3, 4, 5])
+def test_megatron_smoothing_is_not_pytorch(shards):
     rng = np.random.default_rng(shards)
     Z = rng.normal(size=(3, 12))
     y = [1, 7, 11]
     eps = 0.1
     r = run_vocab_ce(Z, y, shards=shards, label_smoothing=eps)
-    expected = megatron_rank_losses(Z, y, shards, eps)
-    for got, exp in zip(r["megatron_smoothing_loss_per_rank"], expected):
+    expected = megatron_rank_losses(Z, y, shards, eps)          # 5 ranks: 12 padded to 15, K = 3
+    for got, exp in zip(r["megatron"]["loss_per_rank"], expected):
         assert got == pytest.approx(exp, abs=1e-14)
     loss, _ = torch_ce(Z, y, eps)
     assert abs(r["loss"] - loss) < 1e-14

@@ -313,6 +313,24 @@ def test_vocab_ce_tables(shards, target, shift):
     assert ("padding" in res["notes"]) == (ref["Vp"] != 6)
 
 
+def test_vocab_ce_default_target_shows_the_merge():
+    """The section opens on a target that is not the largest logit, so one rank's target term is
+    z_y − m ≠ 0 and the other's is 0 (with target 2, the largest, both would be 0)."""
+    res = render("vocab-ce", None)
+    y = int(res["controls"]["target"])
+    assert y != int(np.argmax(LOGITS))
+    ref = ce_reference(LOGITS, y, int(res["controls"]["shards"]))
+    terms = [row[5] for row in rows(res, "vocab-ranks")]
+    assert terms == [fmt.num(e["t"]) for e in ref["ranks"]]
+    assert sorted(terms) == sorted([fmt.num(LOGITS[y] - LOGITS.max()), fmt.num(0.0)])
+    # the prose quotes this term: z_y − m = 1.4 − 2 = −0.6 for target 4
+    for lang in ("en", "zh"):
+        md = (ROOT / "content" / lang / "index.md").read_text(encoding="utf-8")
+        quoted = re.search(r"z_y-m=([-\d.]+)-([-\d.]+)=([-\d.]+)", md)
+        assert [float(x) for x in quoted.groups()] == pytest.approx([LOGITS[y], LOGITS.max(), LOGITS[y] - LOGITS.max()])
+        assert re.search(rf"(target|token) {y}\b", md)
+
+
 def test_vocab_padding_megatron_rule():
     res = render("vocab-extras", {"tp": "2"})
     padded = {row[0]: row[2] for row in rows(res, "vocab-padding")}
@@ -322,15 +340,24 @@ def test_vocab_padding_megatron_rule():
         assert row[2] == fmt.integer(math.ceil(50257 / (128 * tp)) * 128 * tp)
 
 
-def megatron_smoothed(z, y, eps, lo, hi):
-    """Megatron's per-rank formula: s = ε K/(K−1), (1−s)·nll − s·mean_{k in rank} log p_k."""
-    logp = z - np.max(z) - np.log(np.sum(np.exp(z - np.max(z))))
-    K = hi - lo
+def megatron_smoothed(z, y, eps, tp, r):
+    """Megatron's loss on rank r: the logits padded to a multiple of tp with 0 (unmasked, as Megatron
+    leaves its padded logits), K = Vp/tp columns per rank, s = ε K/(K−1),
+    (1−s)·nll − s·mean_{k in the rank's K columns} log p_k.  None when K = 1 and ε > 0."""
+    V = len(z)
+    Vp = -(-V // tp) * tp
+    K = Vp // tp
+    zp = np.concatenate([z, np.zeros(Vp - V)])
+    logp = zp - np.max(zp) - np.log(np.sum(np.exp(zp - np.max(zp))))
+    if eps == 0:
+        return -logp[y]
+    if K == 1:
+        return None
     s = eps * K / (K - 1)
-    return (1 - s) * (-logp[y]) - s * np.mean(logp[lo:hi])
+    return (1 - s) * (-logp[y]) - s * np.mean(logp[r * K:(r + 1) * K])
 
 
-@pytest.mark.parametrize("tp,eps", [(1, 0.1), (2, 0.1), (3, 0.3), (2, 0.0)])
+@pytest.mark.parametrize("tp,eps", [(1, 0.1), (2, 0.1), (3, 0.3), (2, 0.0), (4, 0.1), (4, 0.0), (5, 0.2), (6, 0.1)])
 def test_vocab_smoothing_pytorch_and_megatron(tp, eps):
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
@@ -338,13 +365,42 @@ def test_vocab_smoothing_pytorch_and_megatron(tp, eps):
     res = render("vocab-extras", {"tp": str(tp), "smoothing": eps})
     assert res["values"]["smoothing-loss"] == fmt.num(want)
     assert res["values"]["smoothing-reference"] == fmt.num(want)
-    K = 6 // tp
+    assert res["tables"]["vocab-smoothing"]["columns"][2] == "col.k_padded"
+    K = -(-6 // tp)                                    # the padded width: Vp/tp
     for r, row in enumerate(rows(res, "vocab-smoothing")):
+        assert row[2] == fmt.integer(K)
         assert row[3] == fmt.num(want)
-        meg = megatron_smoothed(LOGITS, 2, eps, r * K, (r + 1) * K)
-        assert row[4] == fmt.num(meg)
-    if tp > 1 and eps > 0:   # the per-rank losses disagree: Megatron's discrepancy
+        meg = megatron_smoothed(LOGITS, 2, eps, tp, r)
+        if meg is None:
+            assert row[4]["key"] == "label.undefined_k" and row[5] == "—"
+        else:
+            assert row[4] == fmt.num(meg) and row[5] == fmt.err(meg - want)
+    tp1 = megatron_smoothed(LOGITS, 2, eps, 1, 0)
+    assert foot(res, "vocab-smoothing")[1][4] == fmt.num(tp1)
+    if tp > 1 and eps > 0 and K > 1:   # the per-rank losses disagree: Megatron's discrepancy
         assert len({row[4] for row in rows(res, "vocab-smoothing")}) > 1
+    note = res["notes"]["vocab-megatron"]
+    if 6 % tp:                         # padding: the note states the padded logits' value
+        assert note["key"] == "note.vocab_megatron_pad"
+        assert note["args"]["pad"] == fmt.num(0.0) and note["args"]["K"] == str(K)
+        assert note["args"]["padded"] == str(K * tp)
+    else:
+        assert note["key"] == "note.vocab_megatron_k" and note["args"]["K"] == str(K)
+
+
+def test_vocab_extras_default_shows_padding():
+    """The extras open on a tp that does not divide V = 6, the case of Megatron's padded width."""
+    res = render("vocab-extras", None)
+    tp = int(res["controls"]["tp"])
+    assert 6 % tp != 0
+    note = res["notes"]["vocab-megatron"]
+    assert note["key"] == "note.vocab_megatron_pad"
+    padded = -(-6 // tp) * tp
+    assert (note["args"]["padded"], note["args"]["K"]) == (str(padded), str(padded // tp))
+    # the prose quotes the same case
+    for lang in ("en", "zh"):
+        md = (ROOT / "content" / lang / "index.md").read_text(encoding="utf-8")
+        assert f"$tp={tp}$" in md and f"$K={padded // tp}$" in md and f"{padded}" in md
 
 
 def test_vocab_ignore_and_hidden_gradient():
@@ -370,10 +426,27 @@ def test_vocab_ignore_and_hidden_gradient():
     P = np.exp(logits - logits.max(1, keepdims=True)); P /= P.sum(1, keepdims=True)
     Gz = (P - np.eye(W.shape[1])[t]) / len(t)
     hid = foot(res, "vocab-hidden")
-    assert hid[0][3] == hid[1][3] == fmt.mat(Gz @ W.T)
+    assert hid[0][4] == hid[1][4] == fmt.mat(Gz @ W.T)
     K = 2
     for r, row in enumerate(rows(res, "vocab-hidden")):
-        assert row[3] == fmt.mat(Gz[:, r * K:(r + 1) * K] @ W[:, r * K:(r + 1) * K].T)
+        assert row[2] == fmt.mat(W[:, r * K:(r + 1) * K])                       # the rank's columns of W_out
+        assert row[3] == fmt.mat(Gz[:, r * K:(r + 1) * K])                      # of the mean loss (÷ 2)
+        assert row[4] == fmt.mat(Gz[:, r * K:(r + 1) * K] @ W[:, r * K:(r + 1) * K].T)
+    spec = res["tables"]["vocab-hidden"]
+    assert spec["caption"] == {"key": "cap.vocab_hidden", "args": {"n": "2"}}
+    assert spec["columns"][3] == {"key": "col.g_logits", "args": {"n": "2"}}
+    # the inputs are on the page: h, W_out and the targets
+    assert rows(res, "vocab-head-inputs") == [["h", "(2, 3)", fmt.mat(h)], ["W_out", "(3, 6)", fmt.mat(W)],
+                                              ["y", "(2,)", fmt.vec(t)]]
+
+
+def test_vocab_hidden_padding_columns_are_zero():
+    """At tp = 4 (V = 6 padded to 8) the last rank holds two zero columns of W_out: logits 0, masked,
+    so its gradient and its partial term are 0."""
+    res = render("vocab-extras", {"tp": "4", "smoothing": 0})
+    last = rows(res, "vocab-hidden")[3]
+    assert last[2] == fmt.mat(np.zeros((3, 2))) and last[3] == fmt.mat(np.zeros((2, 2)))
+    assert last[4] == fmt.mat(np.zeros((2, 3)))
 
 
 # ------------------------------------------------------------------ bad control values

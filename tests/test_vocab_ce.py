@@ -105,32 +105,107 @@ def test_label_smoothing_matches_global_formula(shards, eps):
     np.testing.assert_allclose(r["grad"], grad, atol=1e-15, rtol=0)
 
 
-def test_megatron_local_k_smoothing_differs_across_ranks():
+def megatron_reference(Z, y, tp, eps, pad_logit=0.0, ignore_index=-100):
+    """Megatron's _VocabParallelCrossEntropy.forward (megatron/core/tensor_parallel/cross_entropy.py)
+    transcribed rank by rank: each rank holds K = Vp/tp columns of the padded logits, padding
+    included and not masked (here the padded logits are ``pad_logit``); the all-reduces are sums /
+    maxima over the ranks' lists.  Per position, per rank; averaged over the non-ignored positions.
+    With eps > 0 and K = 1 Megatron divides by zero: None."""
+    Z = np.atleast_2d(np.asarray(Z, dtype=np.float64))
+    y = np.atleast_1d(y)
+    N, V = Z.shape
+    Vp = -(-V // tp) * tp
+    K = Vp // tp
+    keep = [i for i in range(N) if y[i] != ignore_index]
+    totals = [0.0] * tp
+    for i in keep:
+        row = list(Z[i]) + [pad_logit] * (Vp - V)
+        shards = [row[r * K:(r + 1) * K] for r in range(tp)]                    # vocab_parallel_logits
+        logits_max = max(max(sh) for sh in shards)                              # all_reduce(MAX)
+        shifted = [[v - logits_max for v in sh] for sh in shards]
+        predicted = sum(shifted[r][y[i] - r * K] if r * K <= y[i] < (r + 1) * K else 0.0
+                        for r in range(tp))                                     # all_reduce(SUM)
+        sum_exp = math.fsum(math.exp(v) for sh in shifted for v in sh)          # all_reduce(SUM)
+        loss = math.log(sum_exp) - predicted
+        for r in range(tp):
+            if eps == 0:
+                totals[r] += loss
+                continue
+            if K == 1:
+                totals[r] = None
+                continue
+            smoothing = eps * K / (K - 1)                # vocab_size = exp_logits.size(-1) = K
+            log_probs = [math.log(math.exp(v) / sum_exp) for v in shifted[r]]
+            totals[r] += (1.0 - smoothing) * loss - smoothing * math.fsum(log_probs) / K
+    return [None if t is None else t / len(keep) for t in totals], K
+
+
+@pytest.mark.parametrize("tp", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("eps", [0.0, 0.1, 0.5])
+def test_megatron_loss_rank_by_rank(tp, eps):
+    z = np.array(DEFAULT_LOGITS)
+    r = run_vocab_ce(z, 2, shards=tp, label_smoothing=eps)
+    want, K = megatron_reference(z, 2, tp, eps)
+    meg = r["megatron"]
+    assert meg["K"] == K == -(-6 // tp) and meg["padded_vocab"] == K * tp and meg["pad_logit"] == 0.0
+    for got, exp in zip(meg["loss_per_rank"], want):
+        assert (got is None) == (exp is None)
+        if exp is not None:
+            assert got == pytest.approx(exp, abs=1e-14)
+    tp1, _ = megatron_reference(z, 2, 1, eps)
+    assert meg["loss_tp1"] == pytest.approx(tp1[0], abs=1e-14)
+
+
+def test_megatron_smoothing_differs_across_ranks_and_from_pytorch():
     z = np.array(DEFAULT_LOGITS)
     eps = 0.1
     r = run_vocab_ce(z, 2, shards=2, label_smoothing=eps)
-    per = r["megatron_smoothing_loss_per_rank"]
+    per = r["megatron"]["loss_per_rank"]
     lse = math.log(sum(math.exp(v) for v in z))
     logp = z - lse
     nll = -logp[2]
-    for rank, ids in ((0, [0, 1, 2]), (1, [3, 4, 5])):
-        s = eps * 3 / 2                                   # ε·K/(K−1) with the local K = 3
-        expected = (1 - s) * nll - s * np.mean(logp[ids])
-        assert per[rank] == pytest.approx(expected, abs=1e-14)
-    assert abs(per[0] - per[1]) > 0.05                    # the ranks disagree on "the" loss
-    assert all(abs(p - r["loss"]) > 0.01 for p in per)    # and neither equals PyTorch's value
-    # With K = V (tp = 1) the formula is Megatron's global one; still not PyTorch's convention
-    s = eps * 6 / 5
-    tp1 = (1 - s) * nll - s * np.mean(logp)
-    assert r["megatron_smoothing_loss_tp1"] == pytest.approx(tp1, abs=1e-14)
-    one = run_vocab_ce(z, 2, shards=1, label_smoothing=eps)
-    assert one["megatron_smoothing_loss_per_rank"] == [pytest.approx(tp1, abs=1e-14)]
+    for rank, ids in ((0, [0, 1, 2]), (1, [3, 4, 5])):         # no padding: K = 3 real ids per rank
+        s = eps * 3 / 2                                         # ε·K/(K−1)
+        assert per[rank] == pytest.approx((1 - s) * nll - s * np.mean(logp[ids]), abs=1e-14)
+    assert abs(per[0] - per[1]) > 0.05                          # the ranks disagree on "the" loss
+    assert all(abs(p - r["loss"]) > 0.01 for p in per)          # and neither equals PyTorch's value
+    s = eps * 6 / 5                                             # tp = 1: K = V, still not PyTorch's convention
+    assert r["megatron"]["loss_tp1"] == pytest.approx((1 - s) * nll - s * np.mean(logp), abs=1e-14)
 
 
-def test_megatron_smoothing_undefined_for_single_id_rank():
-    r = run_vocab_ce(DEFAULT_LOGITS, 2, shards=4, label_smoothing=0.1)   # ranks of 2 ids, last = padding
-    assert r["megatron_smoothing_loss_per_rank"][3] is None
-    assert all(v is not None for v in r["megatron_smoothing_loss_per_rank"][:3])
+def test_megatron_padded_width_includes_the_padding():
+    """tp = 4 does not divide V = 6: Vp = 8, K = 2 (not the 2, 2, 2, 0 real ids); the padded logits
+    (0) enter the softmax of every rank and the mean of the last rank, which holds only padding."""
+    z = np.array(DEFAULT_LOGITS)
+    eps = 0.1
+    r = run_vocab_ce(z, 2, shards=4, label_smoothing=eps)
+    zp = np.concatenate([z, [0.0, 0.0]])                        # the padded logits, unmasked
+    logp = zp - zp.max() - np.log(np.exp(zp - zp.max()).sum())
+    s = eps * 2 / 1
+    want = [(1 - s) * -logp[2] - s * logp[2 * q:2 * q + 2].mean() for q in range(4)]
+    assert r["megatron"]["K"] == 2
+    assert r["megatron"]["loss_per_rank"] == pytest.approx(want, abs=1e-14)
+    # without smoothing Megatron's loss still differs from ours: its softmax includes the padding
+    plain = run_vocab_ce(z, 2, shards=4)
+    assert plain["megatron"]["loss_per_rank"] == pytest.approx([-logp[2]] * 4, abs=1e-14)
+    assert abs(-logp[2] - plain["loss"]) > 0.05
+
+
+def test_megatron_smoothing_undefined_for_width_one():
+    r = run_vocab_ce(DEFAULT_LOGITS, 2, shards=6, label_smoothing=0.1)   # K = 1: Megatron divides by 0
+    assert r["megatron"]["K"] == 1 and r["megatron"]["loss_per_rank"] == [None] * 6
+
+
+@pytest.mark.parametrize("tp", [2, 3, 4, 5])
+def test_megatron_two_d_with_ignore_index(tp):
+    rng = np.random.default_rng(tp)
+    Z, y = random_case(rng, 4, 7)
+    y[2] = -100
+    r = run_vocab_ce(Z, y.tolist(), shards=tp, label_smoothing=0.2)
+    want, _ = megatron_reference(Z, y, tp, 0.2)
+    got = r["megatron"]["loss_per_rank"]
+    assert [g is None for g in got] == [w is None for w in want]
+    assert [g for g in got if g is not None] == pytest.approx([w for w in want if w is not None], abs=1e-13)
 
 
 # --- finite differences -------------------------------------------------------------------------
@@ -386,7 +461,7 @@ def test_cli_two_d_with_smoothing_and_padding():
     assert data["loss"] == pytest.approx(loss, abs=1e-14)
     assert data["padded_vocab"] == 6 and data["ranks"][2]["padding_range"] == [5, 6]
     assert np.asarray(data["grad"]).shape == (2, 5)
-    assert len(data["megatron_smoothing_loss_per_rank"]) == 3
+    assert len(data["megatron"]["loss_per_rank"]) == 3 and data["megatron"]["K"] == 2
 
 
 def test_cli_vocab_pad():

@@ -500,6 +500,39 @@ def kv_replication_cost(cfg: Config, dtype_bytes: int = 2) -> dict:
             "overhead_factor": exact(w / w_even)}
 
 
+def kv_strategy_cost(cfg: Config) -> dict:
+    """Per rank and per layer, the two ways of running K < tp KV heads, in elements and FLOPs.
+
+    ``replicated`` (this module, vLLM's QKVParallelLinear): rank r holds W_q's H_r heads and its
+    one KV head whole (D, (H_r + 2K_r)·E); no extra collective forward; in training the replicas'
+    K/V weight gradients are summed over each replica group (2 AllReduces of D·K_r·E, once per
+    backward pass).  ``megatron`` (Megatron-core's attention.py, get_query_key_value_tensors):
+    the fused QKV weight (D, (H + 2K)·E) is split into tp equal column blocks, nothing is
+    replicated; when K < tp the fused QKV output (B, S, (H + 2K)·E) is AllGathered in the forward
+    pass (its gradient ReduceScattered backward) and each rank keeps its group's columns.  With
+    K ≥ tp the two are the same split.  ``*_elements`` of a collective: the size of the whole
+    tensor it produces (a ring AllGather receives (tp − 1)/tp of it on each rank).
+    """
+    B, S, D, E, tp = cfg.batch, cfg.seq, cfg.hidden, cfg.head_dim, cfg.tp
+    H, K, Hr, Kr = cfg.heads, cfg.kv_heads, cfg.q_per_rank, cfg.kv_per_rank
+    exact = lambda x: int(x) if float(x).is_integer() else x   # noqa: E731
+    split = K < tp
+    rep = {"qkv_weight_elements": D * (Hr + 2 * Kr) * E,            # (D, (H_r + 2K_r)·E)
+           "kv_weight_elements": 2 * D * Kr * E,
+           "qkv_flops": 2 * B * S * D * (Hr + 2 * Kr) * E,          # X (B·S, D) @ (D, (H_r + 2K_r)·E)
+           "qkv_activation_elements": B * S * (Hr + 2 * Kr) * E,
+           "forward_allgather_elements": 0, "backward_reducescatter_elements": 0,
+           "kv_grad_allreduce_elements": 2 * D * Kr * E if split else 0}
+    meg = {"qkv_weight_elements": exact(D * (H + 2 * K) * E / tp),  # (D, (H + 2K)·E / tp)
+           "kv_weight_elements": exact(2 * D * K * E / tp),
+           "qkv_flops": exact(2 * B * S * D * (H + 2 * K) * E / tp),
+           "qkv_activation_elements": B * S * (H + 2 * K) * E if split else B * S * (Hr + 2 * Kr) * E,
+           "forward_allgather_elements": B * S * (H + 2 * K) * E if split else 0,
+           "backward_reducescatter_elements": B * S * (H + 2 * K) * E if split else 0,
+           "kv_grad_allreduce_elements": 0}
+    return {"replicated": rep, "megatron": meg}
+
+
 QKV_LAYOUTS = ("megatron", "concatenated")
 
 

@@ -1,32 +1,39 @@
 """Communication cost of one Megatron transformer layer under tensor parallelism.
 
-Letters:
+Letters (as on the page):
     B   micro-batch size (sequences)          L   sequence length (tokens)
-    H   hidden size (d_model)                 n   tensor-parallel size (tp)
-    K   bytes per element (2 for fp16/bf16)   N   number of layers
-    S   = B·L·H·K, bytes of one full activation tensor (B, L, H)
+    h   hidden size (d_model)                 n   tensor-parallel size (tp)
+    k   bytes per element (2 for fp16/bf16)   N   number of layers
+    a   attention (query) heads               a_kv key/value heads (grouped-query attention)
+    S   = B·L·h, elements of one full activation tensor (B, L, h), each of k bytes
+    m   micro-batches per optimizer step (not an input: per step = m × one micro-batch)
 
 What is communicated (Megatron-LM, Shoeybi et al. 2019, §3 and Fig. 4): each
 layer has two column→row blocks (attention: QKV column-parallel, output
 projection row-parallel; MLP: up projection column-parallel, down projection
 row-parallel).  Forward, the operator g after each row-parallel linear
-all-reduces the partial outputs (B, L, H).  Backward, the operator f before
-each column-parallel linear all-reduces the partial input gradients (B, L, H).
-So 2 + 2 AllReduces of B·L·H elements per layer, per micro-batch.
+all-reduces the partial outputs (B, L, h).  Backward, the operator f before
+each column-parallel linear all-reduces the partial input gradients (B, L, h).
+So 2 + 2 AllReduces of S = B·L·h elements per layer, per micro-batch.
 
-Bytes (ring algorithm, see ``schedules``): in a ring AllReduce of S bytes every
-rank sends 2(n−1)/n · S and receives as much; ReduceScatter and AllGather each
-move (n−1)/n · S per rank.  Sequence parallelism (Korthikanti et al. 2022)
+Heads: attention is split by heads, so Megatron requires tp | a (each rank holds a/tp whole
+heads) and a_kv a multiple or a divisor of tp (KV heads split, or each replicated on tp/a_kv
+ranks); the head size h/a must be whole.  The bytes do not depend on the heads.
+
+Bytes (ring algorithm, see ``schedules``): in a ring AllReduce of S elements every
+rank sends 2(n−1)/n · S·k bytes and receives as much; ReduceScatter and AllGather each
+move (n−1)/n · S·k per rank.  Sequence parallelism (Korthikanti et al. 2022)
 replaces each AllReduce by an AllGather plus a ReduceScatter over the sequence
 dimension: same bytes, but activations outside the TP blocks are split by n.
 
 Time model (optional, bandwidth only, no latency term):
-    t_comm = per-step bytes sent per rank / link bandwidth (one direction, bytes/s)
-    FLOPs per layer, forward = 24·B·L·H² + 4·B·L²·H   (matrix multiplies only:
-        QKV 6BLH², scores QKᵀ 2BL²H, attention·V 2BL²H, output 2BLH², MLP with 4H 16BLH²)
-    backward = 2 × forward, so per step per rank:
-        FLOPs = N · 3 · (24·B·L·H² + 4·B·L²·H) / n = N · 72·B·L·H²·(1 + L/(6H)) / n
-    (Narayanan et al. 2021, §5.1, count 96·B·L·H²·(1 + L/(6H)) per layer because
+    t_comm = bytes sent per rank for all N layers of one micro-batch / link bandwidth
+             (one direction, bytes/s)
+    FLOPs per layer, forward = 24·B·L·h² + 4·B·L²·h   (matrix multiplies only:
+        QKV 6BLh², scores QKᵀ 2BL²h, attention·V 2BL²h, output 2BLh², MLP with 4h 16BLh²)
+    backward = 2 × forward, so for one micro-batch per rank:
+        FLOPs = N · 3 · (24·B·L·h² + 4·B·L²·h) / n = N · 72·B·L·h²·(1 + L/(6h)) / n
+    (Narayanan et al. 2021, §5.1, count 96·B·L·h²·(1 + L/(6h)) per layer because
     they include activation recomputation, a fourth pass; logits layer not counted here)
     t_calc = FLOPs / (tflops · 10¹²)
     overlap: t = max(t_calc, t_comm) (an optimistic bound: in Megatron TP the
@@ -37,26 +44,40 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import fmt
+from .errors import TPMathError
 from .i18n import Text
 from .schedules import bus_bandwidth_factor, chunk_sizes
 from .validate import as_choice, as_float, as_int, check_divides
 
-# Public model sizes.  FLOP formula above assumes a GPT-style layer (MLP width 4H,
+# Public model sizes.  FLOP formula above assumes a GPT-style layer (MLP width 4h,
 # full multi-head attention); Llama 2 uses SwiGLU and (70B) grouped-query attention,
-# so its FLOPs differ by tens of percent, but the TP bytes (B·L·H per collective) do not.
+# so its FLOPs differ by tens of percent, but the TP bytes (B·L·h per collective) do not.
+# ``heads`` / ``kv_heads``: attention (query) heads and key/value heads; TP must divide them.
 PRESETS: dict[str, dict] = {
     # Radford et al. 2019, "Language Models are Unsupervised Multitask Learners", Table 2
-    # (1542M: 48 layers, d_model 1600) and §2.3 (context 1024 tokens).
-    "gpt2-xl": {"hidden": 1600, "layers": 48, "seq": 1024, "label": "GPT-2 XL (1.5B)"},
-    # Shoeybi et al. 2019, "Megatron-LM", Table 1 (8.3B: hidden 3072, 72 layers); sequence length 1024 (§5).
-    "megatron-8.3b": {"hidden": 3072, "layers": 72, "seq": 1024, "label": "Megatron-LM 8.3B"},
-    # Touvron et al. 2023, "Llama 2", Table 1 (context 4k) and the released config.json
-    # (hidden_size 4096, num_hidden_layers 32 for 7B; 8192 and 80 for 70B).
-    "llama-2-7b": {"hidden": 4096, "layers": 32, "seq": 4096, "label": "Llama-2-7B"},
-    "llama-2-70b": {"hidden": 8192, "layers": 80, "seq": 4096, "label": "Llama-2-70B"},
+    # (1542M: 48 layers, d_model 1600) and §2.3 (context 1024 tokens); the heads are not in the
+    # paper: the released config https://huggingface.co/openai-community/gpt2-xl/blob/main/config.json
+    # ("n_head": 25, "n_embd": 1600, "n_layer": 48, "n_ctx": 1024).
+    "gpt2-xl": {"hidden": 1600, "layers": 48, "seq": 1024, "heads": 25, "kv_heads": 25,
+                "label": "GPT-2 XL (1.5B)"},
+    # Shoeybi et al. 2019, "Megatron-LM", Table 1 (8.3B: hidden size 3072, 32 attention heads,
+    # 72 layers); sequence length 1024 (§5).
+    "megatron-8.3b": {"hidden": 3072, "layers": 72, "seq": 1024, "heads": 32, "kv_heads": 32,
+                      "label": "Megatron-LM 8.3B"},
+    # Touvron et al. 2023, "Llama 2", Table 1 (context 4k; GQA for 34B and 70B) and the released
+    # configs https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json (hidden_size 4096,
+    # num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32) and
+    # https://huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json (8192, 80 layers,
+    # num_attention_heads 64, num_key_value_heads 8).
+    "llama-2-7b": {"hidden": 4096, "layers": 32, "seq": 4096, "heads": 32, "kv_heads": 32,
+                   "label": "Llama-2-7B"},
+    "llama-2-70b": {"hidden": 8192, "layers": 80, "seq": 4096, "heads": 64, "kv_heads": 8,
+                    "label": "Llama-2-70B"},
     # Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1
-    # (175B: 96 layers, d_model 12288, context 2048).
-    "gpt-3-175b": {"hidden": 12288, "layers": 96, "seq": 2048, "label": "GPT-3 175B"},
+    # (175B: 96 layers, d_model 12288, n_heads 96, d_head 128, context 2048).
+    "gpt-3-175b": {"hidden": 12288, "layers": 96, "seq": 2048, "heads": 96, "kv_heads": 96,
+                   "label": "GPT-3 175B"},
 }
 
 # (phase, where, collective, Megatron operator) for one layer, in execution order; ``where`` names
@@ -95,7 +116,7 @@ def ring_bytes_per_rank(name: str, elements: int, n: int, elem_bytes: int) -> in
 
 
 def layer_flops(batch: int, seq: int, hidden: int) -> int:
-    """Forward FLOPs of one GPT-style layer (matrix multiplies): 24·B·L·H² + 4·B·L²·H."""
+    """Forward FLOPs of one GPT-style layer (matrix multiplies): 24·B·L·h² + 4·B·L²·h."""
     return 24 * batch * seq * hidden ** 2 + 4 * batch * seq ** 2 * hidden
 
 
@@ -110,38 +131,80 @@ def _rows(table, elements: int, n: int, k: int) -> list[dict]:
     return rows
 
 
+MAX_TP = 4096
+MAX_HEADS = 1_000_000
+
+
+def tp_choices(heads: int, kv_heads: int, limit: int = MAX_TP) -> list[int]:
+    """Every tp ≤ ``limit`` Megatron accepts for these heads: tp | heads, and kv_heads a
+    multiple or a divisor of tp."""
+    return [t for t in range(1, min(heads, limit) + 1)
+            if heads % t == 0 and (kv_heads % t == 0 or t % kv_heads == 0)]
+
+
+def check_heads(tp: int, heads: int, kv_heads: int, hidden: int, model: str | None = None) -> None:
+    """Raise unless Megatron can split these heads over ``tp`` ranks (the rules of its
+    TransformerConfig: num_attention_heads a multiple of tp; num_query_groups a multiple or a
+    divisor of tp) and the head size hidden/heads is whole.  A tp that does not fit is the
+    fault of ``tp`` (the field a reader changes), and the message names the head count and,
+    for a preset, the model."""
+    if hidden % heads:
+        raise TPMathError("head_size_uneven", "heads", hidden=hidden, heads=heads)
+    if heads % kv_heads:
+        raise TPMathError("kv_not_dividing_heads", "kv_heads", kv_heads=kv_heads, heads=heads)
+    choices = ", ".join(fmt.integer(t) for t in tp_choices(heads, kv_heads))
+    if heads % tp:
+        if model is None:
+            raise TPMathError("tp_heads", "tp", tp=tp, heads=heads, choices=choices)
+        raise TPMathError("tp_heads_model", "tp", tp=tp, heads=heads, model=model, choices=choices)
+    if kv_heads % tp and tp % kv_heads:
+        raise TPMathError("tp_kv_heads", "tp", tp=tp, kv_heads=kv_heads, choices=choices)
+
+
 def comm_cost(batch: Any, seq: Any, hidden: Any, tp: Any, dtype_bytes: Any = 2, layers: Any = 1,
-              link_gbps: Any = None, tflops: Any = None) -> dict:
-    """Per-rank bytes of each TP collective of one layer (ring), per step, and an optional time model.
+              link_gbps: Any = None, tflops: Any = None, heads: Any = None, kv_heads: Any = None,
+              model: str | None = None) -> dict:
+    """Per-rank bytes of each TP collective of one layer (ring), per pass, per layer, for all
+    layers of one micro-batch, and an optional time model.
 
     ``link_gbps`` is the per-direction link bandwidth in gigabits per second
     (10⁹ bit/s; e.g. 300 GB/s NVLink per direction = 2400); ``tflops`` the
-    sustained dense throughput per GPU in 10¹² FLOP/s.
+    sustained dense throughput per GPU in 10¹² FLOP/s.  ``heads`` (and ``kv_heads``,
+    default ``heads``) are checked against tp as Megatron does (:func:`check_heads`);
+    ``model`` names the preset they come from in that message.
     """
     # Generous upper bounds (far above any real model) keep every product exact in float64.
     B = as_int("batch", batch, 1, 1_000_000)
     L = as_int("seq", seq, 1, 10_000_000)
-    H = as_int("hidden", hidden, 1, 1_000_000)
-    n = as_int("tp", tp, 1, 4096)
-    K = as_int("dtype_bytes", dtype_bytes, 1, 8)
+    h = as_int("hidden", hidden, 1, 1_000_000)
+    n = as_int("tp", tp, 1, MAX_TP)
+    k = as_int("dtype_bytes", dtype_bytes, 1, 8)
     N = as_int("layers", layers, 1, 10_000)
-    check_divides(n, H, "tp", "hidden")   # Megatron splits heads and the 4H MLP by tp
-    elements = B * L * H                  # one (B, L, H) activation
-    per_layer = _rows(TP_COLLECTIVES, elements, n, K)
+    a = None if heads is None else as_int("heads", heads, 1, MAX_HEADS)
+    a_kv = a if kv_heads is None else as_int("kv_heads", kv_heads, 1, MAX_HEADS)
+    if a is not None:
+        check_heads(n, a, a_kv, h, model)
+    check_divides(n, h, "tp", "hidden")   # Megatron splits heads and the 4h MLP by tp
+    elements = B * L * h                  # S: one (B, L, h) activation
+    per_layer = _rows(TP_COLLECTIVES, elements, n, k)
     per_layer_bytes = sum(r["bytes_per_rank"] for r in per_layer)
     result = {
-        "inputs": {"batch": B, "seq": L, "hidden": H, "tp": n, "dtype_bytes": K, "layers": N,
-                   "link_gbps": None, "tflops": None},
+        "inputs": {"batch": B, "seq": L, "hidden": h, "tp": n, "dtype_bytes": k, "layers": N,
+                   "heads": a, "kv_heads": a_kv, "link_gbps": None, "tflops": None},
         "algorithm": "ring",
-        "activation_bytes": elements * K,
+        "activation_bytes": elements * k,
         "per_layer": per_layer,
+        # the two AllReduces (g) of the forward pass and the two (f) of the backward pass
+        "per_layer_forward_bytes": sum(r["bytes_per_rank"] for r in per_layer if r["phase"] == "forward"),
+        "per_layer_backward_bytes": sum(r["bytes_per_rank"] for r in per_layer if r["phase"] == "backward"),
         "per_layer_bytes": per_layer_bytes,
+        # all N layers, one micro-batch (an optimizer step repeats it for each of its m micro-batches)
         "per_step_bytes": per_layer_bytes * N,
-        "closed_form_per_layer_bytes": 4 * 2.0 * (n - 1) / n * elements * K,
+        "closed_form_per_layer_bytes": 4 * 2.0 * (n - 1) / n * elements * k,
         "convention": Text("comm.convention"),
-        "sequence_parallel": _sequence_parallel(B, L, H, n, K, N),
-        "flops_per_layer_forward": layer_flops(B, L, H),
-        "flops_per_rank_step": 3 * N * layer_flops(B, L, H) / n,
+        "sequence_parallel": _sequence_parallel(B, L, h, n, k, N),
+        "flops_per_layer_forward": layer_flops(B, L, h),
+        "flops_per_rank_step": 3 * N * layer_flops(B, L, h) / n,
     }
     if link_gbps is not None:
         g = as_float("link_gbps", link_gbps, 1e-9)
@@ -159,13 +222,13 @@ def comm_cost(batch: Any, seq: Any, hidden: Any, tp: Any, dtype_bytes: Any = 2, 
     return result
 
 
-def _sequence_parallel(B: int, L: int, H: int, n: int, K: int, N: int) -> dict:
+def _sequence_parallel(B: int, L: int, h: int, n: int, k: int, N: int) -> dict:
     """The same layer with sequence parallelism: AllGather + ReduceScatter per AllReduce."""
     if L % n != 0:
         return {"available": False, "reason": Text("comm.sp_unavailable", seq=str(L), tp=str(n), rest=str(L % n))}
-    rows = _rows(SP_COLLECTIVES, B * L * H, n, K)
+    rows = _rows(SP_COLLECTIVES, B * L * h, n, k)
     total = sum(r["bytes_per_rank"] for r in rows)
-    extra = 2 * ring_bytes_per_rank("all-gather", B * L * H, n, K)
+    extra = 2 * ring_bytes_per_rank("all-gather", B * L * h, n, k)
     return {
         "available": True, "per_layer": rows, "per_layer_bytes": total, "per_step_bytes": total * N,
         # Megatron-LM keeps only the sequence shard of each column-parallel input and
@@ -176,8 +239,9 @@ def _sequence_parallel(B: int, L: int, H: int, n: int, K: int, N: int) -> dict:
 
 
 def comm_cost_preset(preset: str, batch: int = 1, tp: int = 8, dtype_bytes: int = 2, **kw) -> dict:
-    """``comm_cost`` for one of ``PRESETS`` (hidden, seq, layers from the preset)."""
+    """``comm_cost`` for one of ``PRESETS`` (hidden, seq, layers and heads from the preset)."""
     p = PRESETS[as_choice("preset", preset, tuple(PRESETS))]
-    out = comm_cost(batch, p["seq"], p["hidden"], tp, dtype_bytes, p["layers"], **kw)
+    out = comm_cost(batch, p["seq"], p["hidden"], tp, dtype_bytes, p["layers"], heads=p["heads"],
+                    kv_heads=p["kv_heads"], model=p["label"], **kw)
     out["preset"] = preset
     return out

@@ -27,6 +27,10 @@ def num(x: Any, decimals: int = 4) -> str:
         return ("" if x > 0 else MINUS) + "∞"
     if x == 0 or abs(x) < 0.5 * 10.0 ** (-decimals) and abs(x) < TINY:
         return "0"
+    # Rounding noise off first (12 significant digits): a value that is exactly halfway between
+    # two printed values (products of short decimals, e.g. −1.23835) would otherwise print on
+    # whichever side the runtime's summation order left it (BLAS, Pyodide's plain loops, PyTorch).
+    x = float(f"{x:.12g}")
     if abs(x) >= 1e6 or abs(x) < 10.0 ** (-decimals):
         text = f"{x:.3e}"
         mant, exp = text.split("e")

@@ -30,6 +30,7 @@ for gamma1, beta1, b_o, gamma2, beta2, W1, b1, W2, b2: gamma = 1 + 0.1·N, beta 
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -264,3 +265,16 @@ def run_layer(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any = 4, b
             "inputs": p, "reference": reference, "sharded": run["sharded"],
             **att.compare(run["sharded"], reference),
             "ranks": run["ranks"], "comm": run["comm"], "replica_spread": run["replica_spread"]}
+
+
+@functools.lru_cache(maxsize=32)
+def _cached(cfg: Config, F: int, seed: int) -> dict:
+    return run_layer(cfg.tp, cfg.heads, cfg.kv_heads, cfg.seq, cfg.batch, cfg.hidden, F, seed, cfg.causal)
+
+
+def cached_run(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any = 4, batch: Any = 1, hidden: Any = 8,
+               ffn: Any = None, seed: Any = 0, causal: Any = False) -> dict:
+    """:func:`run_layer` memoised per validated configuration (a page section and its real-ranks
+    block show the same run).  The result is shared: callers must not modify it."""
+    cfg, F = validate_layer(tp, heads, kv_heads, seq, batch, hidden, ffn, causal)
+    return _cached(cfg, F, as_int("seed", seed, 0, att.MAX_SEED))

@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from .collectives import reduce_all
+from .collectives import REGISTRY, reduce_all
 from .errors import TPMathError
 from .validate import as_choice, as_float, as_int, check_divides
 
@@ -369,8 +369,7 @@ def plain_tp_block(inp: dict, o: dict, masks: dict) -> dict:
 def ring_elements_per_rank(collective: str, elements: int, n: int) -> float:
     """Elements one rank sends in a ring collective over a tensor of ``elements``:
     AllReduce 2(n−1)/n, AllGather / ReduceScatter (n−1)/n (nccl-tests' bus factors)."""
-    factor = 2 * (n - 1) / n if collective == "all-reduce" else (n - 1) / n
-    return factor * elements
+    return REGISTRY[collective].bus_factor(n) * elements
 
 
 def comm_totals(comm: list[dict], n: int) -> dict:

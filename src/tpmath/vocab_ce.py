@@ -31,10 +31,13 @@ Label smoothing ε matches PyTorch ``F.cross_entropy(label_smoothing=ε)``::
     L = (1−ε)·(log s − t) + (ε/V)·Σ_{k<V} (log s − (z_k − m))
 
 with V the *global true* vocabulary at every shard count.  The sum over all ids needs
-one more AllReduce(SUM) of the local Σ (z_k − m).  Megatron instead uses ε·K/(K−1) with
-K the *local* shard size and the *local* mean of log p, so its smoothed loss differs from
-rank to rank when tp > 1 (Megatron-LM issues #737, #7464); ``megatron_smoothing_loss_per_rank``
-computes that formula on each rank's real ids so the page can show the discrepancy.
+one more AllReduce(SUM) of the local Σ (z_k − m).  Megatron instead (``_VocabParallelCrossEntropy``
+in megatron/core/tensor_parallel/cross_entropy.py) uses ε̃ = ε·K/(K−1) with K = the width of the
+rank's logits, ``exp_logits.size(-1)`` = Vp/tp *padding included*, and the mean of log p over
+those K local columns, so its smoothed loss differs from rank to rank when tp > 1 (Megatron-LM
+issues #737, #7464).  Its padded logits are not masked: they are real numbers and enter the max,
+the softmax and that mean.  :func:`megatron_ce` computes Megatron's loss rank by rank with the
+padded logits set to :data:`MEGATRON_PAD_LOGIT`, so the page can show the discrepancy.
 
 Shift: adding a constant to every logit changes nothing in exact arithmetic (m absorbs it), and
 nothing overflows at |shift| = 1e4 in any dtype because exp only ever sees z − m <= 0.  But the
@@ -63,6 +66,11 @@ from .validate import as_array, as_dtype, as_float, as_int, check_finite, parse_
 
 DEFAULT_LOGITS = [1.2, -0.5, 2, 0.1, 1.4, -1]
 DEFAULT_TARGET = 2
+# The value of the padded logits in Megatron's loss (megatron_ce).  In Megatron they are whatever the
+# padded columns of the output layer produce (those columns are parameters, initialised like the
+# others); here they are 0, what a zero padded column of W_out gives (run_vocab_parallel_head pads
+# W_out with zero columns).
+MEGATRON_PAD_LOGIT = 0.0
 SHIFT_LIMIT = 1e4   # |shift| bound (the page's control); the shifted logits still fit float16 (max 65504)
 MAX_SHARDS = 64
 
@@ -178,30 +186,45 @@ def reference_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float) 
     return {"loss": loss, "position_loss": per, "grad": grad}
 
 
-def _megatron_smoothing(nll: np.ndarray, logp_r: list[np.ndarray], real_r: list[np.ndarray],
-                        eps: float, counted: np.ndarray) -> tuple[list[float | None], float | None]:
-    """Megatron's smoothed loss: (1 − s)·nll − s·mean(log p) with s = ε·K/(K−1).
+def megatron_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
+                ranges: list[tuple[int, int]], V: int, pad_logit: float = MEGATRON_PAD_LOGIT) -> dict:
+    """Megatron's ``_VocabParallelCrossEntropy.forward`` rank by rank on (N, V) logits ``Z`` (float64).
 
-    Per rank, K = that rank's number of real ids and the mean is over those ids only (what
-    each rank computes in Megatron, where K is the local partition size).  Also the same
-    formula with K = V and the global mean (what Megatron gives at tp = 1).  None where
-    K <= 1 (the formula divides by K − 1).
+    Every rank holds K = Vp/tp columns, padding included (Megatron's ``partition_vocab_size`` and
+    ``vocab_size = exp_logits.size(-1)``).  The padded logits are ``pad_logit`` and, unmasked as in
+    Megatron, enter everything::
+
+        m = max over all Vp logits                 (AllReduce MAX)
+        s = Σ over all Vp of exp(z − m)            (AllReduce SUM)
+        loss = log s − (z_y − m)                   (the target term by AllReduce SUM)
+        ε > 0:  ε̃ = ε·K/(K − 1)
+                loss_r = (1 − ε̃)·loss − ε̃ · (1/K) Σ_{k in the rank's K columns} log(exp(z_k − m)/s)
+
+    Each rank's per-position losses are averaged over the counted positions.  K = 1 with ε > 0
+    gives None (Megatron divides by K − 1 = 0).  Returns ``{"K", "padded_vocab", "pad_logit",
+    "loss_per_rank"}``.
     """
+    tp, K = len(ranges), ranges[0][1] - ranges[0][0]
+    Vp = tp * K
+    N = Z.shape[0]
+    z = np.full((N, Vp), pad_logit, dtype=np.float64)        # (N, Vp) padded logits are numbers, not −inf
+    z[:, :V] = Z
+    shifted = z - z.max(axis=1, keepdims=True)                 # (N, Vp) z − m
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))   # (N, Vp) log(exp(z − m)/s)
+    loss = -log_p[np.arange(N), np.where(counted, y, 0)]       # (N,) log s − (z_y − m)
     n = int(counted.sum())
 
-    def mean_loss(K: int, mean_logp: np.ndarray) -> float | None:
-        if K <= 1 or n == 0:
-            return None
-        s = eps * K / (K - 1)
-        per = (1 - s) * nll - s * mean_logp
-        return float(np.where(counted, per, 0.0).sum() / n)
+    def mean(per: np.ndarray) -> float:                        # over the counted positions
+        return float(np.where(counted, per, 0.0).sum() / n) if n else 0.0
 
-    per_rank = []
-    for lp, real in zip(logp_r, real_r):
-        K = int(real.sum())
-        per_rank.append(mean_loss(K, lp[:, real].mean(axis=1) if K else None))
-    all_logp = np.concatenate([lp[:, real] for lp, real in zip(logp_r, real_r)], axis=1)
-    return per_rank, mean_loss(all_logp.shape[1], all_logp.mean(axis=1))
+    if not eps:
+        per_rank = [mean(loss)] * tp                           # no smoothing: the same loss on every rank
+    elif K <= 1:
+        per_rank = [None] * tp
+    else:
+        e = eps * K / (K - 1)
+        per_rank = [mean((1 - e) * loss - e * log_p[:, a:b].mean(axis=1)) for a, b in ranges]
+    return {"K": K, "padded_vocab": Vp, "pad_logit": pad_logit, "loss_per_rank": per_rank}
 
 
 def sharded_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
@@ -306,8 +329,9 @@ def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift:
     logits (padding = −inf), local_max, local_sum_exp, target_shifted, prob, grad}]``;
     ``tokens[{token, rank, prob, grad}]`` (plus ``position`` for 2-D); ``grad`` (V,) or (N, V);
     ``vocab``, ``padded_vocab``, ``counted``, ``all_ignored``, ``comm``; with label smoothing
-    also ``megatron_smoothing_loss_per_rank`` (None where a rank has <= 1 real id) and
-    ``megatron_smoothing_loss_tp1``.
+    ``megatron``: Megatron's loss on the same logits (:func:`megatron_ce`): ``K`` (columns per rank,
+    padding included), ``padded_vocab``, ``pad_logit``, ``loss_per_rank`` (None where K = 1 with
+    smoothing) and ``loss_tp1`` (one rank, K = V).
     """
     if logits is None:
         logits = DEFAULT_LOGITS
@@ -341,8 +365,8 @@ def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift:
     # Finite logits far apart (a target 1e308 below the max) give a loss beyond the dtype: F.cross_entropy
     # would return inf; a shown number is never inf, so it is reported.
     check_finite(dt.name, {"loss": sh["loss"], "dL/dz": sh["grad"]}, {"loss": ref64["loss"]}, field="logits")
-    z_r, real_r, local_max, m, shifted_r = sh["z_r"], sh["real_r"], sh["local_max"], sh["m"], sh["shifted_r"]
-    t_local, local_sum_exp, s, log_s, nll = sh["t_local"], sh["local_sum_exp"], sh["s"], sh["log_s"], sh["nll"]
+    z_r, local_max, m = sh["z_r"], sh["local_max"], sh["m"]
+    t_local, local_sum_exp, s = sh["t_local"], sh["local_sum_exp"], sh["s"]
     local_sum_shifted, per, loss, comm = sh["local_sum_shifted"], sh["per"], sh["loss"], sh["comm"]
     prob_r, grad_r, prob, grad = sh["prob_r"], sh["grad_r"], sh["prob"], sh["grad"]
 
@@ -386,11 +410,10 @@ def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift:
         "grad_max_abs_err": float(np.max(np.abs(grad.astype(np.float64) - ref["grad"].astype(np.float64)))),
         "comm": comm,
     }
-    if eps:
-        logp_r = [(sr - log_s[:, None]).astype(np.float64) for sr in shifted_r]
-        per_rank, tp1 = _megatron_smoothing(nll.astype(np.float64), logp_r, real_r, eps, counted)
-        result["megatron_smoothing_loss_per_rank"] = per_rank
-        result["megatron_smoothing_loss_tp1"] = tp1
+    Z_64 = Z.astype(np.float64)                                # the logits as computed (rounded to dtype)
+    megatron = megatron_ce(Z_64, y, counted, eps, ranges, V)
+    megatron["loss_tp1"] = megatron_ce(Z_64, y, counted, eps, [(0, V)], V)["loss_per_rank"][0]
+    result["megatron"] = megatron
     return result
 
 
@@ -437,7 +460,7 @@ def run_vocab_parallel_head(hidden: Any = None, W_out: Any = None, target: Any =
         W_r = Wp[:, a:b]                                       # (H, K)
         logits_r = Hm @ W_r                                    # (N, K) local logits
         g = np.asarray(ce["ranks"][r]["grad"]).reshape(N, b - a)   # (N, K) local dL/dlogits
-        ranks.append({"rank": r, "vocab_range": [a, b], "W_shard": W_r[:, : max(0, min(b, V) - a)],
+        ranks.append({"rank": r, "vocab_range": [a, b], "W_shard": W_r,   # (H, K) padded columns are zeros
                       "logits": logits_r, "grad_logits": g,
                       "grad_W": (Hm.T @ g)[:, : max(0, min(b, V) - a)],     # (H, K_real) local
                       "grad_hidden_partial": g @ W_r.T})                   # (N, H) partial

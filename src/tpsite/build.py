@@ -19,6 +19,7 @@ Output (deterministic: sorted iteration, no timestamps)::
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import importlib
 import os
 import shutil
@@ -96,7 +97,8 @@ def _views_module():
 
 
 def compute_blocks(content: Content, prepared: dict, env, src_dir: Path, results: dict | None = None) -> None:
-    """Render every demo block (default control values) and run every Python demo.
+    """Render every demo block (the section's defaults, or the values its shortcode gives) and run
+    every Python demo.
 
     ``results``: {(section, lang): precompute.SectionResults}; a demo block names its file."""
     views = None
@@ -112,8 +114,15 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path, results
                 if sc.name not in sections:
                     raise BuildError(f"unknown demo section {sc.name!r}; known: "
                                      f"{', '.join(sorted(sections)) or '(none)'}", prep.page.path, sc.line)
+                if sc.kind == "figure":    # it mirrors the page's demo: the same starting values
+                    sc = _mirrored(sc, prep)
+                known = {c.name for c in sections[sc.name].controls}
+                unknown = [k for k, _ in sc.controls if k not in known]
+                if unknown:
+                    raise BuildError(f"{{{{demo {sc.name}}}}}: no control {unknown[0]!r}; its controls: "
+                                     f"{', '.join(sorted(known))}", prep.page.path, sc.line)
                 try:
-                    result = views.render(sc.name, None, prep.page.lang)
+                    result = views.render(sc.name, dict(sc.controls) or None, prep.page.lang)
                 except Exception as err:
                     raise BuildError(f"view section {sc.name!r} failed: {type(err).__name__}: {err}",
                                      prep.page.path, sc.line) from err
@@ -147,6 +156,12 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path, results
                     raise BuildError(f"{{{{pydemo {sc.name}}}}}: {err.message}", prep.page.path, sc.line) from None
 
 
+def _mirrored(sc, prep: Prepared):
+    """A ``{{figure NAME}}`` shortcode with the starting values of the page's ``{{demo NAME …}}``."""
+    demo = next((o for o in prep.shortcodes if o.kind == "demo" and o.name == sc.name), None)
+    return sc if demo is None else dataclasses.replace(sc, controls=demo.controls)
+
+
 def _figure_block(env, section, result: dict, t, prep: Prepared, sc) -> str:
     """``{{figure NAME}}``: demo NAME's figure and controls elsewhere on its page; the page must
     show the demo itself too (the figure block mirrors it)."""
@@ -163,18 +178,29 @@ def _figure_block(env, section, result: dict, t, prep: Prepared, sc) -> str:
 
 def precompute_results(content: Content, prepared: dict) -> dict:
     """Results of the discrete control states of every demo section on the pages
-    (:mod:`tpsite.precompute`); unknown sections are left to :func:`compute_blocks` to report."""
-    names = {sc.name for prep in prepared.values() for sc in prep.shortcodes if sc.kind == "demo"}
-    if not names:
+    (:mod:`tpsite.precompute`), walked from the values each page's demo opens with; unknown
+    sections and controls are left to :func:`compute_blocks` to report."""
+    starts: dict[str, set] = {}
+    for prep in prepared.values():
+        for sc in prep.shortcodes:
+            if sc.kind == "demo":
+                starts.setdefault(sc.name, set()).add(tuple(sc.controls))
+    if not starts:
         return {}
     views = _views_module()
-    known = set(views.SECTION_MODULES)
-    return precompute.precompute(views, sorted(names & known), list(content.langs))
+    sections = views.sections()
+    usable = {}
+    for name, opened in starts.items():
+        if name not in sections:
+            continue
+        known = {c.name for c in sections[name].controls}
+        usable[name] = sorted(o for o in opened if all(k in known for k, _ in o))
+    return precompute.precompute(views, usable, list(content.langs))
 
 
 def write_results(out: Path, results: dict) -> dict:
     """Write each results file once (a section shared by pages and languages has one);
-    returns {section: {"path", "bytes", "states", "unique", "full"}} for the build's report."""
+    returns {section: {"path", "bytes", "states", "unique", "rule"}} for the build's report."""
     report = {}
     for res in {id(r): r for r in results.values()}.values():
         dest = out / res.path
@@ -182,7 +208,7 @@ def write_results(out: Path, results: dict) -> dict:
         dest.write_bytes(res.data)
         report[res.section + (f".{res.lang}" if res.lang else "")] = {
             "path": res.path, "bytes": len(res.data), "states": res.states, "unique": res.unique,
-            "full": res.full}
+            "rule": res.rule}
     return dict(sorted(report.items()))
 
 

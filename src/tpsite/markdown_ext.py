@@ -8,6 +8,9 @@ Shortcodes stand alone on a line, separated from text by blank lines::
 
     {{demo mlp}}             the interactive block of view section "mlp"
     {{figure mlp}}           that demo's figure with its controls, elsewhere on the same page
+    {{demo collectives collective=all-reduce}}
+                             the same, opening with other values than the section's defaults
+                             (control=value pairs: the page's own starting point for its text)
     {{pydemo row_parallel}}  content/demos/row_parallel.py, highlighted, output, Run button
 
 They are replaced by tokens before Markdown runs and by the rendered blocks after.
@@ -28,7 +31,7 @@ from markdown.treeprocessors import Treeprocessor
 from .errors import BuildError
 from .mathml import _blocks
 
-SHORTCODE_RE = re.compile(r"^\{\{\s*(demo|figure|pydemo)\s+([A-Za-z0-9_-]+)\s*\}\}\s*$")
+SHORTCODE_RE = re.compile(r"^\{\{\s*(demo|figure|pydemo)\s+([A-Za-z0-9_-]+)((?:\s+[A-Za-z0-9_-]+=[^\s{}=]+)*)\s*\}\}\s*$")
 LOOSE_SHORTCODE_RE = re.compile(r"\{\{\s*(demo|figure|pydemo)\b")
 TOKEN = "MXTPSHORT{:04d}Z"
 TOKEN_RE = re.compile(r"MXTPSHORT(\d{4})Z")
@@ -39,6 +42,7 @@ class Shortcode:
     kind: str       # "demo" | "figure" | "pydemo"
     name: str
     line: int
+    controls: tuple[tuple[str, str], ...] = ()   # a demo's starting values (control=value), as written
 
 
 def extract_shortcodes(text: str, path, first_line: int = 1) -> tuple[str, list[Shortcode]]:
@@ -55,11 +59,18 @@ def extract_shortcodes(text: str, path, first_line: int = 1) -> tuple[str, list[
             lineno = first_line + start - 1 + offset
             m = SHORTCODE_RE.match(line)
             if m:
-                found.append(Shortcode(m.group(1), m.group(2), lineno))
+                controls = tuple(tuple(pair.split("=", 1)) for pair in m.group(3).split())
+                if controls and m.group(1) != "demo":
+                    raise BuildError("only {{demo NAME control=value …}} takes values", path, lineno)
+                names = [k for k, _ in controls]
+                if len(set(names)) != len(names):
+                    raise BuildError(f"a control is given twice: {' '.join(names)}", path, lineno)
+                found.append(Shortcode(m.group(1), m.group(2), lineno, controls))
                 out.append(TOKEN.format(len(found) - 1) + ("\n" if line.endswith("\n") else ""))
             elif LOOSE_SHORTCODE_RE.search(line):
                 raise BuildError("a shortcode must stand alone on its line: "
-                                 "{{demo NAME}}, {{figure NAME}} or {{pydemo NAME}}", path, lineno)
+                                 "{{demo NAME}}, {{demo NAME control=value}}, {{figure NAME}} or {{pydemo NAME}}",
+                                 path, lineno)
             else:
                 out.append(line)
     return "".join(out), found

@@ -16,8 +16,10 @@ form those values send is a state; its answer gives the next form.
   other numbers (continuous or huge ranges) keep the value the form holds;
 - small sections (product of the discrete controls' value counts ≤ ``FULL_STATES_MAX``): every
   state reachable that way;
-- larger ones: the neighbourhood of the defaults -- every state at most ``NEAR_CHANGES``
-  changes away from the static page's form.
+- larger ones: the neighbourhood of the static page -- every state at most ``NEAR_CHANGES``
+  changes away from the form a page opens the demo with; when that file would exceed
+  ``NEAR_BUDGET_GZIP`` compressed (sections whose answers are mostly distinct random matrices),
+  one change away only.
 
 A state is keyed by the values the form sends, verbatim, in the section's control order
 (``json.dumps`` of that list): the page looks up exactly what it would send to the worker, so a
@@ -33,6 +35,7 @@ depend on the language; ``static/results/<section>.<hash>.json``)::
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -44,6 +47,7 @@ from pathlib import Path
 
 FULL_STATES_MAX = 64        # a section with at most this many discrete combinations: all of them
 NEAR_CHANGES = 2            # otherwise: states at most this many changes from the static page
+NEAR_BUDGET_GZIP = 128 * 1024   # ... or one change, if two would make a larger file (gzip)
 NUMBER_VALUES_MAX = 24      # a number with at most this many values on min…max by step is discrete
 RESULTS_DIR = "static/results"
 
@@ -57,7 +61,11 @@ class SectionResults:
     data: bytes                  # the JSON file
     states: int                  # keys
     unique: int                  # distinct payloads
-    full: bool                   # every reachable discrete state (else the neighbourhood)
+    rule: str                    # "all" states reachable, or "near-2" / "near-1" changes from the static page
+
+    @property
+    def full(self) -> bool:
+        return self.rule == "all"
 
     @property
     def path(self) -> str:
@@ -96,15 +104,23 @@ def _decimal_text(d: Decimal) -> str:
     return str(int(d)) if d == d.to_integral_value() else format(d.normalize(), "f")
 
 
+def _off(state: dict) -> frozenset:
+    """What the reader cannot pick: disabled controls (their names) and disabled single options
+    ((name, value) pairs: ``control_state[name]["options"]``)."""
+    names = {n for n, s in state.items() if s.get("disabled")}
+    options = {(n, form_value(v)) for n, s in state.items() for v in (s.get("options") or {})}
+    return frozenset(names | options)
+
+
 def initial_form(section, result: dict) -> tuple[dict, frozenset]:
-    """The form of the static page: values (strings) and disabled controls."""
+    """The form of the static page: values (strings) and what is disabled (see :func:`_off`)."""
     state = result.get("control_state") or {}
     current = result.get("controls") or {}
     values = {}
     for c in section.controls:
         s = state.get(c.name) or {}
         values[c.name] = s["value"] if isinstance(s.get("value"), str) else form_value(current.get(c.name, c.default))
-    return values, frozenset(n for n, s in state.items() if s.get("disabled"))
+    return values, _off(state)
 
 
 def next_form(sent: dict, payload: dict) -> tuple[dict, frozenset] | None:
@@ -115,7 +131,7 @@ def next_form(sent: dict, payload: dict) -> tuple[dict, frozenset] | None:
     state = payload["result"].get("control_state") or {}
     values = {k: (state.get(k, {}).get("value") if isinstance(state.get(k, {}).get("value"), str) else v)
               for k, v in sent.items()}
-    return values, frozenset(n for n, s in state.items() if s.get("disabled"))
+    return values, _off(state)
 
 
 def state_key(section, values: dict) -> str:
@@ -123,26 +139,44 @@ def state_key(section, values: dict) -> str:
     return json.dumps([values[c.name] for c in section.controls], ensure_ascii=False, separators=(",", ":"))
 
 
-def walk(section, render, lang: str) -> tuple[dict[str, str], list[str], bool]:
-    """({key: payload JSON}, keys in discovery order, whether the walk was complete)."""
-    choices = {c.name: discrete_values(c) for c in section.controls}
-    combos = 1
-    for values in choices.values():
-        combos *= len(values) if values else 1
-    full = combos <= FULL_STATES_MAX
-    depth_limit = None if full else NEAR_CHANGES
+def combinations(section) -> int:
+    """How many states the discrete controls span (the product of their value counts)."""
+    out = 1
+    for c in section.controls:
+        values = discrete_values(c)
+        out *= len(values) if values else 1
+    return out
 
-    first = json.loads(render(section.name, "{}", lang))
-    if not first.get("ok"):
-        raise ValueError(f"section {section.name!r} refuses its own defaults")
-    form, disabled = initial_form(section, first["result"])
+
+def walk(section, render, lang: str, starts=((),), depth_limit: int | None = None,
+         known: dict[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """({key: payload JSON}, keys in discovery order): the states at most ``depth_limit`` changes
+    (None: any number) from the static forms of ``starts``.
+
+    ``starts``: the values pages open the demo with (``{{demo NAME control=value}}``; ``()`` is the
+    section's defaults).  ``known``: answers already computed (not rendered again)."""
+    choices = {c.name: discrete_values(c) for c in section.controls}
+    known = known or {}
+
+    def answer(values: dict) -> str:
+        key = state_key(section, values)
+        return known[key] if key in known else render(section.name, json.dumps(values), lang)
+
     answers: dict[str, str] = {}
     order: list[str] = []
     seen_forms = set()
-    queue = deque([(form, disabled, 0)])
-    # The static page's own state answers too (a reader going back to it).
-    answers[state_key(section, form)] = render(section.name, json.dumps(form), lang)
-    order.append(state_key(section, form))
+    queue = deque()
+    for start in starts:
+        first = json.loads(render(section.name, json.dumps(dict(start)), lang))
+        if not first.get("ok"):
+            continue                  # refused opening values: the build reports them with file:line
+        form, disabled = initial_form(section, first["result"])
+        queue.append((form, disabled, 0))
+        # The static page's own state answers too (a reader going back to it).
+        key = state_key(section, form)
+        if key not in answers:
+            answers[key] = answer(form)
+            order.append(key)
     while queue:
         form, disabled, depth = queue.popleft()
         fkey = (state_key(section, form), disabled)
@@ -155,17 +189,35 @@ def walk(section, render, lang: str) -> tuple[dict[str, str], list[str], bool]:
             if choices[c.name] is None or c.name in disabled:
                 continue
             for v in choices[c.name]:
-                if v == form[c.name]:
+                if v == form[c.name] or (c.name, v) in disabled:
                     continue
                 sent = {**form, c.name: v}
                 key = state_key(section, sent)
                 if key not in answers:
-                    answers[key] = render(section.name, json.dumps(sent), lang)
+                    answers[key] = answer(sent)
                     order.append(key)
                 after = next_form(sent, json.loads(answers[key]))
                 if after is not None:
                     queue.append((after[0], after[1], depth + 1))
-    return answers, order, full
+    return answers, order
+
+
+def choose(section, render, lang: str, starts=((),)) -> tuple[bytes, int, int, str]:
+    """The results file of a section by the rule (module docstring): (data, states, unique, rule)."""
+    if combinations(section) <= FULL_STATES_MAX:
+        answers, order = walk(section, render, lang, starts)
+        return _made(section, answers, order, "all")
+    answers, order = walk(section, render, lang, starts, NEAR_CHANGES)
+    made = _made(section, answers, order, f"near-{NEAR_CHANGES}")
+    if len(gzip.compress(made[0], 6)) <= NEAR_BUDGET_GZIP:
+        return made
+    answers, order = walk(section, render, lang, starts, 1, known=answers)
+    return _made(section, answers, order, "near-1")
+
+
+def _made(section, answers, order, rule):
+    data, unique = build_file(section, answers, order)
+    return data, len(order), unique, rule
 
 
 REF = "@"              # {"@": i} is entry i of the pool (no payload has a dict with this one key)
@@ -301,7 +353,7 @@ def _cached(cache: Path | None, name: str, digest: str, compute) -> dict[str, Se
         try:
             meta = json.loads(index.read_text(encoding="utf-8"))
             return {key: SectionResults(name, None if key == "*" else key,
-                                        (cache / m["file"]).read_bytes(), m["states"], m["unique"], m["full"])
+                                        (cache / m["file"]).read_bytes(), m["states"], m["unique"], m["rule"])
                     for key, m in meta.items()}
         except (OSError, ValueError, KeyError):
             pass
@@ -315,7 +367,7 @@ def _cached(cache: Path | None, name: str, digest: str, compute) -> dict[str, Se
             for key, res in made.items():
                 file = f"{name}.{digest}.{key.replace('*', 'all')}.json"
                 (cache / file).write_bytes(res.data)
-                meta[key] = {"file": file, "states": res.states, "unique": res.unique, "full": res.full}
+                meta[key] = {"file": file, "states": res.states, "unique": res.unique, "rule": res.rule}
             tmp = index.with_suffix(".tmp")
             tmp.write_text(json.dumps(meta), encoding="utf-8")
             os.replace(tmp, index)      # the index last: a half-written entry is never read
@@ -324,28 +376,34 @@ def _cached(cache: Path | None, name: str, digest: str, compute) -> dict[str, Se
     return made
 
 
-def precompute(views, names, langs: list[str]) -> dict[tuple[str, str], SectionResults]:
-    """{(section, lang): results} for the sections ``names`` shown on pages in ``langs``.
+def precompute(views, starts, langs: list[str]) -> dict[tuple[str, str], SectionResults]:
+    """{(section, lang): results} for the sections shown on pages in ``langs``.
 
-    A section whose answers do not depend on the language (cells are translation keys: the
-    usual case) gets one file for every language; checked on its static state in every language.
+    ``starts``: {section: [opening values, ...]} (each a tuple of (control, value) pairs, ``()``
+    for the defaults), or a list of section names (opened on their defaults).  A section whose
+    answers do not depend on the language (cells are translation keys: the usual case) gets one
+    file for every language; checked on its static states in every language.
     """
+    if not isinstance(starts, dict):
+        starts = {name: [()] for name in starts}
     sections = views.sections()
     cache = cache_dir()
-    digest = inputs_digest(views, langs)
+    inputs = inputs_digest(views, langs)
     out: dict[tuple[str, str], SectionResults] = {}
-    for name in sorted(set(names)):
+    for name in sorted(starts):
         sec = sections[name]
+        opened = sorted({tuple(map(tuple, o)) for o in starts[name]}) or [()]
+        digest = hashlib.sha256(f"{inputs} {json.dumps(opened)}".encode()).hexdigest()[:20]
 
-        def compute(sec=sec, name=name):
-            defaults = {lang: views.render_json(name, "{}", lang) for lang in langs}
-            shared = len(set(defaults.values())) == 1
+        def compute(sec=sec, name=name, opened=opened):
+            statics = {lang: tuple(views.render_json(name, json.dumps(dict(o)), lang) for o in opened)
+                       for lang in langs}
+            shared = len(set(statics.values())) == 1
             made = {}
             for lang in ([langs[0]] if shared else langs):
-                answers, order, full = walk(sec, views.render_json, lang)
-                data, unique = build_file(sec, answers, order)
+                data, states, unique, rule = choose(sec, views.render_json, lang, opened)
                 made["*" if shared else lang] = SectionResults(name, None if shared else lang, data,
-                                                                len(order), unique, full)
+                                                                states, unique, rule)
             return made
         made = _cached(cache, name, digest, compute)
         for lang in langs:

@@ -183,12 +183,16 @@ def demo_model(section, result: dict, t: Translator, results_url: str | None = N
     for c in section.controls:
         state = states.get(c.name, {})
         value = state["value"] if "value" in state else _attr_value(current.get(c.name, c.default))
+        off = state.get("options") or {}          # single choices that do nothing here: {value: why}
         options = []
         for opt in c.options:
             opt_value = _attr_value(opt)
             key = f"opt.{_key_part(c.name)}.{_key_part(opt_value)}"
-            options.append({"value": opt_value, "label": t(key) if t.has(key) else opt_value,
-                            "selected": opt_value == value})
+            text = t(key) if t.has(key) else opt_value
+            if opt_value in off:
+                text = t("site.option_off", label=text, why=t.cell(off[opt_value]))
+            options.append({"value": opt_value, "label": text, "selected": opt_value == value,
+                            "disabled": opt_value in off})
         if c.kind == "select" and not any(o["selected"] for o in options):
             raise BuildError(f"section {name!r}: default {value!r} of control {c.name!r} is not "
                              f"one of its options", t.where)

@@ -37,8 +37,8 @@ def _plan_vocab(o: dict) -> dict:
 def vocab_names(a: int, b: int) -> dict[str, str]:
     """Printed names of the vocab-parallel CE records of the rank owning ids [a, b)."""
     return {"ids": "vocab ids", "logits": f"z[{a}:{b}]", "local_max": "local max",
-            "m": "m ← all_reduce(MAX)", "target_shifted": "z_t − m (0 unless t is here)",
-            "t": "z_t − m ← all_reduce(SUM)", "local_sum_exp": "local Σ exp(z − m)",
+            "m": "m ← all_reduce(MAX)", "target_shifted": "z_y − m (0 unless y is here)",
+            "t": "z_y − m ← all_reduce(SUM)", "local_sum_exp": "local Σ exp(z − m)",
             "s": "Σ exp ← all_reduce(SUM)", "local_sum_shifted": "local Σ (z − m)",
             "sum_shifted": "Σ (z − m) ← all_reduce(SUM)", "loss": "loss",
             "prob": f"softmax[{a}:{b}]", "grad": f"dL/dz[{a}:{b}]"}

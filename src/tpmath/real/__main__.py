@@ -60,12 +60,16 @@ def _plan(argv: list[str]) -> tuple[argparse.Namespace, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Validate, join the group, run the example, print; 0 ok, 2 bad input."""
+    """Validate, join the group, run the example, print; 0 ok, 2 bad input (rank 0; the others 0)."""
     argv = sys.argv[1:] if argv is None else argv
     quiet = os.environ.get("RANK", "0") != "0"     # one error line per run, not one per rank
+    # Bad input is the same on every rank, so rank 0 speaks and fails for the group.  The other
+    # ranks leave quietly with 0: had they exited 2 first, torchrun would SIGTERM rank 0 before
+    # it printed the one error line (seen on a loaded machine).
+    refused = 0 if quiet else 2
     started = start(argv, quiet)
     if started is None:
-        return 2
+        return refused
     lang, argv = started
     try:
         args, p = _plan(argv)                      # validation first: before torch is imported
@@ -77,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     except TPMathError as err:
         if not quiet:
             say_error(err, lang)
-        return 2
+        return refused
     timeout = p.get("timeout", 300.0)
     ctx = common.init(torch, backend, rank, world, local, timeout)
     module = importlib.import_module(f".{ranks.TOPICS[p['example']].real_module}", __package__)

@@ -1,13 +1,18 @@
 """View of page 2's communication-cost calculator (section ``comm-cost``).
 
 Letters (as in :mod:`tpmath.comm_cost`):
-    B batch (sequences per micro-batch)   L sequence length    H hidden size
-    n tp (ranks)                          K bytes per element  N layers
+    B batch (sequences per micro-batch)   L sequence length    h hidden size
+    n tp (ranks)                          k bytes per element  N layers     a attention heads
 
 Tables: ``comm-layer`` (each TP collective of one layer: phase, where, collective with
-its Megatron operator, elements, ring factor, bytes one rank sends; foot: per layer, per step) and
+its Megatron operator, elements, ring factor, bytes one rank sends per AllReduce; foot: the
+forward and backward subtotals, per layer, all N layers of one micro-batch) and
 ``comm-time`` (compute vs communication, overlapped ``max`` vs serial sum).  The counting
 convention is the core's own sentence, in the page's language.
+
+With a preset, hidden / seq / layers / heads are the preset's (shown, not editable); tp must
+divide its heads (the core's check, a message naming the head count).  "Custom" frees the
+fields, heads included: tp must divide the heads, and the heads the hidden size.
 """
 
 from __future__ import annotations
@@ -27,7 +32,11 @@ from .fig_comm import figure_comm_cost
 CUSTOM = "custom"
 PRESET_CHOICES = tuple(cc.PRESETS) + (CUSTOM,)
 DEFAULT_PRESET = "llama-2-7b"
+# Four sequences of Llama-2-7B's 4096 tokens: S = 4·4096·4096 = 67 108 864 elements, the same as the
+# page's interview question 4 (B = 8, L = 2048), so its 224 / 448 / 448 / 896 MiB are the default rows.
+DEFAULT_BATCH = 4
 DTYPE_BYTES = (1, 2, 4)
+PRESET_FIELDS = ("hidden", "seq", "layers", "heads")   # what a preset sets (its fields are disabled)
 
 
 def cost_controls(values: dict) -> dict:
@@ -38,6 +47,7 @@ def cost_controls(values: dict) -> dict:
         "batch": as_int("batch", values["batch"], 1, 4096),
         "seq": as_int("seq", values["seq"], 1, 10**6),
         "hidden": as_int("hidden", values["hidden"], 1, 10**6),
+        "heads": as_int("heads", values["heads"], 1, 10**6),
         "tp": as_int("tp", values["tp"], 1, 512),
         "dtype_bytes": as_int("dtype_bytes", values["dtype_bytes"], 1, 8),
         "layers": as_int("layers", values["layers"], 1, 1000),
@@ -49,7 +59,12 @@ def cost_controls(values: dict) -> dict:
                           choices=", ".join(str(b) for b in DTYPE_BYTES))
     if preset != CUSTOM:
         p = cc.PRESETS[preset]
-        c.update(hidden=p["hidden"], seq=p["seq"], layers=p["layers"])
+        c.update({k: p[k] for k in PRESET_FIELDS})
+        c["kv_heads"], model = p["kv_heads"], p["label"]
+    else:
+        c["kv_heads"], model = c["heads"], None       # the page's custom heads are multi-head
+    # Megatron's rules (tp | heads, the head size whole, tp | hidden), before anything is computed
+    cc.check_heads(c["tp"], c["heads"], c["kv_heads"], c["hidden"], model)
     if c["hidden"] % c["tp"]:
         raise TPMathError("not_divides", "tp", tp_name="tp", tp=c["tp"], size_name="hidden", size=c["hidden"])
     return c
@@ -58,7 +73,12 @@ def cost_controls(values: dict) -> dict:
 def run(c: dict) -> dict:
     """The core's ``comm_cost`` for validated controls."""
     return cc.comm_cost(c["batch"], c["seq"], c["hidden"], c["tp"], c["dtype_bytes"], c["layers"],
-                        link_gbps=c["link_gbps"], tflops=c["tflops"])
+                        link_gbps=c["link_gbps"], tflops=c["tflops"], heads=c["heads"], kv_heads=c["kv_heads"])
+
+
+def _count(r: dict, phase: str) -> int:
+    """How many collectives of one layer run in ``phase``."""
+    return sum(1 for row in r["per_layer"] if row["phase"] == phase)
 
 
 def _ms(seconds: float) -> str:
@@ -80,6 +100,10 @@ def render_cost(values: dict, lang: str) -> dict:
                     "col.row_ring_factor", "col.row_bytes_per_rank"],
         "rows": rows,
         "foot": [
+            [label("label.row_pass_forward", count=fmt.integer(_count(r, "forward"))), "", "", "", "",
+             fmt.nbytes(r["per_layer_forward_bytes"])],
+            [label("label.row_pass_backward", count=fmt.integer(_count(r, "backward"))), "", "", "", "",
+             fmt.nbytes(r["per_layer_backward_bytes"])],
             [label("label.row_per_layer"), "", "", "", "", fmt.nbytes(r["per_layer_bytes"])],
             [label("label.row_per_step", layers=fmt.integer(c["layers"])),
              "", "", "", "", fmt.nbytes(r["per_step_bytes"])],
@@ -100,10 +124,11 @@ def render_cost(values: dict, lang: str) -> dict:
     if c["preset"] != CUSTOM:
         notes["comm-preset"] = label("note.row_preset", name=cc.PRESETS[c["preset"]]["label"],
                                      hidden=fmt.integer(c["hidden"]), seq=fmt.integer(c["seq"]),
-                                     layers=fmt.integer(c["layers"]))
+                                     layers=fmt.integer(c["layers"]), heads=fmt.integer(c["heads"]),
+                                     kv_heads=fmt.integer(c["kv_heads"]))
         # The preset's fields show its values and are not editable ("Custom" frees them).
         why = label("note.row_set_by_preset", name=cc.PRESETS[c["preset"]]["label"])
-        state = {k: {"disabled": True, "value": str(c[k]), "why": why} for k in ("hidden", "seq", "layers")}
+        state = {k: {"disabled": True, "value": str(c[k]), "why": why} for k in PRESET_FIELDS}
     return {
         "control_state": state,
         "controls": c,
@@ -121,7 +146,7 @@ def render_cost(values: dict, lang: str) -> dict:
 
 def _defaults() -> dict[str, Any]:
     p = cc.PRESETS[DEFAULT_PRESET]
-    return {"hidden": p["hidden"], "seq": p["seq"], "layers": p["layers"]}
+    return {k: p[k] for k in PRESET_FIELDS}
 
 
 _D = _defaults()
@@ -129,9 +154,10 @@ _D = _defaults()
 SECTIONS = {
     "comm-cost": Section("comm-cost", (
         Control("preset", "select", DEFAULT_PRESET, options=PRESET_CHOICES, label="ctl.row_preset"),
-        Control("batch", "number", 1, min=1, max=4096, step=1, label="ctl.row_batch", slider="log"),
+        Control("batch", "number", DEFAULT_BATCH, min=1, max=4096, step=1, label="ctl.row_batch", slider="log"),
         Control("seq", "number", _D["seq"], min=1, max=10**6, step=1, label="ctl.row_seq", slider="log"),
         Control("hidden", "number", _D["hidden"], min=1, max=10**6, step=1, label="ctl.row_hidden", slider="log"),
+        Control("heads", "number", _D["heads"], min=1, max=10**6, step=1, label="ctl.row_heads"),
         Control("tp", "number", 8, min=1, max=512, step=1, label="ctl.row_tp", slider="log"),
         Control("dtype_bytes", "select", 2, options=DTYPE_BYTES, label="ctl.row_dtype_bytes"),
         Control("layers", "number", _D["layers"], min=1, max=1000, step=1, label="ctl.row_layers", slider="log"),

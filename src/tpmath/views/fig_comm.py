@@ -1,10 +1,11 @@
 """Figure of page 2's cost calculator (section ``comm-cost``): compute vs communication time.
 
 One layer first — its compute and its four AllReduces (g, g forward; f, f backward) with the
-bytes one rank sends — then the whole step (× layers) twice: without overlap, communication
-follows compute (T_calc + T_comm); with perfect overlap, it runs beside compute and the step
-takes max(T_calc, T_comm).  All bars of one figure share one time scale except the layer's,
-which is the step's divided by the number of layers and drawn as long as the step's.
+bytes one rank sends — then one micro-batch through all layers (× layers; an optimizer step
+repeats it for each of its micro-batches) twice: without overlap, communication follows compute
+(T_calc + T_comm); with perfect overlap, it runs beside compute and the micro-batch takes
+max(T_calc, T_comm).  All bars of one figure share one time scale except the layer's, which is
+the whole model's divided by the number of layers and drawn as long as it.
 """
 
 from __future__ import annotations

@@ -349,10 +349,8 @@ def figure_vocab_extras(tp: int, eps: float, smooth: dict, ign: dict, targets: l
                         gpt2: dict) -> dict:
     """The ``vocab-extras`` figure: padding at this tp (``gpt2``: the padding table's row for
     GPT-2), the ignored position of ``ign``, label smoothing per rank of ``smooth``."""
-    per_rank = smooth.get("megatron_smoothing_loss_per_rank")
-    # As the table: with ε = 0 Megatron's formula is the plain loss (its smoothing factor is 0).
-    megatron = [smooth["loss"]] * tp if per_rank is None else list(per_rank)
-    tp1 = smooth["loss"] if per_rank is None else smooth.get("megatron_smoothing_loss_tp1")
+    # As the table: Megatron's loss on the same logits (K = its padded width, padded logits unmasked).
+    megatron, tp1 = list(smooth["megatron"]["loss_per_rank"]), smooth["megatron"]["loss_tp1"]
 
     def rows():
         return [[_padding_panel(smooth, gpt2), _ignore_panel(ign, targets, ignore_index)],

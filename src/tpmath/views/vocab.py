@@ -6,10 +6,11 @@ Sections
                   numbers, the loss, per-rank pieces (``vocab-ranks``) and per-token
                   probability and gradient (``vocab-tokens``).
 ``vocab-extras``  Megatron's vocabulary padding (``vocab-padding``), label smoothing,
-                  ours (= PyTorch) vs Megatron's local-K formula per rank
-                  (``vocab-smoothing``), ignore_index (``vocab-ignore``) and the
-                  gradient of the shared hidden state summed across vocab shards
-                  (``vocab-hidden``).
+                  ours (= PyTorch) vs Megatron's per rank, K = its padded width, its padded
+                  logits unmasked (``vocab-smoothing``), ignore_index (``vocab-ignore``), and
+                  an output head: its inputs h, W_out, targets (``vocab-head-inputs``) and
+                  the gradient of the shared hidden state summed across vocab shards
+                  (``vocab-hidden``), all gradients of the mean loss.
 
 Letters as in :mod:`tpmath.vocab_ce`: V vocabulary, tp (= shards) ranks, Vp padded
 vocabulary, K ids per rank, N positions, ε label smoothing.
@@ -29,9 +30,15 @@ from .fig_vocab import figure_vocab_ce, figure_vocab_extras
 V = len(core.DEFAULT_LOGITS)
 SHARD_OPTIONS = tuple(range(1, V + 1))
 TARGET_OPTIONS = tuple(range(V))
+# The demo opens on target 4 (logit 1.4), not the seed's 2: 2 is the largest logit, so z_y − m = 0 and
+# every rank's target term is 0, which hides the merge the section is about.  2 stays one click away.
+PAGE_TARGET = 4
 GPT2_VOCAB = 50257                      # GPT-2's BPE vocabulary (an input, not a result)
 PAD_TP = (1, 2, 4, 8)                   # tensor-parallel sizes of the padding table
 IGNORE_INDEX = -100                     # PyTorch's default
+# The extras open on 4 ranks, which do not divide V = 6: the vocabulary is padded (to 8, K = 2 per rank),
+# the case where Megatron's padded logits enter its smoothed loss.
+EXTRAS_TP = 4
 # Three positions for the ignore_index example: the seed's logits, reversed, rotated by two;
 # the middle position is ignored.
 IGNORE_LOGITS = [core.DEFAULT_LOGITS, core.DEFAULT_LOGITS[::-1], core.DEFAULT_LOGITS[2:] + core.DEFAULT_LOGITS[:2]]
@@ -96,24 +103,51 @@ def _padding_rows(tp: int) -> list:
     return rows
 
 
-def _smoothing_rows(res: dict, eps: float) -> tuple[list, list]:
-    """Per rank: our loss (all ranks agree) and Megatron's local formula, vs PyTorch's."""
+def _smoothing_rows(res: dict) -> tuple[list, list]:
+    """Per rank: our loss (all ranks agree, = PyTorch) and Megatron's on the same logits, whose K
+    is the rank's padded width and whose padded logits are numbers (``res["megatron"]``)."""
     ref = res["reference_loss"]
-    per_rank = res.get("megatron_smoothing_loss_per_rank")
-    rows = []
-    for e in res["ranks"]:
-        real = (e["vocab_range"][1] - e["vocab_range"][0]) - e.get("padding", 0)
-        # With ε = 0 Megatron's formula is the plain loss (its smoothing factor is 0).
-        meg = res["loss"] if per_rank is None else per_rank[e["rank"]]
-        rows.append([rank(e["rank"]), _range_cell(e), fmt.integer(real), fmt.num(res["loss"]),
-                     label("label.undefined_k") if meg is None else fmt.num(meg),
-                     "—" if meg is None else fmt.err(meg - ref)])
-    tp1 = res["loss"] if per_rank is None else res.get("megatron_smoothing_loss_tp1")
+    meg = res["megatron"]
+
+    def megatron(v):                                    # Megatron's value, its difference from PyTorch
+        return (label("label.undefined_k"), "—") if v is None else (fmt.num(v), fmt.err(v - ref))
+
+    rows = [[rank(e["rank"]), _range_cell(e), fmt.integer(meg["K"]), fmt.num(res["loss"]),
+             *megatron(meg["loss_per_rank"][e["rank"]])] for e in res["ranks"]]
     foot = [[label("label.pytorch_reference"), "—", fmt.integer(res["vocab"]), fmt.num(ref), "—", "—"],
-            [label("label.megatron_tp1"), "—", fmt.integer(res["vocab"]), "—",
-             label("label.undefined_k") if tp1 is None else fmt.num(tp1),
-             "—" if tp1 is None else fmt.err(tp1 - ref)]]
+            [label("label.megatron_tp1"), "—", fmt.integer(res["vocab"]), "—", *megatron(meg["loss_tp1"])]]
     return rows, foot
+
+
+def _megatron_note(res: dict, tp: int) -> dict:
+    """What Megatron's K is at this tp, and (when tp does not divide V) the padded logits' value."""
+    meg = res["megatron"]
+    if meg["padded_vocab"] == res["vocab"]:
+        return label("note.vocab_megatron_k", vocab=fmt.integer(res["vocab"]), tp=fmt.integer(tp),
+                     K=fmt.integer(meg["K"]))
+    return label("note.vocab_megatron_pad", vocab=fmt.integer(res["vocab"]), tp=fmt.integer(tp),
+                 padded=fmt.integer(meg["padded_vocab"]), K=fmt.integer(meg["K"]), pad=fmt.num(meg["pad_logit"]))
+
+
+def _head_tables(head: dict) -> tuple[dict, dict]:
+    """The output head's inputs (h, W_out, targets) and, per rank, its W_out columns, the local
+    gradient of the mean loss and its partial term of ∂L/∂h; foot: their sum over the shards."""
+    h, W, n = np.asarray(head["hidden"]), np.asarray(head["W_out"]), len(head["target"])
+    inputs = table("cap.vocab_head_inputs", ["col.row_tensor", "col.row_shape", "col.row_value"], [
+        ["h", fmt.shape(h.shape), fmt.mat(h)],
+        ["W_out", fmt.shape(W.shape), fmt.mat(W)],
+        ["y", fmt.shape((n,)), fmt.vec(head["target"])],
+    ])
+    rows = [[rank(e["rank"]), _range_cell({**e, **_pad_info(e, head["vocab"])}), fmt.mat(e["W_shard"]),
+             fmt.mat(e["grad_logits"]), fmt.mat(e["grad_hidden_partial"])] for e in head["ranks"]]
+    foot = [[label("label.sum_shards"), "—", "—", "—", fmt.mat(head["grad_hidden"])],
+            [label("label.reference"), "—", "—", "—", fmt.mat(head["reference"]["grad_hidden"])],
+            [label("label.max_abs_err"), "—", "—", "—", fmt.err(head["max_abs_err"]["grad_hidden"])]]
+    # the caption and column say which loss the gradients are of: the mean over the n positions
+    per_rank = table(label("cap.vocab_hidden", n=fmt.integer(n)),
+                     ["col.rank", "col.vocab_range", "col.w_out_shard", label("col.g_logits", n=fmt.integer(n)),
+                      "col.g_hidden_partial"], rows, foot)
+    return inputs, per_rank
 
 
 def render_vocab_extras(controls: dict, lang: str) -> dict:
@@ -121,7 +155,7 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
     tp = select_int("tp", controls["tp"], SHARD_OPTIONS)
     eps = as_float("smoothing", controls["smoothing"], 0.0, 1.0)
     smooth = core.default_run(core.DEFAULT_TARGET, tp, label_smoothing=eps)
-    s_rows, s_foot = _smoothing_rows(smooth, eps)
+    s_rows, s_foot = _smoothing_rows(smooth)
 
     ign = core.run_vocab_ce(IGNORE_LOGITS, IGNORE_TARGETS, shards=tp, ignore_index=IGNORE_INDEX)
     grad = np.asarray(ign["grad"])                                        # (N, V)
@@ -134,24 +168,19 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
                 [label("label.reference"), "—", "—", fmt.num(ign["reference_loss"]), "—"],
                 [label("label.max_abs_err"), "—", "—", fmt.err(ign["abs_diff"]), fmt.err(ign["grad_max_abs_err"])]]
 
-    head = core.run_vocab_parallel_head(shards=tp)
-    h_rows = [[rank(e["rank"]), _range_cell({**e, **_pad_info(e, head["vocab"])}), fmt.mat(e["grad_logits"]),
-               fmt.mat(e["grad_hidden_partial"])] for e in head["ranks"]]
-    h_foot = [[label("label.sum_shards"), "—", "—", fmt.mat(head["grad_hidden"])],
-              [label("label.reference"), "—", "—", fmt.mat(head["reference"]["grad_hidden"])],
-              [label("label.max_abs_err"), "—", "—", fmt.err(head["max_abs_err"]["grad_hidden"])]]
+    head_inputs, hidden = _head_tables(core.run_vocab_parallel_head(shards=tp))
     return {
         "controls": {"tp": str(tp), "smoothing": eps},
         "tables": {
             "vocab-padding": table("cap.vocab_padding", ["col.tp", "col.pad_divisor", "col.padded_vocab",
                                                          "col.padding_ids", "col.per_rank"], _padding_rows(tp)),
-            "vocab-smoothing": table("cap.vocab_smoothing", ["col.rank", "col.vocab_range", "col.real_ids",
+            "vocab-smoothing": table("cap.vocab_smoothing", ["col.rank", "col.vocab_range", "col.k_padded",
                                                              "col.loss_ours", "col.loss_megatron",
                                                              "col.diff_pytorch"], s_rows, s_foot),
             "vocab-ignore": table("cap.vocab_ignore", ["col.position", "col.logits", "col.target",
                                                        "col.position_loss", "col.gradient"], ign_rows, ign_foot),
-            "vocab-hidden": table("cap.vocab_hidden", ["col.rank", "col.vocab_range", "col.g_logits",
-                                                       "col.g_hidden_partial"], h_rows, h_foot),
+            "vocab-head-inputs": head_inputs,
+            "vocab-hidden": hidden,
         },
         "values": {
             "gpt2-vocab": fmt.integer(GPT2_VOCAB),
@@ -159,6 +188,7 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
             "smoothing-reference": fmt.num(smooth["reference_loss"]),
             "ignore-loss": fmt.num(ign["loss"]),
         },
+        "notes": {"vocab-megatron": _megatron_note(smooth, tp)},
         "figures": {"vocab-extras": figure_vocab_extras(tp, eps, smooth, ign, IGNORE_TARGETS, IGNORE_INDEX,
                                                         core.vocab_pad_table(GPT2_VOCAB, tp))},
     }
@@ -175,7 +205,7 @@ SECTIONS = {
         name="vocab-ce",
         controls=(
             Control("shards", "select", "2", options=int_range(1, V), slider=True),
-            Control("target", "select", str(core.DEFAULT_TARGET), options=int_range(0, V - 1), slider=True),
+            Control("target", "select", str(PAGE_TARGET), options=int_range(0, V - 1), slider=True),
             Control("shift", "number", 0, min=-core.SHIFT_LIMIT, max=core.SHIFT_LIMIT, step="any", slider="symlog"),
         ),
         render=render_vocab_ce,
@@ -187,13 +217,13 @@ SECTIONS = {
     "vocab-extras": Section(
         name="vocab-extras",
         controls=(
-            Control("tp", "select", "2", options=int_range(1, V), slider=True),
+            Control("tp", "select", str(EXTRAS_TP), options=int_range(1, V), slider=True),
             Control("smoothing", "number", 0.1, min=0, max=1, step=0.05, slider=True),
         ),
         render=render_vocab_extras,
         real=lambda c: [("vocab-ce", {"shards": c["tp"], "label_smoothing": c["smoothing"]}),
                         ("vocab-ce", {"shards": c["tp"], "logits": IGNORE_LOGITS, "target": IGNORE_TARGETS})],
-        tables=("vocab-padding", "vocab-smoothing", "vocab-ignore", "vocab-hidden"),
+        tables=("vocab-padding", "vocab-smoothing", "vocab-ignore", "vocab-head-inputs", "vocab-hidden"),
         values=("gpt2-vocab", "smoothing-loss", "smoothing-reference", "ignore-loss"),
     ),
 }

@@ -10,7 +10,7 @@
  * data-state="pending" with a note until a result is applied.  Once the runtime is ready it
  * answers every change. */
 
-import { cellText, pageLang, tr } from "./i18n.js";
+import { cellText, has, pageLang, tr } from "./i18n.js";
 import { applyResult } from "./apply.js";
 import { showCue } from "./cue.js";
 import { toSlider } from "./sliders.js";
@@ -68,6 +68,14 @@ export class Demo {
       for (const el of this.controls()) {
         const copy = m.form.elements.namedItem(el.name);
         if (!copy || !copy.name) continue;
+        if (el.tagName === "SELECT") {          // single choices disabled with their reason
+          Array.from(el.options).forEach((opt, i) => {
+            const c = copy.options[i];
+            if (!c) return;
+            c.disabled = opt.disabled;
+            if (c.textContent !== opt.textContent) c.textContent = opt.textContent;
+          });
+        }
         if (copy.value !== el.value) copy.value = el.value;
         copy.disabled = el.disabled;
         const why = document.getElementById(`why-${this.name}-${el.name}`);
@@ -251,12 +259,14 @@ export class Demo {
   }
 
   // ---- control state ----------------------------------------------------------------------
-  /** {NAME: {disabled, value, why}} from the view: a control that does nothing is disabled with
-   * its reason next to it; a preset may set a value. */
+  /** {NAME: {disabled, value, why, options}} from the view: a control that does nothing is
+   * disabled with its reason next to it; a preset may set a value; `options` ({VALUE: why})
+   * disables single choices of a select, each labelled with its reason. */
   applyControlState(state) {
     for (const el of this.controls()) {
       const s = state[el.name] || {};
       el.disabled = !!s.disabled;
+      if (el.tagName === "SELECT") setOptions(el, s.options || {});
       if (typeof s.value === "string" && el.value !== s.value) el.value = s.value;
       this.setWhy(el, s.disabled && s.why ? cellText(s.why) : "");
       toSlider(el);
@@ -279,6 +289,19 @@ export class Demo {
     }
     if (why.textContent !== text) why.textContent = text;
     el.setAttribute("aria-describedby", id);
+  }
+}
+
+/** A select's choices: the ones named in `off` disabled, "label (why)"; the others as built. */
+function setOptions(select, off) {
+  const key = (v) => v.replace(/-/g, "_");
+  for (const opt of select.options) {
+    const k = `opt.${key(select.name)}.${key(opt.value)}`;
+    const label = has(k) ? tr(k) : opt.value;
+    const why = Object.prototype.hasOwnProperty.call(off, opt.value) ? cellText(off[opt.value]) : null;
+    const text = why === null ? label : tr("site.option_off", { label, why });
+    opt.disabled = why !== null;
+    if (opt.textContent !== text) opt.textContent = text;
   }
 }
 

@@ -1,0 +1,85 @@
+"""The pre-LN transformer layer on real ranks (tpmath.layer): f and g twice, the KV replica-group
+sums, and the replicated LayerNorm weights and row-parallel biases."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import attention, layer
+from ..validate import as_choice
+from .attention import STAGES
+from .output import cols, rows, verdict
+from .topic import Topic, opts
+
+
+def _plan_layer(o: dict) -> dict:
+    stage = as_choice("stage", o["stage"], STAGES)
+    args = {k: o[k] for k in ("tp", "heads", "kv_heads", "seq", "batch", "hidden", "ffn", "causal")}
+    cfg, F = layer.validate_layer(**args)
+    res = layer.cached_run(**args, seed=o["seed"])
+    return {"world": cfg.tp, "stage": stage, "dtype": "float64", "cfg": cfg, "ffn": F, "inputs": res["inputs"],
+            "core": res}
+
+
+# The replicated parameters: every rank computes their whole gradient, no collective.
+LAYER_GRADS = ("G_gamma1", "G_beta1", "G_b_o", "G_gamma2", "G_beta2", "G_b2")
+
+
+def layer_records(cfg: attention.Config, rk: dict, stage: str) -> list[tuple[str, str]]:
+    """(key, printed name) of what rank ``rk`` of the layer prints for ``stage``: its shards, the
+    two g results, and every gradient; the replicated parameters' gradients say that no
+    collective made them."""
+    E, tp, r = cfg.head_dim, cfg.tp, rk["rank"]
+    q, kv = rk["q_heads"], rk["kv_heads"]
+    a, b = q[0] * E, (q[-1] + 1) * E
+    c, d = kv[0] * E, (kv[-1] + 1) * E
+    e, f = rk["ffn_cols"]
+    reduced = " ← all_reduce(SUM)" if tp > 1 else ""
+    groups = attention.kv_groups([attention.rank_heads(cfg, x)[1] for x in range(tp)])
+    mine = next(g for g in groups if r in g)
+    kv_sum = f" ← all_reduce(SUM, ranks {','.join(map(str, mine))})" if cfg.kv_heads < tp else ""
+    fwd = [("W_q", "W_q" + cols(a, b)), ("W_k", "W_k" + cols(c, d)), ("W_v", "W_v" + cols(c, d)),
+           ("W_o", "W_o" + rows(a, b)), ("W1", "W1" + cols(e, f)), ("b1", f"b1[{e}:{f}]"), ("W2", "W2" + rows(e, f)),
+           ("Y_attn_partial", "attention partial (own heads)"), ("H1", "U = X + attention" + reduced + " + b_o"),
+           ("Y_mlp_partial", "MLP partial (own columns)"), ("Y", "Y = U + MLP" + reduced + " + b2"),
+           ("loss", "loss = Σ Y⊙G")]
+    bwd = [("G_W_q", "G_W_q" + cols(a, b)), ("G_W_k", "G_W_k" + cols(c, d) + kv_sum),
+           ("G_W_v", "G_W_v" + cols(c, d) + kv_sum), ("G_W_o", "G_W_o" + rows(a, b)), ("G_W1", "G_W1" + cols(e, f)),
+           ("G_b1", f"G_b1[{e}:{f}]"), ("G_W2", "G_W2" + rows(e, f))]
+    bwd += [(k, k + " (local, no collective)") for k in LAYER_GRADS]
+    bwd += [("G_X", "G_X" + (" (f: all_reduce(SUM) of G_LN1, G_LN2)" if tp > 1 else ""))]
+    return {"forward": fwd, "backward": bwd, "all": fwd + bwd}[stage]
+
+
+def layer_values(rk: dict) -> dict:
+    """A layer rank's values as printed: tokens as rows (B·S, ·)."""
+    return {k: (np.asarray(v).reshape(-1, v.shape[-1]) if isinstance(v, np.ndarray) and v.ndim == 3 else v)
+            for k, v in rk.items()}
+
+
+LAYER_CHECK = ("loss", "Y", "G_X") + tuple("G_" + p for p in layer.PARAMS)
+
+
+def _expected_layer(p: dict) -> tuple[list, list]:
+    res, cfg = p["core"], p["cfg"]
+    per_rank = []
+    for rk in res["ranks"]:
+        values = layer_values(rk)
+        per_rank.append([(name, values[key]) for key, name in layer_records(cfg, rk, p["stage"])])
+    check = [(f"max|Δ| {k}", verdict(res["max_abs_err"][k], res["tolerances"][k])) for k in LAYER_CHECK]
+    return per_rank, check
+
+
+TOPICS = (Topic("layer", "pre-LN transformer layer (LN, attention, residual, LN, GeLU MLP, residual): f and g "
+                "twice, replicated LayerNorm weights and row-parallel biases", opts(
+    ("tp", "2", "tensor-parallel size = number of processes; must divide --heads and --ffn"),
+    ("heads", "4", "query heads H"),
+    ("kv-heads", None, "KV heads K (default H); K ≥ tp: tp divides K; K < tp: K divides tp (replicated)"),
+    ("seq", "4", "sequence length S"),
+    ("batch", "1", "batch B"),
+    ("hidden", "8", "hidden size D (head size D/H)"),
+    ("ffn", None, "MLP width F (default 4·D)"),
+    ("seed", "0", "seed of the page's inputs (tpmath.layer.example_inputs)"),
+    ("causal", None, "causal mask", True),
+    ("stage", "all", f"which tensors to print: {', '.join(STAGES)}"),
+), _plan_layer, _expected_layer, real_module="layer"),)

@@ -1,0 +1,166 @@
+"""Page 4's figures against references computed here (tests/test_figures.py checks every figure's
+contract generically): the ranks drawn, each rank's token shard, the order of the gathered rows
+(right and wrong gather), dropped entries = the one-device mask's block, the γ/β numbers and their
+AllReduce, the lit step, and the memory bars (one per configuration, the chosen one lit)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tpmath import sp_layer as core
+from tpmath.views import render
+from tpmath.views import sp as spv
+from tpmath.views.tree import walk
+
+from test_page4 import block   # noqa: E402  the independent numpy block
+
+STEPS = spv.STEP_NAMES
+MINUS = "\u2212"
+
+
+def drawings(fig: dict) -> list[dict]:
+    """The <svg> drawings of a figure (one, or a desktop and a phone layout)."""
+    return [c for c in fig["c"] if c["t"] == "svg"]
+
+
+def part(svg: dict, name: str) -> dict:
+    found = [n for n in walk(svg) if n.get("a", {}).get("data-part") == name]
+    assert len(found) == 1, name
+    return found[0]
+
+
+def token_rows(block: dict) -> list[str | None]:
+    """The rank tint of each token row of a drawn block (one rect per token, see fig_sp.Block)."""
+    rects = [n for n in block["c"] if n["t"] == "rect" and "cell" in n["a"]["class"].split()]
+    return [r["a"].get("data-rank") for r in rects]
+
+
+def token_labels(block: dict) -> list[int]:
+    return [int(n["x"]) for n in block["c"] if n["t"] == "text" and n["a"]["class"] == "tok"]
+
+
+@pytest.mark.parametrize("tp,seq", [(1, 4), (2, 4), (2, 8), (4, 4), (4, 8)])
+@pytest.mark.parametrize("step", ["gather", "grad-scatter"])
+def test_ranks_and_token_shards(tp, seq, step):
+    fig = render("sp-layer", {"tp": str(tp), "seq": str(seq), "step": step})["figures"]["sp-layer"]
+    s_l = seq // tp
+    for svg in drawings(fig):
+        ranks = {n["a"]["data-rank"] for n in walk(svg) if "data-rank" in n.get("a", {})}
+        assert ranks == {str(r) for r in range(tp)}
+        badges = [n["x"] for n in walk(svg) if n["t"] == "text" and n["a"].get("class") == "badge-t"]
+        assert badges == [f"R{r}" for r in range(tp)]
+        first, full = ("X", "A_full") if step == "gather" else ("G_Y", "G_O_full")
+        for r in range(tp):
+            own = part(svg, f"{first}.{r}")
+            assert token_rows(own) == [str(r)] * s_l                          # s/t tokens, all rank r's
+            assert token_labels(own) == list(range(r * s_l, (r + 1) * s_l))
+            gathered = part(svg, f"{full}.{r}")
+            assert token_rows(gathered) == [str(q) for q in range(tp) for _ in range(s_l)]   # rank order
+            assert token_labels(gathered) == list(range(seq))
+
+
+@pytest.mark.parametrize("tp,seq", [(2, 8), (4, 8), (4, 4)])
+def test_wrong_gather_shows_the_rows_out_of_order(tp, seq):
+    fig = render("sp-layer", {"tp": str(tp), "seq": str(seq), "mistake": "gather-wrong-dim"})["figures"]["sp-layer"]
+    s_l = seq // tp
+    # concatenated along h and read as tokens: row k comes from rank k mod t, token (k mod t)·s/t + ⌊k/t⌋
+    want_rank = [str(k % tp) for k in range(seq)]
+    want_token = [(k % tp) * s_l + k // tp for k in range(seq)]
+    for svg in drawings(fig):
+        for r in range(tp):
+            block = part(svg, f"A_full.{r}")
+            assert token_rows(block) == want_rank and token_labels(block) == want_token
+    back = render("sp-layer", {"tp": str(tp), "seq": str(seq), "mistake": "gather-wrong-dim",
+                               "step": "grad-ln"})["figures"]["sp-layer"]
+    for svg in drawings(back):
+        for r in range(tp):     # the wrong ReduceScatter leaves rank r tokens r, r + t, …
+            assert token_labels(part(svg, f"G_A.{r}")) == [i * tp + r for i in range(s_l)]
+
+
+@pytest.mark.parametrize("mistake", ["none", "same-dropout-seed"])
+def test_dropped_entries_are_the_masks(mistake):
+    tp, seq, p = 4, 8, 0.25
+    res = render("sp-layer", {"tp": str(tp), "seq": str(seq), "dropout": str(p), "mistake": mistake, "step": "tp"})
+    one = core.reference_masks(core.validate_options(tp=tp, seq=seq, batch=1, hidden=4, ffn=8, dropout=p))
+    f_l = 8 // tp
+    for svg in drawings(res["figures"]["sp-layer"]):
+        for r in range(tp):
+            block = part(svg, f"H.{r}")
+            dropped = sum(1 for n in block["c"] if n["t"] == "line" and n["a"]["class"] == "drop")
+            sub = [n["x"] for n in block["c"] if n["t"] == "text" and n["a"]["class"] == "dimtext"][0]
+            if mistake == "none":       # rank r's block of the one-device mask
+                assert dropped == int(np.sum(~one["H"][0][:, r * f_l:(r + 1) * f_l]))
+                assert sub == {"key": "fig.sp_mask_ok"}
+            else:                       # rank 0's block, repeated
+                assert dropped == int(np.sum(~one["H"][0][:, :f_l]))
+                assert sub == {"key": "fig.sp_mask_ok" if r == 0 else "fig.sp_mask_bad"}
+
+
+def test_the_step_is_lit():
+    for step in STEPS:
+        fig = render("sp-layer", {"step": step})["figures"]["sp-layer"]
+        for svg in drawings(fig):
+            circles = [n for n in walk(svg) if n["t"] == "circle"]
+            assert len(circles) == 9 and ["hl" in c["a"]["class"] for c in circles] == [s == step for s in STEPS]
+            lit = [n for n in walk(svg) if n["t"] == "rect" and "hl" in n["a"].get("class", "").split()]
+            assert len(lit) == (2 if step == "grad-gather" else 1)
+
+
+@pytest.mark.parametrize("tp", [2, 4])
+@pytest.mark.parametrize("mistake", ["none", "ln-grad-not-reduced"])
+def test_layernorm_figure_numbers(tp, mistake):
+    res = render("sp-layer", {"tp": str(tp), "seq": "8", "mistake": mistake})
+    run = core.run_sp_layer(tp=tp, seq=8, batch=1, mistake=mistake)
+    fig = res["figures"]["sp-ln"]
+    texts = {n["a"]["data-key"]: float(n["x"].replace(MINUS, "-")) for n in walk(fig)
+             if n["t"] == "text" and "data-key" in n.get("a", {})}
+    # each rank's partial sums over its tokens, from the block written out in numpy (test_page4)
+    ref = block(run["inputs"])
+    xh, G_A = ref["xhat"], ref["G_A"]
+    s_l = 8 // tp
+    for r in range(tp):
+        want_g = (G_A * xh)[r * s_l:(r + 1) * s_l].sum(0)
+        want_b = G_A[r * s_l:(r + 1) * s_l].sum(0)
+        for j in range(4):
+            assert abs(texts[f"G_gamma_partial.{r}.0.{j}"] - want_g[j]) <= 5.01e-5
+            assert abs(texts[f"G_beta_partial.{r}.0.{j}"] - want_b[j]) <= 5.01e-5
+    ranks = {n["a"]["data-rank"] for n in walk(fig) if "data-rank" in n.get("a", {})}
+    assert ranks == {str(r) for r in range(tp)}
+    box = [n for n in walk(fig) if n.get("a", {}).get("data-part") == "ln-allreduce"]
+    if mistake == "none":
+        assert all(n["a"]["class"] == "hl" for n in box)
+        for j in range(4):
+            assert abs(texts[f"G_gamma.0.{j}"] - (G_A * xh).sum(0)[j]) <= 5.01e-5
+    else:
+        assert all(n["a"]["class"] == "dim" for n in box)
+        assert not any(k.startswith("G_gamma.") for k in texts)
+
+
+@pytest.mark.parametrize("preset,tp,sp,rc", [("llama-2-7b", "8", "off", "none"), ("paper-22b", "8", "on", "selective"),
+                                             ("llama-2-70b", "1", "off", "full"), ("gpt-3-175b", "4", "on", "full")])
+def test_memory_bars(preset, tp, sp, rc):
+    res = render("memory", {"preset": preset, "tp": tp, "sp": sp, "recompute": rc})
+    fig = res["figures"]["memory"]
+    want = ["tp", "tp-selective", "full"] if res["controls"]["tp"] == "1" else \
+        ["tp", "tp-sp", "tp-selective", "tp-sp-selective", "full", "full-sp"]
+    chosen = {("off", "none"): "tp", ("on", "none"): "tp-sp", ("off", "selective"): "tp-selective",
+              ("on", "selective"): "tp-sp-selective", ("off", "full"): "full", ("on", "full"): "full-sp"}[
+        (res["controls"]["sp"], rc)]
+    for svg in drawings(fig):
+        bars = [n["a"]["data-part"][4:] for n in walk(svg) if n.get("a", {}).get("data-part", "").startswith("bar-")]
+        assert bars == want
+        lit = [n["a"]["data-part"][4:] for n in walk(svg) if n.get("a", {}).get("data-part", "").startswith("bar-")
+               and n["a"].get("class") == "hl"]
+        assert lit == [chosen]
+        # within a drawing the model states are the same width in every bar; activations shrink
+        widths = {}
+        for n in walk(svg):
+            if n.get("a", {}).get("data-part", "").startswith("bar-"):
+                widths[n["a"]["data-part"][4:]] = [float(r["a"]["width"]) for r in n["c"]
+                                                    if r["t"] == "rect" and "mem-seg" in r["a"]["class"].split()]
+        states = {tuple(w[:3]) for w in widths.values()}
+        assert len(states) == 1
+        assert widths["tp"][3] >= widths["full"][-1]
