@@ -73,6 +73,19 @@ def test_cache_holds_the_official_numpy_wheel(cache):
         assert sha256(cache / name) == hashes[name]
 
 
+def test_pinned_sizes_are_the_files(cache):
+    """The sizes the pages quote (Save-Data button) and count against (progress bar): the exact
+    bytes of each verified file, and its gzip (level 6) size within 1 %."""
+    import gzip
+    assert set(rt.FILE_BYTES) == {"pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
+                                  "pyodide-lock.json", NUMPY_WHEEL}
+    assert set(rt.FETCHED) <= set(rt.FILE_BYTES)
+    for name, (raw, gz) in rt.FILE_BYTES.items():
+        data = (cache / name).read_bytes()
+        assert len(data) == raw, name
+        assert abs(len(gzip.compress(data, 6)) - gz) <= 0.01 * gz, name
+
+
 def test_wheel_in_cache_is_a_wasm_numpy_2_0_2(cache):
     with zipfile.ZipFile(cache / NUMPY_WHEEL) as zf:
         wheel_meta = zf.read("numpy-2.0.2.dist-info/WHEEL").decode()
