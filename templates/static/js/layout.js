@@ -37,7 +37,16 @@ export function setupLayout() {
   // screen): measuring it would force that layout; it is reported again once it is laid out.
   observer = new ResizeObserver((entries) => mark(entries.filter((e) => e.contentRect.width > 0).map((e) => e.target)));
   for (const el of document.querySelectorAll(SELECTOR)) observer.observe(el);
-  idle(() => mark(document.querySelectorAll("pre")));
+  idle(() => { mark(document.querySelectorAll("pre")); showCurrentPage(); });
+}
+
+/** On a phone the page links are one row that scrolls sideways: bring the current one into it. */
+function showCurrentPage() {
+  const link = document.querySelector(".site-nav a[aria-current=page]");
+  const row = link && link.closest("ul");
+  if (!row || row.scrollWidth <= row.clientWidth) return;
+  const left = link.offsetLeft - row.offsetLeft, right = left + link.offsetWidth;
+  if (left < row.scrollLeft || right > row.scrollLeft + row.clientWidth) row.scrollLeft = Math.max(0, right - row.clientWidth + 24);   // clear of the edge shadow
 }
 
 /** After a demo's tables were replaced (once per idle period, however many demos). */
