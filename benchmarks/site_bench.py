@@ -65,7 +65,9 @@ def bench_precompute(reps: int) -> dict:
     cache it filled (warm: every later build until tpmath changes)."""
     import os
     sys.path.insert(0, str(ROOT / "src"))
-    from tpsite import build as tb, content as tc, precompute
+    import importlib
+    tb = importlib.import_module("tpsite.build")      # (the package exports a function named build)
+    from tpsite import content as tc, precompute
     content = tc.load_content(ROOT / "content")
     prepared = tb.prepare_pages(content)
     cold, warm = [], []

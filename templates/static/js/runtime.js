@@ -30,7 +30,7 @@ const TRANSITIONS = {
 };
 const ATTRIBUTE = { deferred: "deferred", loading: "loading", restarting: "loading", ready: "ready", failed: "failed",
   crashed: "failed" };
-const IDLE_TIMEOUT_MS = 2000;    // start anyway if the page never goes idle
+const IDLE_TIMEOUT_MS = 1000;    // start anyway if the page never goes idle
 
 /** The reader's browser asks to save data, or the connection is 2G-class (Network Information API). */
 export function saveData() {
@@ -38,14 +38,14 @@ export function saveData() {
   return !!c && (c.saveData === true || /(^|-)2g$/.test(String(c.effectiveType || "")));
 }
 
-/** fn() after the first paint, when the main thread is idle (or after IDLE_TIMEOUT_MS). */
+/** fn() after the first paint (a frame, then a task), when the main thread is idle (or after
+ * IDLE_TIMEOUT_MS).  Not after `load`: that waits for fonts and every preload, which the page's
+ * first paint does not need either. */
 function whenIdle(fn) {
-  const idle = () => requestAnimationFrame(() => setTimeout(() => {
+  requestAnimationFrame(() => setTimeout(() => {
     if (typeof requestIdleCallback === "function") requestIdleCallback(fn, { timeout: IDLE_TIMEOUT_MS });
     else fn();
   }, 0));
-  if (document.readyState === "complete") idle();
-  else window.addEventListener("load", idle, { once: true });
 }
 
 export class Runtime {
