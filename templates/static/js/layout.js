@@ -23,8 +23,19 @@ const idle = (fn) => (typeof requestIdleCallback === "function" ? requestIdleCal
 
 let observer = null;
 
+/* On a phone the page links scroll sideways in one row (style.css): bring the current page's
+ * link into that row's view, once, when the page is idle (no layout forced while it loads). */
+function showCurrentPage() {
+  const cur = document.querySelector('.site-nav a[aria-current="page"]');
+  const row = cur && cur.closest("ul");
+  if (!row || row.scrollWidth <= row.clientWidth + 1) return;
+  const left = cur.offsetLeft - row.offsetLeft;
+  if (left + cur.offsetWidth > row.scrollLeft + row.clientWidth) row.scrollLeft = left - 16;
+}
+
 export function setupLayout() {
   let timer = null;
+  idle(showCurrentPage);
   window.addEventListener("resize", () => {
     clearTimeout(timer);
     timer = setTimeout(() => mark(document.querySelectorAll(SELECTOR)), 200);
