@@ -129,6 +129,11 @@ def discrete_changes(section: str, per_control: int = 4) -> list[dict]:
     return out
 
 
+def _markup(part):
+    """A snapshot part with the whitespace between tags removed."""
+    return json.loads(re.sub(r">(?:\\n|\s)+<", "><", json.dumps(part, ensure_ascii=False)))
+
+
 @pytest.mark.parametrize("lang,page_name", [("en", "index.html"), ("zh", "row-parallel.html")])
 def test_discrete_changes_answer_at_once_while_loading_and_equal_the_live_results(new_context, site_url,
                                                                                 lang, page_name):
@@ -163,12 +168,11 @@ def test_discrete_changes_answer_at_once_while_loading_and_equal_the_live_result
         live = page.evaluate(CHANGE_JS, [section, change, 30_000])
         where = f"{lang} {section} {change}"
         assert live["detail"]["source"] == "live" and live["detail"]["ok"] == got["detail"]["ok"], where
-        # A refused state keeps the tables that were shown before it (the static page's markup in
-        # the first run): then only the message and the controls are the answer.
-        parts = ("tables", "figures", "values", "notes", "real", "controls", "msg") if got["detail"]["ok"] else \
-            ("controls", "msg")
-        for key in parts:
-            assert live[key] == got[key], f"{where}: {key} differ between precomputed and live"
+        for key in ("tables", "figures", "values", "notes", "real", "controls", "msg"):
+            # markup only: the build writes a newline between rows that the page's own rows lack, so
+            # an error state that keeps the last good tables keeps them as the build or as the page
+            # wrote them; whitespace between tags is not content
+            assert _markup(live[key]) == _markup(got[key]), f"{where}: {key} differ between precomputed and live"
         page.evaluate(CHANGE_JS, [section, static_form[section], 30_000])
     assert errors == []
     ctx.close()
@@ -195,7 +199,7 @@ def test_a_continuous_change_is_pending_with_a_note_then_shows_the_right_values(
     after = page.evaluate(PARTS_JS, "vocab-ce")
     assert after["msg"] == "" and after["state"] is None
     snap = page.evaluate(SNAPSHOT_JS, page.locator('.demo[data-section="vocab-ce"]').element_handle())
-    controls = {**{k: str(v) for k, v in views.defaults("vocab-ce").items()}, "shards": "3", "shift": "1.5"}
+    controls = {"shards": "3", "target": str(views.defaults("vocab-ce")["target"]), "shift": "1.5"}   # target: its default
     assert snap["controls"] == controls
     assert diff("zh vocab-ce", snap, expected("vocab-ce", controls, "zh")) == []
     assert errors == []

@@ -23,8 +23,19 @@ const idle = (fn) => (typeof requestIdleCallback === "function" ? requestIdleCal
 
 let observer = null;
 
+/* On a phone the page links scroll sideways in one row (style.css): bring the current page's
+ * link into that row's view, once, when the page is idle (no layout forced while it loads). */
+function showCurrentPage() {
+  const cur = document.querySelector('.site-nav a[aria-current="page"]');
+  const row = cur && cur.closest("ul");
+  if (!row || row.scrollWidth <= row.clientWidth + 1) return;
+  const left = cur.offsetLeft - row.offsetLeft;
+  if (left + cur.offsetWidth > row.scrollLeft + row.clientWidth) row.scrollLeft = left - 16;
+}
+
 export function setupLayout() {
   let timer = null;
+  idle(showCurrentPage);
   window.addEventListener("resize", () => {
     clearTimeout(timer);
     timer = setTimeout(() => mark(document.querySelectorAll(SELECTOR)), 200);
@@ -37,16 +48,7 @@ export function setupLayout() {
   // screen): measuring it would force that layout; it is reported again once it is laid out.
   observer = new ResizeObserver((entries) => mark(entries.filter((e) => e.contentRect.width > 0).map((e) => e.target)));
   for (const el of document.querySelectorAll(SELECTOR)) observer.observe(el);
-  idle(() => { mark(document.querySelectorAll("pre")); showCurrentPage(); });
-}
-
-/** On a phone the page links are one row that scrolls sideways: bring the current one into it. */
-function showCurrentPage() {
-  const link = document.querySelector(".site-nav a[aria-current=page]");
-  const row = link && link.closest("ul");
-  if (!row || row.scrollWidth <= row.clientWidth) return;
-  const left = link.offsetLeft - row.offsetLeft, right = left + link.offsetWidth;
-  if (left < row.scrollLeft || right > row.scrollLeft + row.clientWidth) row.scrollLeft = Math.max(0, right - row.clientWidth + 24);   // clear of the edge shadow
+  idle(() => mark(document.querySelectorAll("pre")));
 }
 
 /** After a demo's tables were replaced (once per idle period, however many demos). */
