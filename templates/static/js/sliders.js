@@ -1,7 +1,8 @@
 /* Range sliders next to the controls a reader scrubs (issue 14).  The named control (a <select>
  * or a number <input>) stays the one value holder and the exact-entry box; the slider is an extra,
  * unnamed <input type="range" data-for="NAME" data-scale="…"> rendered by templates/demo.html
- * (hidden until this module shows it) and kept in sync both ways.  Scales:
+ * (visible from the first paint; hidden without scripts by static/noscript.css) and kept in sync
+ * both ways.  Scales:
  *   index   a select's options, in order (position = option index)
  *   lin     the number itself (the control's min / max / step)
  *   log2    powers of two: position k is 2^k (sizes spanning decades); typed values stay exact
