@@ -86,5 +86,8 @@ document.addEventListener("tp-rendered", (ev) => remark(ev.target));
 runtime.subscribe((state) => {
   if (state === "ready") for (const d of demos) d.flush();
   else if (runtime.final) for (const d of demos) d.stop();
-  else for (const d of demos) d.showMessage();   // the pending note names what it waits for
+  else for (const d of demos) {   // the pending note names what it waits for
+    if (d.el.getAttribute("data-state") === "pending") d.setPending(true);
+    else d.showMessage();
+  }
 });

@@ -127,8 +127,12 @@ export class Demo {
   setPending(on) {
     clearTimeout(this.pendingTimer);
     this.pendingTimer = null;
-    if (on) { this.el.setAttribute("data-state", "pending"); this.el.setAttribute("aria-busy", "true"); }
-    else this.el.removeAttribute("data-state");
+    if (on) {
+      this.el.setAttribute("data-state", "pending");
+      // busy while the runtime comes; not while it waits for the reader to ask for it
+      if (this.runtime.deferred) this.el.removeAttribute("aria-busy");
+      else this.el.setAttribute("aria-busy", "true");
+    } else this.el.removeAttribute("data-state");
     this.showMessage();
   }
 
