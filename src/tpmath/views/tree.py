@@ -109,13 +109,28 @@ def walk(node: dict):
 
 # ---------------------------------------------------------------- shading and ranks
 
+def scale_of(*arrays: Any) -> float:
+    """The largest finite |value| over ``arrays``: one shading scale for grids read side by side
+    (a column of a table: rank r's block next to rank s's and the merged result)."""
+    top = 0.0
+    for m in arrays:
+        a = np.abs(np.asarray(m, dtype=np.float64))
+        a = a[np.isfinite(a)]
+        if a.size:
+            top = max(top, float(np.max(a)))
+    return top
+
+
 def shades(m: np.ndarray, scale: float | None = None) -> np.ndarray:
-    """Bucket 0…4 of |value| / scale per entry (scale: the largest |value| by default)."""
+    """Bucket 0…4 of |value| / scale per entry (scale: the largest finite |value| by default).
+
+    A non-finite entry (a masked logit, −∞) gets the lightest shade: it carries no weight."""
     a = np.abs(np.asarray(m, dtype=np.float64))
-    top = float(np.max(a)) if scale is None and a.size else float(scale or 0.0)
+    finite = np.isfinite(a)
+    top = scale_of(a) if scale is None else float(scale)
     if not math.isfinite(top) or top <= 0:
         return np.zeros(a.shape, dtype=int)
-    frac = np.clip(np.nan_to_num(a / top, nan=0.0, posinf=1.0), 0.0, 1.0)
+    frac = np.clip(np.where(finite, a, 0.0) / top, 0.0, 1.0)
     return np.minimum((frac * SHADES).astype(int), SHADES - 1)
 
 
@@ -143,12 +158,33 @@ def grid(m: Any, rank: int | None = None, decimals: int = 4, scale: float | None
     a = np.asarray(m, dtype=np.float64)
     if a.ndim < 2:
         a = a.reshape(1, -1)
-    level = shades(a, scale)
-    rows = [el("tr", None, [el("td", {"class": f"v{int(level[i, j])}"}, text=fmt.num(a[i, j], decimals))
-                            for j in range(a.shape[1])]) for i in range(a.shape[0])]
+    level = shades(a, scale).tolist()
+    rows = [{"t": "tr", "c": _entries(a[i], level[i], decimals)} for i in range(a.shape[0])]
     attrs = rank_attrs(rank, "grid")
     attrs["role"] = "presentation"
     return {"el": el("table", attrs, [el("tbody", None, rows)])}
+
+
+def rank_stack(buffers: Sequence[Any], scale: float | None = None, decimals: int = 4) -> dict:
+    """One buffer per rank in one cell (e.g. every rank's buffer after a ring step): a grid
+    whose row r starts with rank r's tag and is tinted by rank r."""
+    vecs = [np.asarray(b, dtype=np.float64).ravel() for b in buffers]
+    top = scale_of(*vecs) if scale is None else scale
+    rows = [{"t": "tr", "a": rank_attrs(r), "c": [el("td", {"class": "who"}, [rank_tag(r)["el"]])]
+             + _entries(v, shades(v, top).tolist(), decimals)} for r, v in enumerate(vecs)]
+    attrs = rank_attrs(None, "grid stack")
+    attrs["role"] = "presentation"
+    return {"el": el("table", attrs, [el("tbody", None, rows)])}
+
+
+def _entries(values: np.ndarray, level: list, decimals: int) -> list[dict]:
+    """The <td>s of one grid row (built as literals: a table of a few hundred numbers is
+    rebuilt on every control change)."""
+    return [{"t": "td", "a": {"class": _SHADE_CLASS[lv]}, "x": fmt.num(x, decimals)}
+            for x, lv in zip(values.tolist(), level)]
+
+
+_SHADE_CLASS = tuple(f"v{i}" for i in range(SHADES))
 
 
 # ---------------------------------------------------------------- SVG building blocks

@@ -23,6 +23,7 @@ from .. import vocab_ce as core
 from ..validate import as_float
 from .. import fmt
 from . import Control, Section
+from . import tree
 from .cells import id_range, int_range, label, rank, select_int, table
 from .fig_vocab import figure_vocab_ce, figure_vocab_extras
 
@@ -55,9 +56,11 @@ def render_vocab_ce(controls: dict, lang: str) -> dict:
     shift = as_float("shift", controls["shift"], -core.SHIFT_LIMIT, core.SHIFT_LIMIT)
     res = core.default_run(target, shards, shift)
     unshifted = core.default_run(target, shards)   # the same, shift 0
-    rank_rows = [[rank(e["rank"]), _range_cell(e), fmt.vec(e["logits"]), fmt.num(e["local_max"]),
-                  fmt.num(e["local_sum_exp"]), fmt.num(e["target_shifted"])] for e in res["ranks"]]
-    token_rows = [[fmt.integer(t["token"]), rank(t["rank"]), fmt.num(t["prob"]), fmt.num(t["grad"])]
+    top = tree.scale_of(*(e["logits"] for e in res["ranks"]))     # one shading scale for all shards
+    rank_rows = [[tree.rank_tag(e["rank"]), _range_cell(e), tree.grid(e["logits"], rank=e["rank"], scale=top),
+                  fmt.num(e["local_max"]), fmt.num(e["local_sum_exp"]), fmt.num(e["target_shifted"])]
+                 for e in res["ranks"]]
+    token_rows = [[fmt.integer(t["token"]), tree.rank_tag(t["rank"]), fmt.num(t["prob"]), fmt.num(t["grad"])]
                   for t in res["tokens"]]
     notes = {}
     if res["padded_vocab"] != res["vocab"]:
@@ -105,7 +108,7 @@ def _smoothing_rows(res: dict, eps: float) -> tuple[list, list]:
         real = (e["vocab_range"][1] - e["vocab_range"][0]) - e.get("padding", 0)
         # With ε = 0 Megatron's formula is the plain loss (its smoothing factor is 0).
         meg = res["loss"] if per_rank is None else per_rank[e["rank"]]
-        rows.append([rank(e["rank"]), _range_cell(e), fmt.integer(real), fmt.num(res["loss"]),
+        rows.append([tree.rank_tag(e["rank"]), _range_cell(e), fmt.integer(real), fmt.num(res["loss"]),
                      label("label.undefined_k") if meg is None else fmt.num(meg),
                      "—" if meg is None else fmt.err(meg - ref)])
     tp1 = res["loss"] if per_rank is None else res.get("megatron_smoothing_loss_tp1")
@@ -126,19 +129,25 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
     ign = core.run_vocab_ce(IGNORE_LOGITS, IGNORE_TARGETS, shards=tp, ignore_index=IGNORE_INDEX)
     grad = np.asarray(ign["grad"])                                        # (N, V)
     ign_rows = []
+    # Positions, not ranks: untinted grids, one shading scale per column.
+    top_z, top_g = tree.scale_of(IGNORE_LOGITS), tree.scale_of(grad)
     for i, y in enumerate(IGNORE_TARGETS):
         tgt = label("label.ignored", index=fmt.integer(y)) if y == IGNORE_INDEX else fmt.integer(y)
-        ign_rows.append([fmt.integer(i), fmt.vec(IGNORE_LOGITS[i]), tgt, fmt.num(ign["position_loss"][i]),
-                         fmt.vec(grad[i])])
+        ign_rows.append([fmt.integer(i), tree.grid(IGNORE_LOGITS[i], scale=top_z), tgt,
+                         fmt.num(ign["position_loss"][i]), tree.grid(grad[i], scale=top_g)])
     ign_foot = [[label("label.mean_counted", n=fmt.integer(ign["counted"])), "—", "—", fmt.num(ign["loss"]), "—"],
                 [label("label.reference"), "—", "—", fmt.num(ign["reference_loss"]), "—"],
                 [label("label.max_abs_err"), "—", "—", fmt.err(ign["abs_diff"]), fmt.err(ign["grad_max_abs_err"])]]
 
     head = core.run_vocab_parallel_head(shards=tp)
-    h_rows = [[rank(e["rank"]), _range_cell({**e, **_pad_info(e, head["vocab"])}), fmt.mat(e["grad_logits"]),
-               fmt.mat(e["grad_hidden_partial"])] for e in head["ranks"]]
-    h_foot = [[label("label.sum_shards"), "—", "—", fmt.mat(head["grad_hidden"])],
-              [label("label.reference"), "—", "—", fmt.mat(head["reference"]["grad_hidden"])],
+    # Shading: a shard's logit gradient against all shards', a partial dL/dh against the sum.
+    top_z = tree.scale_of(*(e["grad_logits"] for e in head["ranks"]))
+    top_h = tree.scale_of(head["reference"]["grad_hidden"], *(e["grad_hidden_partial"] for e in head["ranks"]))
+    h_rows = [[tree.rank_tag(e["rank"]), _range_cell({**e, **_pad_info(e, head["vocab"])}),
+               tree.grid(e["grad_logits"], rank=e["rank"], scale=top_z),
+               tree.grid(e["grad_hidden_partial"], rank=e["rank"], scale=top_h)] for e in head["ranks"]]
+    h_foot = [[label("label.sum_shards"), "—", "—", tree.grid(head["grad_hidden"], scale=top_h)],
+              [label("label.reference"), "—", "—", tree.grid(head["reference"]["grad_hidden"], scale=top_h)],
               [label("label.max_abs_err"), "—", "—", fmt.err(head["max_abs_err"]["grad_hidden"])]]
     return {
         "controls": {"tp": str(tp), "smoothing": eps},
