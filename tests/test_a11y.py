@@ -196,14 +196,16 @@ class _Semantics(html.parser.HTMLParser):
         self.tables: list[dict] = []
         self.maths: list[str | None] = []
         self._stack: list[dict] = []
-        self._part = None
-        self._cell = 0
+        self.grids = 0
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "table":
+            # A grid inside a cell (role="presentation": a matrix laid out, not a data table of
+            # its own) is not counted; its rows and cells must not count for the outer table.
             self._stack.append({"caption": "", "in_caption": False, "cols": 0, "rows": 0, "row_heads": 0,
-                                "demo": "data-table" in a})
+                                "demo": "data-table" in a, "layout": a.get("role") == "presentation",
+                                "part": None, "cell": 0})
         elif not self._stack:
             if tag == "math":
                 self.maths.append(a.get("alttext"))
@@ -214,17 +216,17 @@ class _Semantics(html.parser.HTMLParser):
         elif tag == "caption":
             t["in_caption"] = True
         elif tag in ("thead", "tbody", "tfoot"):
-            self._part = tag
+            t["part"] = tag
         elif tag == "tr":
-            self._cell = 0
-            if self._part != "thead":
+            t["cell"] = 0
+            if t["part"] != "thead":
                 t["rows"] += 1
         elif tag in ("th", "td"):
-            if self._part == "thead" and tag == "th" and a.get("scope") == "col":
+            if t["part"] == "thead" and tag == "th" and a.get("scope") == "col":
                 t["cols"] += 1
-            elif self._part != "thead" and self._cell == 0 and tag == "th" and a.get("scope") == "row":
+            elif t["part"] != "thead" and t["cell"] == 0 and tag == "th" and a.get("scope") == "row":
                 t["row_heads"] += 1
-            self._cell += 1
+            t["cell"] += 1
 
     def handle_endtag(self, tag):
         if not self._stack:
@@ -232,7 +234,12 @@ class _Semantics(html.parser.HTMLParser):
         if tag == "caption":
             self._stack[-1]["in_caption"] = False
         elif tag == "table":
-            self.tables.append(self._stack.pop())
+            t = self._stack.pop()
+            if t["layout"]:
+                assert not (t["caption"] or t["cols"] or t["row_heads"]), "a presentation grid with table semantics"
+                self.grids += 1
+            else:
+                self.tables.append(t)
 
     def handle_data(self, data):
         if self._stack and self._stack[-1]["in_caption"]:
@@ -240,7 +247,7 @@ class _Semantics(html.parser.HTMLParser):
 
 
 def test_tables_have_captions_and_headers_and_math_has_alttext(built_site):
-    n_tables = n_math = 0
+    n_tables = n_math = n_grids = 0
     for path in sorted(built_site.rglob("*.html")):
         rel = path.relative_to(built_site).as_posix()
         sem = _Semantics()
@@ -254,4 +261,5 @@ def test_tables_have_captions_and_headers_and_math_has_alttext(built_site):
             assert alt and alt.strip(), f"{rel}: <math> without alttext"
         n_tables += len(sem.tables)
         n_math += len(sem.maths)
-    assert n_tables > 40 and n_math > 500, (n_tables, n_math)
+        n_grids += sem.grids
+    assert n_tables > 40 and n_math > 500 and n_grids > 100, (n_tables, n_math, n_grids)

@@ -20,7 +20,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from html_tree import parse
+from html_tree import as_tree, parse
 from site_fixture import DEMO, ROOT, make_content, tree_hashes
 from tpsite import BuildError
 from tpsite.build import build
@@ -356,7 +356,7 @@ def test_real_site_languages_and_contract(real_site):
                 assert {el.attrs["data-for"] for el in sliders} == {c.name for c in sections[name].controls if c.slider}
                 assert form.find("output", class_="control-msg").attrs["aria-live"] == "polite"
                 assert demo.find("p", class_="runtime-status") is not None
-                tables = {t.attrs["data-table"]: t for t in demo.find_all("table")}
+                tables = {t.attrs["data-table"]: t for t in demo.find_all("table", data_table=True)}
                 assert set(sections[name].tables) <= set(tables), (page, name)
                 values = {d.attrs["data-value"] for d in demo.find_all("dd")}
                 assert set(sections[name].values) <= values, (page, name)
@@ -364,7 +364,7 @@ def test_real_site_languages_and_contract(real_site):
                     assert all(th.attrs.get("scope") == "col" for th in table.find("thead").find_all("th"))
                     for body in ("tbody", "tfoot"):
                         part = table.find(body)
-                        for tr in part.find_all("tr") if part else []:
+                        for tr in part.element_children() if part else []:   # not the rows of a grid
                             first = tr.element_children()[0]
                             assert first.tag == "th" and first.attrs.get("scope") == "row"
 
@@ -384,12 +384,15 @@ def test_real_site_defaults_match_views(real_site):
         demo = doc.find("div", id=f"demo-{name}")
         for tname, spec in result["tables"].items():
             table = demo.find("table", data_table=tname)
-            body = table.find("tbody").find_all("tr")
+            body = table.find("tbody").element_children()
             assert len(body) == len(spec["rows"])
             for tr, row in zip(body, spec["rows"]):
                 for cell_el, cell in zip(tr.element_children(), row):
                     if isinstance(cell, str):
                         assert cell_el.text() == cell
+                        checked += 1
+                    elif "el" in cell:     # a grid or a rank tag: the same elements, attributes and numbers
+                        assert [as_tree(k) for k in cell_el.element_children()] == [cell["el"]]
                         checked += 1
         for vname, value in result["values"].items():
             if isinstance(value, str):
