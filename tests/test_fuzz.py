@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from tpmath import TPMathError, collectives, mlp, row_linear, vocab_ce
 from tpmath import views
+from tpmath.views import tree
 from tpmath.cli import main as cli_main
 
 settings.register_profile("ci", max_examples=60, deadline=None,
@@ -178,11 +179,21 @@ CONTROL_VALUES = st.one_of(
 )
 
 
+def _texts(cell):
+    """The verbatim texts of a cell: itself, or those inside its element tree (a grid's numbers)."""
+    if isinstance(cell, str):
+        yield cell
+    elif isinstance(cell, dict) and "el" in cell:
+        for node in tree.walk(cell["el"]):
+            if isinstance(node.get("x"), str):
+                yield node["x"]
+
+
 def _cells_ok(result: dict) -> bool:
     for table in result["tables"].values():
         for row in table.get("rows", []) + table.get("foot", []):
             for cell in row:
-                if isinstance(cell, str) and ("NaN" in cell or "nan" == cell):
+                if any("NaN" in t or "nan" == t for t in _texts(cell)):
                     return False
     return all("NaN" not in str(v) for v in result["values"].values())
 
