@@ -133,10 +133,13 @@ def _bytes(n: int) -> str:
 
 
 def _transfers(step: dict) -> str:
-    """R0→R1 [#3, 8 B] · …: source, destination, chunk, bytes of every message of a step."""
-    parts = [f"{rank(t['src'])}→{rank(t['dst'])} [#{fmt.integer(t['chunk'])}, {fmt.nbytes(t['bytes'])}]"
+    """R0→R1 [#3, 8 B] · …: source, destination, chunk, bytes of every message of a step.
+
+    A message never breaks across lines (no-break spaces inside it): on a phone, beside the
+    buffers' grid, the column wraps between messages only."""
+    parts = [f"{rank(t['src'])}→{rank(t['dst'])}\u00a0[#{fmt.integer(t['chunk'])},\u00a0{fmt.nbytes(t['bytes'])}]"
              for t in step["transfers"] if t["elements"] > 0]
-    return " · ".join(parts) if parts else "—"
+    return "\u00a0· ".join(parts) if parts else "—"
 
 
 def render_ring(controls: dict, lang: str) -> dict:
