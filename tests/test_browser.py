@@ -578,12 +578,13 @@ def test_url_state_round_trips_across_languages(new_context, site_url, built_sit
     # A change rewrites the query in place (replaceState: no reload, no new history entry) ...
     entries = page.evaluate("history.length")
     live.set(section, {"shards": "4"})
-    assert page.evaluate("location.search") == "?shards=4&target=4&shift=2.5"
+    page.wait_for_function("() => location.search === '?shards=4&target=4&shift=2.5'", timeout=5000)
     assert page.evaluate("location.hash") == f"#{anchor}"
     assert page.get_attribute("a.lang-switch", "href").endswith(f"?shards=4&target=4&shift=2.5#{anchor}")
     # ... and values back at their defaults leave the query.
     live.set(section, {k: str(v) for k, v in views.defaults(section).items()})
-    assert page.evaluate("location.search") == ""
+    # url.js writes the query at most every 200 ms (browsers refuse bursts of replaceState)
+    page.wait_for_function("() => location.search === ''", timeout=5000)
     assert page.evaluate("history.length") == entries
     assert live.errors == []
     page.close()

@@ -321,8 +321,8 @@ def test_controls_that_do_nothing_are_disabled_with_their_reason(opened):
             assert state["msg"] == "", (name, state["msg"])
             got = live.page.evaluate(STATE_JS, live.demo(section))
             assert _disabled_view(got) == want_state(section, controls, live.lang), (live.lang, name)
-            assert got["op"]["disabled"] == (name not in core.USES_OP)          # independent of the view
-            assert got["root"]["disabled"] == (name not in core.USES_ROOT)
+            assert got["op"]["disabled"] == (not core.REGISTRY[name].reduces)      # independent of the view
+            assert got["root"]["disabled"] == (core.REGISTRY[name].root is None)
             for s in got.values():
                 assert s["why_next_to_it"] or not s["disabled"]
                 assert all(d == s["disabled"] for d in s["slider_disabled"])
