@@ -198,6 +198,18 @@ def _cells_ok(result: dict) -> bool:
     return all("NaN" not in str(v) for v in result["values"].values())
 
 
+def _trees_ok(result: dict) -> None:
+    """Every figure and tree cell keeps to the element-tree whitelist (the views do not check
+    their own output on every control change: this is where it is checked, for any input)."""
+    for fig in result.get("figures", {}).values():
+        tree.check(fig)
+    for table in result["tables"].values():
+        for row in table.get("rows", []) + table.get("foot", []):
+            for cell in row:
+                if isinstance(cell, dict) and "el" in cell:
+                    tree.check(cell["el"])
+
+
 @pytest.mark.parametrize("section", sorted(views.sections()))
 def test_views_fuzz(section):
     controls = views.sections()[section].controls
@@ -215,6 +227,7 @@ def test_views_fuzz(section):
             payload = json.loads(views.render_json(section, json.dumps(values), lang))
             if payload["ok"]:
                 assert _cells_ok(payload["result"]), payload
+                _trees_ok(payload["result"])
             else:
                 assert payload["error"]
                 assert payload["field"] is None or payload["field"] in {c.name for c in controls} | {"controls"}, payload
