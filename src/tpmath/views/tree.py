@@ -17,8 +17,8 @@ Rules that keep both runtimes identical:
 * only the tags and attributes below; :func:`check` enforces it.  The builder
   (tpsite) checks every tree it writes and the page's builder (js/tree.js) refuses
   anything else; the views do not check on every control change (it would cost a
-  fifth of a render): tests/test_figures.py checks every section's figures and
-  tree cells in many settings.
+  fifth of a render): tests/test_figures.py and tests/test_fuzz.py check every
+  section's figures and tree cells (the fuzz test for any input).
 """
 
 from __future__ import annotations
