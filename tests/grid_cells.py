@@ -70,3 +70,9 @@ def numbers(cell) -> np.ndarray:
 def rank_row(r: int, *mats) -> list:
     """A table row as shown when rank r owns every matrix in it: its tag, then the grids."""
     return ["R" + fmt.integer(r)] + [printed(m) for m in mats]
+
+
+def text_rows(text: str) -> list[list[str]]:
+    """A matrix or vector as ranks print it (fmt.mat / fmt.vec: ``[[a, b],\\n [c, d]]``) as the
+    rows of number strings a grid shows, so terminal output and table compare number by number."""
+    return [line.strip().strip("[],").split(", ") for line in text.split("\n")]
