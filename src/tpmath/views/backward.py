@@ -19,7 +19,8 @@ from .. import dp_tp, mlp, precision
 from ..validate import DTYPES, as_choice
 from .. import fmt
 from . import Control, Section
-from .cells import label, rank, select_int, table
+from . import tree
+from .cells import label, select_int, table
 from .fig_backward import figure_backward, figure_dp_tp, figure_precision
 
 TP_OPTIONS = (1, 2, 4)
@@ -41,9 +42,13 @@ def render_backward(controls: dict, lang: str) -> dict:
     """Per-rank gradients and the two independent checks of the assembled ones."""
     tp = select_int("tp", controls["tp"], TP_OPTIONS)
     res = mlp.default_run(tp)
-    rows = [[rank(rk["rank"]), fmt.mat(rk["G_H"]), fmt.mat(rk["G_Z"]), fmt.mat(rk["G_W1"]),
-             fmt.mat(rk["G_W2"]), fmt.mat(rk["G_X_partial"])] for rk in res["ranks"]]
-    check = [[label(name_key), label(how_key), fmt.mat(res["sharded"][key]),
+    keys = ("G_H", "G_Z", "G_W1", "G_W2", "G_X_partial")
+    # One shading scale per column; G_X_partial reads against the summed G_X.
+    whole = {"G_X_partial": [res["sharded"]["G_X"]]}
+    scales = {k: tree.scale_of(*(rk[k] for rk in res["ranks"]), *whole.get(k, [])) for k in keys}
+    rows = [[tree.rank_tag(rk["rank"])] + [tree.grid(rk[k], rank=rk["rank"], scale=scales[k]) for k in keys]
+            for rk in res["ranks"]]
+    check = [[label(name_key), label(how_key), tree.grid(res["sharded"][key]),
               fmt.err(res["max_abs_err"][key]), fmt.within(res["finite_difference"][key], FD_TOL)]
              for key, name_key, how_key in _GRADS]
     return {
@@ -99,8 +104,11 @@ def render_precision(controls: dict, lang: str) -> dict:
     rows.append([label("label.q_ce"), fmt.err(ce_err), fmt.err(ce_tol),
                  label("label.yes" if ce_err <= ce_tol else "label.no")])
     sgd = res["sgd"]
-    sgd_rows = [[label(f"label.param_{p.lower()}"), fmt.mat(sgd[f"{p}_sharded"]), fmt.mat(sgd[f"{p}_reference"]),
-                 fmt.err(sgd["max_abs_err"][p])] for p in ("W1", "W2")]
+    sgd_rows = []
+    for p in ("W1", "W2"):
+        top = tree.scale_of(sgd[f"{p}_sharded"], sgd[f"{p}_reference"])
+        sgd_rows.append([label(f"label.param_{p.lower()}"), tree.grid(sgd[f"{p}_sharded"], scale=top),
+                         tree.grid(sgd[f"{p}_reference"], scale=top), fmt.err(sgd["max_abs_err"][p])])
     return {
         "controls": {"dtype": dtype, "tp": str(tp)},
         "tables": {

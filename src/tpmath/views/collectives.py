@@ -25,6 +25,7 @@ from ..errors import TPMathError
 from ..validate import as_choice, as_int
 from .. import fmt
 from . import Control, Section
+from . import tree
 from .cells import int_range, label, rank, select_int, table
 from .fig_collectives import figure_collective, figure_mismatch
 from .fig_ring import figure_ring
@@ -38,9 +39,9 @@ SHOW_BUFFERS = (4, 8)        # buffers are listed per step only up to 4 ranks ×
 ELEM_BYTES = 4               # float32
 
 
-def _out(buf) -> str | dict:
-    """An output buffer, or a note that the rank receives nothing (Reduce, Gather)."""
-    return label("label.nothing") if buf is None else fmt.vec(buf)
+def _out(buf, r: int, scale: float) -> dict:
+    """Rank r's output buffer, or a note that the rank receives nothing (Reduce, Gather)."""
+    return label("label.nothing") if buf is None else tree.grid(buf, rank=r, scale=scale)
 
 
 def render_collectives(controls: dict, lang: str) -> dict:
@@ -53,15 +54,19 @@ def render_collectives(controls: dict, lang: str) -> dict:
         raise TPMathError("root_not_in_group", "root", value=root, last=n - 1)
     inputs = core.example_inputs(n)
     res = core.run_collective(name, inputs, op=op, root=root)
-    rows = [[rank(r), fmt.vec(inputs[r]), _out(res["outputs"][r])] for r in range(n)]
+    # One shading scale for inputs and outputs: a reduction's result reads darker than its inputs.
+    top = tree.scale_of(*inputs, *(b for b in res["outputs"] if b is not None))
+    rows = [[tree.rank_tag(r), tree.grid(inputs[r], rank=r, scale=top), _out(res["outputs"][r], r, top)]
+            for r in range(n)]
 
     # ReduceScatter leaves block r of op(inputs) on rank r; AllGather puts rank r's block
     # back at offset r: the concatenation every rank then holds is the AllReduce result.
     rs = core.collective("reduce-scatter", inputs, op=op)            # n × (L/n,)
     ag = core.collective("all-gather", rs)                           # n × (L,)
     ar = core.collective("all-reduce", inputs, op=op)                # n × (L,)
-    rs_rows = [[rank(r), fmt.vec(rs[r]), fmt.vec(ag[r]), fmt.vec(ar[r]),
-                fmt.err(np.max(np.abs(ag[r] - ar[r])))] for r in range(n)]
+    top = tree.scale_of(*ar)
+    rs_rows = [[tree.rank_tag(r)] + [tree.grid(b[r], rank=r, scale=top) for b in (rs, ag, ar)]
+               + [fmt.err(np.max(np.abs(ag[r] - ar[r])))] for r in range(n)]
     notes = {"what": label(core.REGISTRY[name].note_key, root=rank(root), op=op)}
     # Controls this collective ignores are disabled on the page, with the reason next to them.
     state = {}
@@ -103,8 +108,8 @@ def render_mismatch(controls: dict, lang: str) -> dict:
         listed = "; ".join(f"#{fmt.integer(i)} {_call_text(c)}" for i, c in enumerate(seq))
         state = (label("label.rank_waits", call="#" + fmt.integer(hangs[r]["call_index"])) if r in hangs
                  else label("label.rank_done", calls=fmt.integer(len(seq))))
-        rows.append([rank(r), listed, state])
-    hang_rows = [[rank(h["rank"]), "#" + fmt.integer(h["call_index"]), label(f"label.hang_{h['code']}"),
+        rows.append([tree.rank_tag(r), listed, state])
+    hang_rows = [[tree.rank_tag(h["rank"]), "#" + fmt.integer(h["call_index"]), label(f"label.hang_{h['code']}"),
                   h["message"]] for h in res["hangs"]]
     verdict = (label("note.mismatch_ok", matched=fmt.integer(res["matched"])) if res["ok"] else
                label("note.mismatch_hang", matched=fmt.integer(res["matched"]),
@@ -128,10 +133,13 @@ def _bytes(n: int) -> str:
 
 
 def _transfers(step: dict) -> str:
-    """R0→R1 [#3, 8 B] · …: source, destination, chunk, bytes of every message of a step."""
-    parts = [f"{rank(t['src'])}→{rank(t['dst'])} [#{fmt.integer(t['chunk'])}, {fmt.nbytes(t['bytes'])}]"
+    """R0→R1 [#3, 8 B] · …: source, destination, chunk, bytes of every message of a step.
+
+    A message never breaks across lines (no-break spaces inside it): on a phone, beside the
+    buffers' grid, the column wraps between messages only."""
+    parts = [f"{rank(t['src'])}→{rank(t['dst'])}\u00a0[#{fmt.integer(t['chunk'])},\u00a0{fmt.nbytes(t['bytes'])}]"
              for t in step["transfers"] if t["elements"] > 0]
-    return " · ".join(parts) if parts else "—"
+    return "\u00a0· ".join(parts) if parts else "—"
 
 
 def render_ring(controls: dict, lang: str) -> dict:
@@ -156,15 +164,16 @@ def render_ring(controls: dict, lang: str) -> dict:
                                       steps=fmt.integer(len(sched["steps"])))}
         shown = len(sched["steps"])
     step_bytes = [_bytes(sum(t["bytes"] for t in step["transfers"] if t["elements"] > 0)) for step in sched["steps"]]
+    # One shading scale for every step: chunks darken as they collect contributions.
+    top = tree.scale_of(*(b for bufs in buffers for b in bufs)) if buffers else 0.0
     step_rows = []
     for i, step in enumerate(sched["steps"]):
-        cell = (" | ".join(f"{rank(r)} {fmt.vec(b)}" for r, b in enumerate(buffers[i])) if buffers
-                else label("label.buffers_hidden"))
+        cell = tree.rank_stack(buffers[i], scale=top) if buffers else label("label.buffers_hidden")
         number = fmt.integer(step["step"] + 1)
         step_rows.append([label("label.step_shown", step=number) if i + 1 == shown else number,
                           label(f"label.phase_{step['phase'].replace('-', '_')}"), _transfers(step), step_bytes[i],
                           cell])
-    byte_rows = [[rank(p["rank"]), fmt.integer(p["messages_sent"]), _bytes(p["bytes_sent"]),
+    byte_rows = [[tree.rank_tag(p["rank"]), fmt.integer(p["messages_sent"]), _bytes(p["bytes_sent"]),
                   fmt.integer(p["messages_received"]), _bytes(p["bytes_received"])] for p in sched["per_rank"]]
     busiest = max(p["bytes_sent"] for p in sched["per_rank"])
     values = {

@@ -30,7 +30,8 @@ from ..errors import name as field_name
 from ..schedules import bus_bandwidth_factor
 from ..validate import as_int
 from . import Control, Section
-from .cells import label, rank
+from . import tree
+from .cells import label
 from .. import fmt
 from .fig_row import figure_row_backward, figure_row_linear, figure_row_pairing
 
@@ -103,27 +104,29 @@ def render_linear(values: dict, lang: str) -> dict:
     inputs = {
         "caption": "cap.row_inputs",
         "columns": ["col.row_tensor", "col.row_shape", "col.row_value"],
-        "rows": [[name, f"({inp[k].shape[0]}, {inp[k].shape[1]})", fmt.mat(inp[k])]
+        "rows": [[name, f"({inp[k].shape[0]}, {inp[k].shape[1]})", tree.grid(inp[k])]
                  for name, k in (("X", "X"), ("A", "A"))],
     }
+    # Shading: a shard reads against the whole tensor, a partial Y against the summed Y.
+    sx, sa, sy = tree.scale_of(inp["X"]), tree.scale_of(inp["A"]), tree.scale_of(row["reference"]["Y"])
     row_ranks = {
         "caption": "cap.row_ranks",
         "columns": ["col.row_rank", "col.row_x_shard", "col.row_a_shard", "col.row_y_partial"],
-        "rows": [[rank(r['rank']), fmt.mat(r["X_shard"]), fmt.mat(r["A_shard"]), fmt.mat(r["Y_partial"])]
+        "rows": [[tree.rank_tag(r["rank"])] + _grids(r, ("X_shard", sx), ("A_shard", sa), ("Y_partial", sy))
                  for r in row["ranks"]],
         "foot": [
-            [label("label.row_allreduce_y"), "", "", fmt.mat(row["Y"])],
-            [label("label.row_reference_y"), "", "", fmt.mat(row["reference"]["Y"])],
+            [label("label.row_allreduce_y"), "", "", tree.grid(row["Y"], scale=sy)],
+            [label("label.row_reference_y"), "", "", tree.grid(row["reference"]["Y"], scale=sy)],
             [label("label.row_max_abs_err"), "", "", fmt.err(row["max_abs_err"]["Y"])],
         ],
     }
     col_ranks = {
         "caption": "cap.row_col_ranks",
         "columns": ["col.row_rank", "col.row_a_shard", "col.row_y_shard"],
-        "rows": [[rank(r['rank']), fmt.mat(r["A_shard"]), fmt.mat(r["Y_shard"])] for r in col["ranks"]],
+        "rows": [[tree.rank_tag(r["rank"])] + _grids(r, ("A_shard", sa), ("Y_shard", sy)) for r in col["ranks"]],
         "foot": [
-            [label("label.row_allgather_y"), "", fmt.mat(col["Y"])],
-            [label("label.row_reference_y"), "", fmt.mat(col["reference"]["Y"])],
+            [label("label.row_allgather_y"), "", tree.grid(col["Y"], scale=sy)],
+            [label("label.row_reference_y"), "", tree.grid(col["reference"]["Y"], scale=sy)],
             [label("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["Y"])],
         ],
     }
@@ -135,6 +138,12 @@ def render_linear(values: dict, lang: str) -> dict:
         "notes": {"row-linear-comm": _comm_note(row, col)},
         "figures": {"row-linear": figure_row_linear(row, col)},
     }
+
+
+def _grids(rank_result: dict, *keys: tuple[str, float]) -> list[dict]:
+    """Grid cells of one rank's matrices ``(key, shading scale)``, tinted by that rank."""
+    r = rank_result["rank"]
+    return [tree.grid(rank_result[k], rank=r, scale=top) for k, top in keys]
 
 
 def comm_rows(row: dict, col: dict) -> list[list]:
@@ -157,25 +166,31 @@ def render_backward(values: dict, lang: str) -> dict:
     c = linear_controls(values)
     row, col = run_both(c)
     dY = row["inputs"]["dY"]
+    # Shading: shards and partial sums read against the whole gradient.
+    sdy, sdx, sda = (tree.scale_of(a) for a in (dY, row["reference"]["dX"], row["reference"]["dA"]))
     row_bwd = {
         "caption": "cap.row_bwd_ranks",
         "columns": ["col.row_rank", "col.row_dy_full", "col.row_dx_shard", "col.row_da_shard"],
-        "rows": [[rank(r['rank']), fmt.mat(dY), fmt.mat(r["dX_shard"]), fmt.mat(r["dA_shard"])]
-                 for r in row["ranks"]],
+        "rows": [[tree.rank_tag(r["rank"]), tree.grid(dY, rank=r["rank"], scale=sdy)]   # rank r's copy of dY
+                 + _grids(r, ("dX_shard", sdx), ("dA_shard", sda)) for r in row["ranks"]],
         "foot": [
-            [label("label.row_concat_shards"), "", fmt.mat(row["sharded"]["dX"]), fmt.mat(row["sharded"]["dA"])],
-            [label("label.row_reference"), "", fmt.mat(row["reference"]["dX"]), fmt.mat(row["reference"]["dA"])],
+            [label("label.row_concat_shards"), "", tree.grid(row["sharded"]["dX"], scale=sdx),
+             tree.grid(row["sharded"]["dA"], scale=sda)],
+            [label("label.row_reference"), "", tree.grid(row["reference"]["dX"], scale=sdx),
+             tree.grid(row["reference"]["dA"], scale=sda)],
             [label("label.row_max_abs_err"), "", fmt.err(row["max_abs_err"]["dX"]), fmt.err(row["max_abs_err"]["dA"])],
         ],
     }
     col_bwd = {
         "caption": "cap.row_col_bwd_ranks",
         "columns": ["col.row_rank", "col.row_dy_shard", "col.row_dx_partial", "col.row_col_da_shard"],
-        "rows": [[rank(r['rank']), fmt.mat(r["dY_shard"]), fmt.mat(r["dX_partial"]), fmt.mat(r["dA_shard"])]
+        "rows": [[tree.rank_tag(r["rank"])] + _grids(r, ("dY_shard", sdy), ("dX_partial", sdx), ("dA_shard", sda))
                  for r in col["ranks"]],
         "foot": [
-            [label("label.row_allreduce_dx"), "", fmt.mat(col["sharded"]["dX"]), fmt.mat(col["sharded"]["dA"])],
-            [label("label.row_reference"), "", fmt.mat(col["reference"]["dX"]), fmt.mat(col["reference"]["dA"])],
+            [label("label.row_allreduce_dx"), "", tree.grid(col["sharded"]["dX"], scale=sdx),
+             tree.grid(col["sharded"]["dA"], scale=sda)],
+            [label("label.row_reference"), "", tree.grid(col["reference"]["dX"], scale=sdx),
+             tree.grid(col["reference"]["dA"], scale=sda)],
             [label("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["dX"]), fmt.err(col["max_abs_err"]["dA"])],
         ],
     }

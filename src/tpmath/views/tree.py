@@ -14,8 +14,11 @@ Rules that keep both runtimes identical:
   ``data-rank`` for the rank palette, ``v0``…``v4`` for value shading, ``hl`` /
   ``dim`` for the active and inactive stages) that the stylesheet maps to the
   palette in light, dark and print;
-* only the tags and attributes below; :func:`check` enforces it (the builder
-  calls it, and so does the page's builder).
+* only the tags and attributes below; :func:`check` enforces it.  The builder
+  (tpsite) checks every tree it writes and the page's builder (js/tree.js) refuses
+  anything else; the views do not check on every control change (it would cost a
+  fifth of a render): tests/test_figures.py and tests/test_fuzz.py check every
+  section's figures and tree cells (the fuzz test for any input).
 """
 
 from __future__ import annotations
@@ -47,11 +50,16 @@ class TreeError(ValueError):
 # ---------------------------------------------------------------- nodes
 
 def n(x: float) -> str:
-    """A coordinate: at most one decimal, no trailing zeros, ASCII minus (SVG syntax)."""
+    """A coordinate: at most one decimal, no trailing zeros, ASCII minus (SVG syntax).
+
+    Called for every coordinate of every figure on every control change: whole numbers (most
+    of them) take the short path."""
     v = round(float(x), 1)
     if v == 0:
         return "0"
-    return f"{v:.1f}".rstrip("0").rstrip(".")
+    if v.is_integer():
+        return str(int(v))
+    return f"{v:.1f}"
 
 
 def el(tag: str, attrs: dict | None = None, children: Iterable[dict] | None = None,
@@ -109,14 +117,35 @@ def walk(node: dict):
 
 # ---------------------------------------------------------------- shading and ranks
 
+def scale_of(*arrays: Any) -> float:
+    """The largest finite |value| over ``arrays``: one shading scale for grids read side by side
+    (a column of a table: rank r's block next to rank s's and the merged result).
+
+    Plain Python over the entries: the matrices of a page are tiny, and numpy's per-call
+    overhead would cost more than the loop (this runs for every grid on every control change)."""
+    top = 0.0
+    for m in arrays:
+        for v in np.asarray(m, dtype=np.float64).ravel().tolist():
+            a = abs(v)
+            if top < a < math.inf:          # NaN compares false: skipped like ±∞
+                top = a
+    return top
+
+
+def _levels(values: list, top: float) -> list[int]:
+    """Bucket 0…4 of |v| / top for each of ``values``; a non-finite entry (a masked logit, −∞)
+    gets the lightest shade: it carries no weight."""
+    if not 0 < top < math.inf:
+        return [0] * len(values)
+    last = SHADES - 1
+    return [min(int(min(abs(v) / top, 1.0) * SHADES), last) if abs(v) < math.inf else 0 for v in values]
+
+
 def shades(m: np.ndarray, scale: float | None = None) -> np.ndarray:
-    """Bucket 0…4 of |value| / scale per entry (scale: the largest |value| by default)."""
-    a = np.abs(np.asarray(m, dtype=np.float64))
-    top = float(np.max(a)) if scale is None and a.size else float(scale or 0.0)
-    if not math.isfinite(top) or top <= 0:
-        return np.zeros(a.shape, dtype=int)
-    frac = np.clip(np.nan_to_num(a / top, nan=0.0, posinf=1.0), 0.0, 1.0)
-    return np.minimum((frac * SHADES).astype(int), SHADES - 1)
+    """Bucket 0…4 of |value| / scale per entry (scale: the largest finite |value| by default)."""
+    a = np.asarray(m, dtype=np.float64)
+    top = scale_of(a) if scale is None else float(scale)
+    return np.array(_levels(a.ravel().tolist(), top), dtype=int).reshape(a.shape)
 
 
 def rank_attrs(rank: int | None, cls: str = "") -> dict:
@@ -143,12 +172,33 @@ def grid(m: Any, rank: int | None = None, decimals: int = 4, scale: float | None
     a = np.asarray(m, dtype=np.float64)
     if a.ndim < 2:
         a = a.reshape(1, -1)
-    level = shades(a, scale)
-    rows = [el("tr", None, [el("td", {"class": f"v{int(level[i, j])}"}, text=fmt.num(a[i, j], decimals))
-                            for j in range(a.shape[1])]) for i in range(a.shape[0])]
+    top = scale_of(a) if scale is None else float(scale)
+    rows = [{"t": "tr", "c": _entries(row, _levels(row, top), decimals)} for row in a.tolist()]
     attrs = rank_attrs(rank, "grid")
     attrs["role"] = "presentation"
     return {"el": el("table", attrs, [el("tbody", None, rows)])}
+
+
+def rank_stack(buffers: Sequence[Any], scale: float | None = None, decimals: int = 4) -> dict:
+    """One buffer per rank in one cell (e.g. every rank's buffer after a ring step): a grid
+    whose row r starts with rank r's tag and is tinted by rank r."""
+    vecs = [np.asarray(b, dtype=np.float64).ravel().tolist() for b in buffers]
+    top = scale_of(*vecs) if scale is None else float(scale)
+    rows = [{"t": "tr", "a": rank_attrs(r), "c": [el("td", {"class": "who"}, [rank_tag(r)["el"]])]
+             + _entries(v, _levels(v, top), decimals)} for r, v in enumerate(vecs)]
+    attrs = rank_attrs(None, "grid stack")
+    attrs["role"] = "presentation"
+    return {"el": el("table", attrs, [el("tbody", None, rows)])}
+
+
+def _entries(values: list, level: list, decimals: int) -> list[dict]:
+    """The <td>s of one grid row (built as literals: a table of a few hundred numbers is
+    rebuilt on every control change)."""
+    return [{"t": "td", "a": {"class": _SHADE_CLASS[lv]}, "x": fmt.num(x, decimals)}
+            for x, lv in zip(values, level)]
+
+
+_SHADE_CLASS = tuple(f"v{i}" for i in range(SHADES))
 
 
 # ---------------------------------------------------------------- SVG building blocks
@@ -323,9 +373,7 @@ def figure(name: str, title: Any, rows_of: Any, desc: Any = None, caption: Any =
         nodes, w, h = _layout(rows_of(), NARROW_W, head)
         svgs.append(figure_svg(title, nodes, w, h, desc, "fig-narrow"))
     kids = svgs + ([el("figcaption", None, text=caption)] if caption is not None else [])
-    node = el("figure", {"class": "tp-figure", "data-figure": name}, kids)
-    check(node)
-    return node
+    return el("figure", {"class": "tp-figure", "data-figure": name}, kids)   # checked where it is built (see top)
 
 
 def _layout(rows, max_w: float, head) -> tuple[list[dict], float, float]:
