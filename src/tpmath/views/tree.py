@@ -138,7 +138,16 @@ def _levels(values: list, top: float) -> list[int]:
     if not 0 < top < math.inf:
         return [0] * len(values)
     last = SHADES - 1
-    return [min(int(min(abs(v) / top, 1.0) * SHADES), last) if abs(v) < math.inf else 0 for v in values]
+    # Summation noise off first (as fmt.num does): a value sitting on a bucket edge (|v| = 0.8·top)
+    # would otherwise get one shade in CPython and the next in Pyodide, whose numpy sums in
+    # another order, and the live grid would differ from the built and precomputed one.
+    top = _denoised(top)
+    return [min(int(min(_denoised(abs(v)) / top, 1.0) * SHADES), last) if abs(v) < math.inf else 0
+            for v in values]
+
+
+def _denoised(x: float) -> float:
+    return float(f"{x:.10g}")
 
 
 def shades(m: np.ndarray, scale: float | None = None) -> np.ndarray:
