@@ -54,12 +54,16 @@ def n(x: float) -> str:
 
     Called for every coordinate of every figure on every control change: whole numbers (most
     of them) take the short path."""
-    v = round(float(x), 1)
-    if v == 0:
-        return "0"
-    if v.is_integer():
-        return str(int(v))
-    return f"{v:.1f}"
+    text = _N_MEMO.get(x)
+    if text is None:
+        if len(_N_MEMO) >= 4096:
+            _N_MEMO.clear()
+        v = round(float(x), 1)
+        text = _N_MEMO[x] = "0" if v == 0 else str(int(v)) if v.is_integer() else f"{v:.1f}"
+    return text
+
+
+_N_MEMO: dict = {}
 
 
 def el(tag: str, attrs: dict | None = None, children: Iterable[dict] | None = None,
@@ -231,15 +235,23 @@ def svg_grid(m: Any, x: float, y: float, rank: int | None, key: str, scale: floa
     a = np.asarray(m, dtype=np.float64)
     if a.ndim < 2:
         a = a.reshape(1, -1)
-    level = shades(a, scale)
+    rows = a.tolist()
+    top = scale_of(a) if scale is None else float(scale)
+    owner = rank_attrs(rank)
+    # Literal nodes (the shape el() and text() would build): this loop draws every matrix entry
+    # of every figure on every control change.  Columns and rows share their coordinate strings.
+    xs = [n(x + j * cell_w) for j in range(a.shape[1])]
+    mids = [n(x + j * cell_w + cell_w / 2) for j in range(a.shape[1])]
+    w, h = n(cell_w), n(CELL_H)
     kids = []
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            cx, cy = x + j * cell_w, y + i * CELL_H
-            kids.append(el("rect", {**rank_attrs(rank, f"cell v{int(level[i, j])}"), "x": n(cx), "y": n(cy),
-                                    "width": n(cell_w), "height": n(CELL_H)}))
-            kids.append(text(cx + cell_w / 2, cy + CELL_H / 2, fmt.num(a[i, j], decimals), "num", "middle",
-                             **{"dominant-baseline": "central", "data-key": f"{key}.{i}.{j}"}))
+    for i, row in enumerate(rows):
+        y_i, ymid = n(y + i * CELL_H), n(y + i * CELL_H + CELL_H / 2)
+        for j, (v, lv) in enumerate(zip(row, _levels(row, top))):
+            kids.append({"t": "rect", "a": {**owner, "class": f"cell v{lv} {owner['class']}", "x": xs[j], "y": y_i,
+                                            "width": w, "height": h}})
+            kids.append({"t": "text", "a": {"x": mids[j], "y": ymid, "class": "num", "text-anchor": "middle",
+                                            "dominant-baseline": "central", "data-key": f"{key}.{i}.{j}"},
+                         "x": fmt.num(v, decimals)})
     kids.append(el("rect", {**rank_attrs(rank, "frame"), "x": n(x), "y": n(y),
                             "width": n(a.shape[1] * cell_w), "height": n(a.shape[0] * CELL_H)}))
     return el("g", {"data-part": key}, kids)
@@ -369,17 +381,20 @@ def figure(name: str, title: Any, rows_of: Any, desc: Any = None, caption: Any =
     """The ``<figure class="tp-figure">`` of a section: its panels flowed for a desktop column and,
     when that drawing is wider than a phone column, flowed again for a phone.
 
-    ``rows_of()`` returns fresh panel rows (flow moves panels, so each layout gets its own);
+    ``rows_of()`` returns the panel rows, built once: ``flow`` only places panels (each placement
+    is a new ``<g transform>`` around the panel's nodes), so both layouts share the panels' shapes
+    -- half the work of a figure on every control change.
     ``head(width)``, if given, returns (nodes, height) drawn above the panels at that width.
     CSS shows one drawing: ``fig-wide`` above the phone breakpoint, ``fig-narrow`` below it.
     """
     svgs = []
-    wide_nodes, wide_w, wide_h = _layout(rows_of(), WIDE_W, head)
+    rows = rows_of()
+    wide_nodes, wide_w, wide_h = _layout(rows, WIDE_W, head)
     if wide_w <= NARROW_W:
         svgs.append(figure_svg(title, wide_nodes, wide_w, wide_h, desc, "fig-one"))
     else:
         svgs.append(figure_svg(title, wide_nodes, wide_w, wide_h, desc, "fig-wide"))
-        nodes, w, h = _layout(rows_of(), NARROW_W, head)
+        nodes, w, h = _layout(rows, NARROW_W, head)
         svgs.append(figure_svg(title, nodes, w, h, desc, "fig-narrow"))
     kids = svgs + ([el("figcaption", None, text=caption)] if caption is not None else [])
     return el("figure", {"class": "tp-figure", "data-figure": name}, kids)   # checked where it is built (see top)
