@@ -16,11 +16,11 @@ Letters as in :mod:`tpmath.mlp` and :mod:`tpmath.dp_tp` (B, D, F, tp, dp).
 from __future__ import annotations
 
 from .. import dp_tp, mlp, precision
-from ..validate import DTYPES, as_choice
+from ..validate import DTYPES
 from .. import fmt
-from . import Control, Section
+from . import Control, Section, parse_controls
 from . import tree
-from .cells import label, select_int, table
+from .cells import label, table
 from .fig_backward import figure_backward, figure_dp_tp, figure_precision
 
 TP_OPTIONS = (1, 2, 4)
@@ -40,7 +40,7 @@ _GRADS = (
 
 def render_backward(controls: dict, lang: str) -> dict:
     """Per-rank gradients and the two independent checks of the assembled ones."""
-    tp = select_int("tp", controls["tp"], TP_OPTIONS)
+    tp = parse_controls(SECTIONS["backward"].controls, controls)["tp"]
     res = mlp.default_run(tp)
     keys = ("G_H", "G_Z", "G_W1", "G_W2", "G_X_partial")
     # One shading scale per column; G_X_partial reads against the summed G_X.
@@ -68,8 +68,8 @@ def render_backward(controls: dict, lang: str) -> dict:
 
 def render_dp_tp(controls: dict, lang: str) -> dict:
     """The four reductions of dp × tp gradients against the full-batch unsharded gradient."""
-    tp = select_int("tp", controls["tp"], TP_OPTIONS)
-    dp = select_int("dp", controls["dp"], DP_OPTIONS)
+    c = parse_controls(SECTIONS["dp-tp"].controls, controls)
+    tp, dp = c["tp"], c["dp"]
     res = dp_tp.run_dp_tp(tp=tp, dp=dp)
     rows = [[label(f"label.variant_{v['name']}"), v["description"],
              fmt.err(v["max_abs_err"]), fmt.num(v["scale"])] for v in res["variants"]]
@@ -90,8 +90,8 @@ _PRECISION_ROWS = (("Y", "label.q_y"), ("loss", "label.q_loss"), ("G_X", "label.
 
 def render_precision(controls: dict, lang: str) -> dict:
     """Max |sharded − unsharded| per quantity for one dtype, and one SGD step (float64)."""
-    dtype = as_choice("dtype", controls["dtype"], DTYPES)
-    tp = select_int("tp", controls["tp"], TP_OPTIONS)
+    c = parse_controls(SECTIONS["precision"].controls, controls)
+    dtype, tp = c["dtype"], c["tp"]
     res = precision.run_precision(tp=tp)
     row = next(r for r in res["dtypes"] if r["dtype"] == dtype)
     rows, drawn = [], []

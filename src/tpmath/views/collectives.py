@@ -22,11 +22,10 @@ import numpy as np
 from .. import collectives as core
 from .. import mismatch, schedules
 from ..errors import TPMathError
-from ..validate import as_choice, as_int
 from .. import fmt
-from . import Control, Section
+from . import Control, Section, parse_controls
 from . import tree
-from .cells import int_range, label, rank, select_int, table
+from .cells import label, rank, table
 from .fig_collectives import figure_collective, figure_mismatch
 from .fig_ring import figure_ring
 
@@ -46,10 +45,8 @@ def _out(buf, r: int, scale: float) -> dict:
 
 def render_collectives(controls: dict, lang: str) -> dict:
     """One collective on the seed's buffers, and ReduceScatter+AllGather vs AllReduce."""
-    name = as_choice("collective", controls["collective"], core.NAMES)
-    op = as_choice("op", controls["op"], core.OPS)
-    n = select_int("ranks", controls["ranks"], RANK_OPTIONS)
-    root = select_int("root", controls["root"], ROOT_OPTIONS)
+    c = parse_controls(SECTIONS["collectives"].controls, controls)
+    name, op, n, root = c["collective"], c["op"], c["ranks"], c["root"]
     if core.REGISTRY[name].root is not None and root >= n:
         raise TPMathError("root_not_in_group", "root", value=root, last=n - 1)
     inputs = core.example_inputs(n)
@@ -99,7 +96,7 @@ def _call_text(call: dict) -> str:
 
 def render_mismatch(controls: dict, lang: str) -> dict:
     """Each rank's calls in a scenario and, for every rank that never finishes, why."""
-    scenario = as_choice("scenario", controls["scenario"], tuple(mismatch.SCENARIOS))
+    scenario = parse_controls(SECTIONS["mismatch"].controls, controls)["scenario"]
     calls = mismatch.SCENARIOS[scenario]
     res = mismatch.check_calls(calls)
     hangs = {h["rank"]: h for h in res["hangs"]}
@@ -144,9 +141,8 @@ def _transfers(step: dict) -> str:
 
 def render_ring(controls: dict, lang: str) -> dict:
     """Steps and per-rank traffic of ring or tree AllReduce of ``count`` float32 elements."""
-    n = select_int("ranks", controls["ranks"], RING_RANKS)
-    algorithm = as_choice("algorithm", controls["algorithm"], schedules.ALGORITHMS)
-    count = as_int("count", controls["count"], 1, MAX_COUNT)
+    c = parse_controls(SECTIONS["ring"].controls, controls)
+    n, algorithm, count, shown = c["ranks"], c["algorithm"], c["count"], c["step"]
     sched = schedules.all_reduce_schedule(n, count, ELEM_BYTES, algorithm)
     show = n <= SHOW_BUFFERS[0] and count <= SHOW_BUFFERS[1]
     buffers = None
@@ -156,7 +152,6 @@ def render_ring(controls: dict, lang: str) -> dict:
         sim = (schedules.simulate_ring_all_reduce if algorithm == "ring" else schedules.simulate_tree_all_reduce)(data)
         buffers = sim["steps"]
     # The step shown in the figure; its options are those of the most ranks, so clamp to this schedule.
-    shown = select_int("step", controls["step"], RING_STEPS)
     state = {}
     if shown > len(sched["steps"]):
         state["step"] = {"disabled": False, "value": str(len(sched["steps"])),
@@ -227,7 +222,7 @@ SECTIONS = {
     "ring": Section(
         name="ring",
         controls=(
-            Control("ranks", "select", "4", options=int_range(2, 8), slider=True),
+            Control("ranks", "select", "4", options=tuple(str(r) for r in RING_RANKS), slider=True),
             Control("algorithm", "select", "ring", options=schedules.ALGORITHMS),
             Control("count", "number", 8, min=1, max=MAX_COUNT, step=1, slider="log"),
             Control("step", "select", "3", options=tuple(str(s) for s in RING_STEPS)),

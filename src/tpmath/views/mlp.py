@@ -14,11 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import mlp as core
-from ..validate import as_choice
 from .. import fmt
-from . import Control, Section
+from . import Control, Section, parse_controls
 from . import tree
-from .cells import id_range, label, select_int, table
+from .cells import id_range, label, table
 from .fig_mlp import figure_mlp
 
 STAGES = ("shards", "forward", "partial", "backward", "grad-w", "grad-x")
@@ -67,8 +66,8 @@ def _inputs_table(inputs: dict, tp: int) -> dict:
 
 def render_mlp(controls: dict, lang: str) -> dict:
     """Rows of ``mlp-ranks`` for one stage and tp, plus loss and max abs error."""
-    stage = as_choice("stage", controls["stage"], STAGES)
-    tp = select_int("tp", controls["tp"], TP_OPTIONS)
+    c = parse_controls(SECTIONS["mlp"].controls, controls)
+    stage, tp = c["stage"], c["tp"]
     res = _run(tp)
     one = _run(1)["ranks"][0]                   # the unsharded computation, every intermediate
     cols = _COLUMNS[stage]

@@ -20,16 +20,11 @@ Every number comes from :mod:`tpmath.row_linear` or from the shapes, formatted w
 
 from __future__ import annotations
 
-from typing import Any
-
-
 from .. import row_linear
 from ..collectives import REGISTRY
 from ..errors import TPMathError
-from ..errors import name as field_name
 from ..schedules import bus_bandwidth_factor
-from ..validate import as_int
-from . import Control, Section
+from . import Control, Section, parse_controls
 from . import tree
 from .cells import label
 from .. import fmt
@@ -38,15 +33,6 @@ from .fig_row import figure_row_backward, figure_row_linear, figure_row_pairing
 TP_CHOICES = (1, 2, 4)
 PAIRING_TP_CHOICES = (1, 2, 4, 8)
 
-
-
-def _tp(value: Any, choices: tuple[int, ...]) -> int:
-    """The TP size, one of ``choices``."""
-    tp = as_int("tp", value)
-    if tp not in choices:
-        raise TPMathError("not_choice", "tp", name=field_name("tp"), value=tp,
-                          choices=", ".join(str(c) for c in choices))
-    return tp
 
 
 def _divides(tp: int, size: int, name: str, what: str) -> None:
@@ -59,14 +45,10 @@ def _divides(tp: int, size: int, name: str, what: str) -> None:
 
 def linear_controls(values: dict) -> dict:
     """Validated controls of ``row-linear`` / ``row-backward``: tp, batch, d_in, d_out, seed."""
-    tp = _tp(values["tp"], TP_CHOICES)
-    batch = as_int("batch", values["batch"], 1, 4)
-    d_in = as_int("d_in", values["d_in"], 1, 8)
-    d_out = as_int("d_out", values["d_out"], 1, 8)
-    seed = as_int("seed", values["seed"], 0, 2**32 - 1)
-    _divides(tp, d_in, "d_in", "row")
-    _divides(tp, d_out, "d_out", "column")
-    return {"tp": tp, "batch": batch, "d_in": d_in, "d_out": d_out, "seed": seed}
+    c = parse_controls(LINEAR_CONTROLS, values)
+    _divides(c["tp"], c["d_in"], "d_in", "row")
+    _divides(c["tp"], c["d_out"], "d_out", "column")
+    return c
 
 
 def run_both(c: dict) -> tuple[dict, dict]:
@@ -77,14 +59,14 @@ def run_both(c: dict) -> tuple[dict, dict]:
     return row, col
 
 
-def _linear_controls_spec() -> tuple[Control, ...]:
-    return (
-        Control("tp", "select", 2, options=TP_CHOICES, label="ctl.row_tp", slider=True),
-        Control("batch", "number", 2, min=1, max=4, step=1, label="ctl.row_batch", slider=True),
-        Control("d_in", "number", 4, min=1, max=8, step=1, label="ctl.row_d_in", slider=True),
-        Control("d_out", "number", 4, min=1, max=8, step=1, label="ctl.row_d_out", slider=True),
-        Control("seed", "number", 0, min=0, max=2**32 - 1, step=1, label="ctl.row_seed"),
-    )
+# The controls of row-linear and row-backward (one record each, shared by both sections).
+LINEAR_CONTROLS = (
+    Control("tp", "select", 2, options=TP_CHOICES, label="ctl.row_tp", slider=True),
+    Control("batch", "number", 2, min=1, max=4, step=1, label="ctl.row_batch", slider=True),
+    Control("d_in", "number", 4, min=1, max=8, step=1, label="ctl.row_d_in", slider=True),
+    Control("d_out", "number", 4, min=1, max=8, step=1, label="ctl.row_d_out", slider=True),
+    Control("seed", "number", 0, min=0, max=2**32 - 1, step=1, label="ctl.row_seed"),
+)
 
 
 def _comm_note(row: dict, col: dict) -> dict:
@@ -215,13 +197,10 @@ def render_backward(values: dict, lang: str) -> dict:
 
 def pairing_controls(values: dict) -> dict:
     """Validated controls of ``row-pairing``: tp, tokens, hidden, ffn."""
-    tp = _tp(values["tp"], PAIRING_TP_CHOICES)
-    tokens = as_int("tokens", values["tokens"], 1, 10**7)
-    hidden = as_int("hidden", values["hidden"], 1, 10**6)
-    ffn = as_int("ffn", values["ffn"], 1, 10**6)
-    _divides(tp, hidden, "hidden", "hidden")
-    _divides(tp, ffn, "ffn", "ffn")
-    return {"tp": tp, "tokens": tokens, "hidden": hidden, "ffn": ffn}
+    c = parse_controls(SECTIONS["row-pairing"].controls, values)
+    _divides(c["tp"], c["hidden"], "hidden", "hidden")
+    _divides(c["tp"], c["ffn"], "ffn", "ffn")
+    return c
 
 
 def pairing_schemes(T: int, h: int, F: int) -> list[dict]:
@@ -306,11 +285,11 @@ def real_runs(c: dict, stage: str) -> list[tuple[str, dict]]:
 
 
 SECTIONS = {
-    "row-linear": Section("row-linear", _linear_controls_spec(), render_linear,
+    "row-linear": Section("row-linear", LINEAR_CONTROLS, render_linear,
                           tables=("row-inputs", "row-ranks", "col-ranks"),
                           values=("row-max-abs-err", "col-max-abs-err"),
                           real=lambda c: real_runs(c, "forward")),
-    "row-backward": Section("row-backward", _linear_controls_spec(), render_backward,
+    "row-backward": Section("row-backward", LINEAR_CONTROLS, render_backward,
                             tables=("row-bwd-ranks", "col-bwd-ranks", "row-comm"),
                             values=("row-bwd-max-abs-err", "col-bwd-max-abs-err"),
                             real=lambda c: real_runs(c, "backward")),

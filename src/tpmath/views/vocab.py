@@ -21,16 +21,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import vocab_ce as core
-from ..validate import as_float
 from .. import fmt
-from . import Control, Section
+from . import Control, Section, parse_controls
 from . import tree
-from .cells import id_range, int_range, label, rank, select_int, table
+from .cells import id_range, int_range, label, rank, table
 from .fig_vocab import figure_vocab_ce, figure_vocab_extras
 
 V = len(core.DEFAULT_LOGITS)
-SHARD_OPTIONS = tuple(range(1, V + 1))
-TARGET_OPTIONS = tuple(range(V))
 # The demo opens on target 4 (logit 1.4), not the seed's 2: 2 is the largest logit, so z_y − m = 0 and
 # every rank's target term is 0, which hides the merge the section is about.  2 stays one click away.
 PAGE_TARGET = 4
@@ -58,9 +55,8 @@ def _range_cell(entry: dict) -> str | dict:
 
 def render_vocab_ce(controls: dict, lang: str) -> dict:
     """Vocab-parallel CE of the seed's logits for one shard count, target and shift."""
-    shards = select_int("shards", controls["shards"], SHARD_OPTIONS)
-    target = select_int("target", controls["target"], TARGET_OPTIONS)
-    shift = as_float("shift", controls["shift"], -core.SHIFT_LIMIT, core.SHIFT_LIMIT)
+    c = parse_controls(SECTIONS["vocab-ce"].controls, controls)
+    shards, target, shift = c["shards"], c["target"], c["shift"]
     res = core.default_run(target, shards, shift)
     unshifted = core.default_run(target, shards)   # the same, shift 0
     top = tree.scale_of(*(e["logits"] for e in res["ranks"]))     # one shading scale for all shards
@@ -163,8 +159,8 @@ def _head_tables(head: dict) -> tuple[dict, dict]:
 
 def render_vocab_extras(controls: dict, lang: str) -> dict:
     """Padding rule, label smoothing per rank, ignore_index and the hidden-state gradient."""
-    tp = select_int("tp", controls["tp"], SHARD_OPTIONS)
-    eps = as_float("smoothing", controls["smoothing"], 0.0, 1.0)
+    c = parse_controls(SECTIONS["vocab-extras"].controls, controls)
+    tp, eps = c["tp"], c["smoothing"]
     smooth = core.default_run(core.DEFAULT_TARGET, tp, label_smoothing=eps)
     s_rows, s_foot = _smoothing_rows(smooth)
 
