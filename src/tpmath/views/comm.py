@@ -146,8 +146,8 @@ SECTIONS = {
         Control("dtype_bytes", "select", 2, options=DTYPE_BYTES, label="ctl.row_dtype_bytes"),
         Control("layers", "number", _D["layers"], min=1, max=1000, step=1, label="ctl.row_layers", slider="log"),
         # Upper bounds keep the time model defined (at 1e308 both times round to 0 s: 0 / 0).
-        Control("link_gbps", "number", 3600, min=0.001, max=1e7, step="any", label="ctl.row_link_gbps"),
-        Control("tflops", "number", 400, min=0.001, max=1e6, step="any", label="ctl.row_tflops"),
+        Control("link_gbps", "number", 3600, min=0.001, max=cc.LINK_GBPS_MAX, step="any", label="ctl.row_link_gbps"),
+        Control("tflops", "number", 400, min=0.001, max=cc.TFLOPS_MAX, step="any", label="ctl.row_tflops"),
     ), render_cost, tables=("comm-layer", "comm-time"),
         values=("cost-activation", "cost-layer-bytes", "cost-step-bytes", "cost-comm-fraction")),
 }
