@@ -6,7 +6,7 @@
  *                   {type: "run", id, code}
  *   worker -> page  {type: "status", stage: "download"|"python"|"numpy"|"ready"|"failed", detail}
  *                   {type: "progress", loaded}   bytes of runtime files received so far (during boot)
- *                   {type: "result", id, section, payload}   payload = views.render_json(...) parsed
+ *                   {type: "result", id, section, text}   text = views.render_json(...) (JSON)
  *                   {type: "output", id, stdout, error}
  * Requests that arrive during boot wait for it; the page sends at most one render per section at a time.
  */
@@ -123,15 +123,18 @@ function answer(section, controls, lang) {
 }
 
 function render(msg) {
-  let payload;
+  // The answer goes to the page as JSON text: posting a string is a copy of its bytes, where a
+  // parsed result (thousands of figure and grid nodes) is cloned node by node -- several ms on
+  // every control change.  The page parses it once.
+  let text;
   try {
-    payload = JSON.parse(answer(msg.section, msg.controls || {}, msg.lang || "en"));
+    text = answer(msg.section, msg.controls || {}, msg.lang || "en");
   } catch (err) {
     // Not a TPMathError (those come back as {ok: false}): a bug; report it, keep the page alive.
-    payload = { ok: false, error: String(err && err.message ? err.message : err).trim().split("\n").pop(),
-                field: null, internal: true };
+    text = JSON.stringify({ ok: false, error: String(err && err.message ? err.message : err).trim().split("\n").pop(),
+                            field: null, internal: true });
   }
-  self.postMessage({ type: "result", id: msg.id, section: msg.section, payload: payload });
+  self.postMessage({ type: "result", id: msg.id, section: msg.section, text: text });
 }
 
 /* A reader's program failed: its traceback without the frames of Pyodide's own machinery

@@ -16,7 +16,8 @@ import { showCue } from "./cue.js";
 import { toSlider } from "./sliders.js";
 import { loadedResults, loadResults, lookup } from "./results.js";
 
-const PENDING_AFTER_MS = 100;   // a results file still on its way: say "pending" only if it is slow
+const PENDING_AFTER_MS = 100;
+const BUSY_DIM_MS = 150;         // an answer slower than this dims the block (style.css, data-slow)   // a results file still on its way: say "pending" only if it is slow
 
 let firstLive = false;
 
@@ -89,7 +90,7 @@ export class Demo {
         if (out.textContent !== msg.textContent) out.textContent = msg.textContent;
         out.setAttribute("data-kind", msg.getAttribute("data-kind") || "");
       }
-      for (const attr of ["data-state", "aria-busy"]) {
+      for (const attr of ["data-state", "aria-busy", "data-slow"]) {
         if (this.el.hasAttribute(attr)) m.el.setAttribute(attr, this.el.getAttribute(attr));
         else m.el.removeAttribute(attr);
       }
@@ -124,14 +125,25 @@ export class Demo {
     this.syncMirrors();
   }
 
+  /** aria-busy while an answer is awaited; data-slow (the dimming) once it takes BUSY_DIM_MS. */
+  busy(on) {
+    clearTimeout(this.slowTimer);
+    this.slowTimer = null;
+    if (!on) { this.el.removeAttribute("aria-busy"); this.el.removeAttribute("data-slow"); return; }
+    this.el.setAttribute("aria-busy", "true");
+    if (!this.el.hasAttribute("data-slow")) {
+      this.slowTimer = setTimeout(() => { if (this.el.hasAttribute("aria-busy")) this.el.setAttribute("data-slow", ""); },
+        BUSY_DIM_MS);
+    }
+  }
+
   setPending(on) {
     clearTimeout(this.pendingTimer);
     this.pendingTimer = null;
     if (on) {
       this.el.setAttribute("data-state", "pending");
       // busy while the runtime comes; not while it waits for the reader to ask for it
-      if (this.runtime.deferred) this.el.removeAttribute("aria-busy");
-      else this.el.setAttribute("aria-busy", "true");
+      this.busy(!this.runtime.deferred);
     } else this.el.removeAttribute("data-state");
     this.showMessage();
   }
@@ -166,10 +178,10 @@ export class Demo {
     if (sameValues(controls, this.done)) {   // already answered (e.g. the change event ending a drag)
       this.cue = false;
       this.setPending(false);
-      this.el.removeAttribute("aria-busy");
+      this.busy(false);
       return;
     }
-    this.el.setAttribute("aria-busy", "true");
+    this.busy(true);
     this.inflight = this.runtime.send({ type: "render", section: this.name, controls, lang: pageLang() },
       (msg) => this.onReply(msg, controls),
       () => { this.inflight = null; this.request(); });   // lost with its worker: wait for the next
@@ -206,7 +218,7 @@ export class Demo {
     clearTimeout(this.pendingTimer);
     this.pendingTimer = null;
     this.inflight = null;
-    this.el.removeAttribute("aria-busy");
+    this.busy(false);
     if (this.el.getAttribute("data-state") === "pending") {   // a change that can no longer be applied
       this.el.removeAttribute("data-state");
       this.setValues(this.shown);
@@ -221,7 +233,7 @@ export class Demo {
     this.inflight = null;
     if (this.dirty && !sameValues(this.values(), sent)) { this.request(); return; }   // stale: compute the latest instead
     this.dirty = false;
-    this.answer(msg.payload || {}, sent, true);
+    this.answer(JSON.parse(msg.text), sent, true);
   }
 
   /** Apply an answer to the control values `sent`: the worker's (`live`) or a precomputed one. */
@@ -235,7 +247,7 @@ export class Demo {
       this.request();
       return;
     }
-    this.el.removeAttribute("aria-busy");
+    this.busy(false);
     this.setPending(false);
     if (payload.ok) {
       const result = payload.result || {};
