@@ -14,8 +14,10 @@ Pages sends) so that a second visit is served from the HTTP cache:
 * ``/en/index.noscript.html`` page 1 with every script (and script/worker preload) removed:
                             the baseline of first contentful paint.
 
-Cold = a new browser context (empty cache); warm = the same context, second visit.
-Subject and baseline runs are interleaved and the ratio is taken pair by pair.
+Cold = a new browser context (empty cache); warm = the same context, second visit, with the
+worker's memory snapshot removed from Cache Storage (the normal boot); snapshot = third visit,
+which restores the snapshot the second stored (the bare page: its third visit).  Subject and
+baseline runs are interleaved and the ratio is taken pair by pair.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 import shutil
 import sys
 import threading
+import time
 from pathlib import Path
 
 from stats import latency_summary, ratio_block
@@ -104,9 +107,36 @@ def _visit(page, url: str, marks: list[str]) -> dict:
     return {m: page.evaluate(MARK_JS, m) for m in marks}
 
 
+# The worker's memory snapshot (worker.js): stored in Cache Storage once the page is idle after
+# ready on a visit that booted normally, restored by the next visit.
+SNAPSHOT_STORED_JS = """async () => (await (await caches.open("tp-pyodide-snapshot")).keys()).length > 0"""
+SNAPSHOT_CLEAR_JS = """async () => { for (const name of await caches.keys()) await caches.delete(name); }"""
+SNAPSHOT_WAIT_S = 60
+
+
+def _wait_snapshot(page) -> None:
+    """Wait until the visit has stored its snapshot (it does so after tp-first-live, at idle)."""
+    deadline = time.monotonic() + SNAPSHOT_WAIT_S
+    while not page.evaluate(SNAPSHOT_STORED_JS):
+        if time.monotonic() > deadline:
+            raise RuntimeError("no memory snapshot stored")
+        page.wait_for_timeout(100)
+
+
+def _boot(page) -> str | None:
+    return page.evaluate("document.documentElement.dataset.runtimeBoot || null")
+
+
+# Visits of one browser context, in order: cold (empty cache); warm (HTTP cache, Cache Storage
+# cleared: the normal boot, which also makes a snapshot); snapshot (HTTP cache and the snapshot the
+# warm visit stored).  The bare page's third visit is the snapshot visit's baseline (same number of
+# earlier visits: the wasm code cache is as warm on both sides).
+VISITS = ("cold", "warm", "snapshot")
+
+
 def time_to_live(browser, base: str, reps: int) -> dict:
     site_url, bare_url = base + PAGE1 + LIVE_QUERY, base + "bare/index.html"
-    runs = {"cold": {"site": [], "bare": [], "ready": []}, "warm": {"site": [], "bare": [], "ready": []}}
+    runs = {v: {"site": [], "bare": [], "ready": []} for v in VISITS}
     for i in range(reps):
         order = [("site", site_url), ("bare", bare_url)]
         if i % 2:
@@ -115,19 +145,27 @@ def time_to_live(browser, base: str, reps: int) -> dict:
             ctx = browser.new_context()
             page = ctx.new_page()
             marks = ["tp-ready", "tp-first-live"] if kind == "site" else ["bare-ready"]
-            for visit in ("cold", "warm"):
-                if visit == "warm":
+            for visit in VISITS:
+                if visit != "cold":
+                    if kind == "site":
+                        _wait_snapshot(page)                   # what the previous visit stored
+                        if visit == "warm":
+                            page.evaluate(SNAPSHOT_CLEAR_JS)
                     page.goto("about:blank")
                 got = _visit(page, url, marks)
+                if kind == "site" and _boot(page) != ("snapshot" if visit == "snapshot" else "normal"):
+                    raise RuntimeError(f"{visit} visit booted {_boot(page)!r}")
                 runs[visit][kind].append(got[marks[-1]] / 1000)
                 if kind == "site":
                     runs[visit]["ready"].append(got["tp-ready"] / 1000)
             ctx.close()
     out = {}
-    for visit in ("cold", "warm"):
+    for visit in VISITS:
         block = ratio_block(runs[visit]["site"], runs[visit]["bare"], target=1.10)
         block["site_ready"] = ratio_block(runs[visit]["ready"], runs[visit]["bare"])["subject"]
         out[visit] = block
+    # The snapshot's aim: ready (numpy and tpmath imported) no later than the bare page's numpy.
+    out["snapshot_ready"] = ratio_block(runs["snapshot"]["ready"], runs["snapshot"]["bare"], target=1.0)
     out["urls"] = {"subject": PAGE1 + LIVE_QUERY, "baseline": "bare/index.html"}
     return out
 
