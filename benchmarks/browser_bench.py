@@ -123,6 +123,7 @@ def _visit(page, url: str, marks: list[str]) -> dict:
 SNAPSHOT_STORED_JS = """async () => (await (await caches.open("tp-pyodide-snapshot")).keys()).length > 0"""
 SNAPSHOT_CLEAR_JS = """async () => { for (const name of await caches.keys()) await caches.delete(name); }"""
 SNAPSHOT_WAIT_S = 60
+SETTLE_MS = 1000   # before a repeat visit, on both sides: the browser finishes writing / deleting 21 MB
 
 
 def _wait_snapshot(page) -> None:
@@ -163,6 +164,7 @@ def time_to_live(browser, base: str, reps: int) -> dict:
                         if visit == "warm":
                             page.evaluate(SNAPSHOT_CLEAR_JS)
                     page.goto("about:blank")
+                    page.wait_for_timeout(SETTLE_MS)
                 got = _visit(page, url, marks)
                 if kind == "site" and _boot(page) != ("snapshot" if visit == "snapshot" else "normal"):
                     raise RuntimeError(f"{visit} visit booted {_boot(page)!r}")
@@ -199,6 +201,7 @@ def snapshot_cost(browser, base: str, reps: int) -> dict:
                         _wait_snapshot(page)
                     page.evaluate(SNAPSHOT_CLEAR_JS)
                     page.goto("about:blank")
+                    page.wait_for_timeout(SETTLE_MS)
                 got[visit][kind].append(_visit(page, urls[kind], ["tp-ready", "tp-first-live"])["tp-ready"] / 1000)
                 if _boot(page) != "normal":
                     raise RuntimeError(f"{kind} {visit}: booted {_boot(page)!r}")

@@ -138,9 +138,10 @@ async function forgetSnapshot(snap) {
   try { await (await caches.open(SNAPSHOT_CACHE)).delete(snapshotUrl(snap)); } catch (err) { /* gone anyway */ }
 }
 
-/** Python with numpy imported, from the stored snapshot; null when none is stored. */
-async function restore(base, snap, watch) {
-  const bytes = await readSnapshot(snap);
+/** Python with numpy imported, from the stored snapshot (`stored`: readSnapshot's promise);
+ * null when none is stored. */
+async function restore(base, snap, stored, watch) {
+  const bytes = await stored;
   if (!bytes) return null;
   const numpyBytes = fetchBytes(snap.numpy, "numpy wheel");   // while the interpreter restores
   const pyodide = await loadPyodide({ indexURL: base, ...QUIET, _loadSnapshot: bytes });
@@ -171,15 +172,18 @@ async function boot(base, wheel, snapshot) {
   const watch = watchDownloads(["pyodide.asm.wasm", "python_stdlib.zip"], () => status("python"));
   // The tpmath wheel (a few tens of KB) downloads while the runtime boots.
   const wheelBytes = fetchBytes(wheel, "tpmath wheel");
+  // The stored snapshot is read (and its sha256 checked) while pyodide.js loads.
+  const snap = snapshotsUsable(snapshot) ? snapshot : null;
+  const stored = snap ? readSnapshot(snap) : null;
+  if (stored) stored.catch(() => {});   // reported below, where it is awaited
   importScripts(base + "pyodide.js");
   const stopWatchingWasm = watchWasm((err) => status("failed", "pyodide.asm.wasm: " + String(err)));
-  const snap = snapshotsUsable(snapshot) ? snapshot : null;
   let pyodide = null;
   let how = "normal";
   try {
     if (snap) {
       try {
-        pyodide = await restore(base, snap, watch);
+        pyodide = await restore(base, snap, stored, watch);
         if (pyodide) how = "snapshot";
       } catch (err) {
         console.info("tp runtime: stored memory snapshot not used (" + String(err && err.message ? err.message : err)
