@@ -7,7 +7,8 @@
  *                   {type: "run", id, code}
  *                   {type: "idle"}   the page is idle after ready: store the snapshot made by this boot
  *   worker -> page  {type: "status", stage: "download"|"python"|"numpy"|"ready"|"failed", detail, boot}
- *                   boot (with "ready"): "snapshot" (restored) or "normal"
+ *                   boot (with "ready"): "snapshot" (restored), "fallback" (a stored snapshot was
+ *                   not usable: normal boot) or "normal"
  *                   {type: "progress", loaded}   bytes of runtime files received so far (during boot)
  *                   {type: "result", id, section, payload}   payload = views.render_json(...) parsed
  *                   {type: "output", id, stdout, error}
@@ -189,6 +190,7 @@ async function boot(base, wheel, snapshot) {
         console.info("tp runtime: stored memory snapshot not used (" + String(err && err.message ? err.message : err)
           .split("\n")[0] + "); normal start");
         pyodide = null;
+        how = "fallback";
         await forgetSnapshot(snap);
         status("python");
       }

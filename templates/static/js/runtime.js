@@ -198,10 +198,11 @@ export class Runtime {
   }
 
   /** The worker is ready.  <html data-runtime-boot> says how it started: "snapshot" (from the
-   * memory snapshot an earlier visit stored) or "normal".  Once the page is idle the worker may
+   * memory snapshot an earlier visit stored), "fallback" (a stored snapshot was not usable, so
+   * the normal boot ran) or "normal".  Once the page is idle the worker may
    * store the snapshot this boot made (never before ready: it is 21 MB to write). */
   becameReady(boot) {
-    document.documentElement.setAttribute("data-runtime-boot", boot === "snapshot" ? "snapshot" : "normal");
+    document.documentElement.setAttribute("data-runtime-boot", ["snapshot", "fallback"].includes(boot) ? boot : "normal");
     this.to("ready", "ready");
     const worker = this.worker;
     whenIdle(() => { if (worker && worker === this.worker) worker.postMessage({ type: "idle" }); });
