@@ -282,6 +282,69 @@ LATENCY_JS = """async ([section, name, values, count]) => {
 }"""
 
 
+# New states: every change asks for a state the worker has not computed yet (its answers are
+# kept, so the cycling rows above mostly measure revisits after the first round).  Two selects
+# are walked back and forth over their grid (one change at a time, each state once); a number
+# takes values never sent before.
+NEW_STATES = [("mlp", "stage", "tp"), ("vocab-ce", "target", "shards"), ("vocab-ce", "shift", None)]
+
+NEW_STATES_JS = """async ([section, inner, outer, count]) => {
+  const demo = document.querySelector('.demo[data-section="' + section + '"]');
+  const ctl = (name) => demo.querySelector('form.controls [name="' + name + '"]');
+  const opts = (el) => Array.from(el.options).filter(o => !o.disabled).map(o => o.value);
+  const steps = [];
+  if (outer === null) {
+    for (let i = 0; i < count; i++) steps.push([inner, String(1 + 0.0137 * (i + 1))]);
+  } else {
+    const a = opts(ctl(inner)), b = opts(ctl(outer));
+    let i = 0, dir = 1;
+    if (ctl(inner).value !== a[0]) steps.push([inner, a[0]]);        // from one end of the row
+    const home = b.indexOf(ctl(outer).value);
+    b.slice(home).concat(b.slice(0, home)).forEach((v, row) => {
+      if (row) steps.push([outer, v]);
+      for (let k = 1; k < a.length; k++) { i += dir; steps.push([inner, a[i]]); }
+      dir = -dir;
+    });
+  }
+  const applied = [], worker = [];
+  let failures = 0;
+  const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+  for (const [name, value] of steps) {
+    const el = ctl(name);
+    const done = new Promise(resolve => demo.addEventListener("tp-rendered", ev => resolve(ev.detail), { once: true }));
+    el.value = value;
+    const t0 = performance.now();
+    el.dispatchEvent(new Event("change", { bubbles: true }));
+    const detail = await done;
+    const t1 = performance.now();
+    await frame();
+    if (!detail.ok || detail.source !== "live") { failures++; continue; }
+    applied.push(t1 - t0);
+    const tap = window.__tpTap;
+    if (tap && tap.sent >= t0 && tap.recv >= tap.sent) worker.push(tap.recv - tap.sent);
+  }
+  return { applied, worker, failures, steps: steps.length };
+}"""
+
+
+def new_state_latency(browser, base: str, count: int) -> dict:
+    """Control change -> tables + figure for states never computed before (a fresh page)."""
+    ctx = browser.new_context()
+    ctx.add_init_script(WORKER_TAP_JS)
+    page = ctx.new_page()
+    _visit(page, base + PAGE1, ["tp-ready"])
+    out = {}
+    for section, inner, outer in NEW_STATES:
+        res = page.evaluate(NEW_STATES_JS, [section, inner, outer, count])
+        lat = latency_summary(res["applied"])
+        name = inner if outer is None else f"{inner} × {outer}"
+        out[name] = {"section": section, "applied_ms": lat, "worker_ms": latency_summary(res["worker"]),
+                     "failures": res["failures"], "target_p95_ms": 16.0,
+                     "meets_target": bool(res["applied"]) and res["failures"] == 0 and lat["p95"] < 16.0}
+    ctx.close()
+    return out
+
+
 # P7: discrete controls while the runtime is held back (its wasm never arrives): every change is
 # answered from the section's precomputed results.  Each control cycles through its options from
 # the static page's state (one change away: always precomputed); the first change of a section
@@ -385,6 +448,7 @@ def run(site: Path, quick: bool) -> dict:
                     "time_to_live": time_to_live(browser, base, 2 if quick else 5),
                     "snapshot_cost": snapshot_cost(browser, base, 2 if quick else 5),
                     "control_latency": control_latency(browser, base, 20 if quick else 100),
+                    "new_state_latency": new_state_latency(browser, base, 20 if quick else 100),
                     "precomputed_latency": precomputed_latency(browser, base, 20 if quick else 60),
                 }
             finally:

@@ -79,3 +79,18 @@ def parse(html: str) -> Node:
     if b.cur is not b.root:
         raise AssertionError(f"<{b.cur.tag}> is never closed")
     return b.root
+
+
+def as_tree(node: Node) -> dict:
+    """An element as an element tree (ARCHITECTURE.md, "Element trees"): ``{"t", "a", "c"}`` or,
+    for an element without element children, ``{"t", "a", "x": its text}`` ("a" only when it has
+    attributes), so that built markup compares with the tree a view returned."""
+    out: dict = {"t": node.tag}
+    if node.attrs:
+        out["a"] = dict(node.attrs)
+    kids = node.element_children()
+    if kids:
+        out["c"] = [as_tree(k) for k in kids]
+    else:
+        out["x"] = node.text()
+    return out

@@ -198,10 +198,13 @@ class _Semantics(html.parser.HTMLParser):
         self.tables: list[dict] = []
         self.maths: list[str | None] = []
         self._stack: list[dict] = []
+        self.grids = 0
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "table":
+            # A grid inside a cell (role="presentation": a matrix laid out, not a data table of
+            # its own) is not counted; its rows and cells must not count for the outer table.
             self._stack.append({"caption": "", "in_caption": False, "cols": 0, "rows": 0, "row_heads": 0,
                                 "demo": "data-table" in a, "layout": a.get("role") == "presentation",
                                 "part": None, "cell": 0})
@@ -233,7 +236,10 @@ class _Semantics(html.parser.HTMLParser):
             self._stack[-1]["in_caption"] = False
         elif tag == "table":
             t = self._stack.pop()
-            if not t["layout"]:
+            if t["layout"]:
+                assert not (t["caption"] or t["cols"] or t["row_heads"]), "a presentation grid with table semantics"
+                self.grids += 1
+            else:
                 self.tables.append(t)
 
     def handle_data(self, data):
@@ -242,7 +248,7 @@ class _Semantics(html.parser.HTMLParser):
 
 
 def test_tables_have_captions_and_headers_and_math_has_alttext(built_site):
-    n_tables = n_math = 0
+    n_tables = n_math = n_grids = 0
     for path in sorted(built_site.rglob("*.html")):
         rel = path.relative_to(built_site).as_posix()
         sem = _Semantics()
@@ -256,4 +262,5 @@ def test_tables_have_captions_and_headers_and_math_has_alttext(built_site):
             assert alt and alt.strip(), f"{rel}: <math> without alttext"
         n_tables += len(sem.tables)
         n_math += len(sem.maths)
-    assert n_tables > 40 and n_math > 500, (n_tables, n_math)
+        n_grids += sem.grids
+    assert n_tables > 40 and n_math > 500 and n_grids > 100, (n_tables, n_math, n_grids)

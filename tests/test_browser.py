@@ -24,6 +24,8 @@ import pytest
 from tpmath import TPMathError, views
 from tpmath import fmt
 
+from grid_cells import numbers, printed, shown, tint
+
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,9 +33,29 @@ BOOT_TIMEOUT_MS = 90_000
 BOOT_BATCH = 3          # pages whose runtimes boot at the same time (see live_pages)
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
-# Everything the page shows for one demo block, read with textContent only.
+# Everything the page shows for one demo block: texts, and a cell holding an element (a grid, a
+# rank tag) as that element's tree {t, a, c | x} (ARCHITECTURE.md, "Element trees"), without the
+# cue's transient class, so it compares with the tree CPython's view returned.
 SNAPSHOT_FN = """function snapshot(demo) {
-  const cells = (part) => part ? Array.from(part.rows).map(r => Array.from(r.cells).map(c => c.textContent)) : [];
+  const tree = (el) => {
+    const a = {};
+    for (const at of el.attributes) {
+      if (at.name === "hidden") continue;
+      let v = at.value;
+      if (at.name === "class") {
+        v = v.split(/\\s+/).filter(c => c && c !== "tp-changed").join(" ");
+        if (!v && at.value.includes("tp-changed")) continue;
+      }
+      a[at.name] = v;
+    }
+    const node = {t: el.localName};
+    if (Object.keys(a).length) node.a = a;
+    if (el.children.length) node.c = Array.from(el.children).map(tree); else node.x = el.textContent;
+    return node;
+  };
+  const cell = (c) => c.children.length === 1 ? {el: tree(c.children[0])} :
+      c.children.length ? {els: Array.from(c.children).map(tree)} : c.textContent;
+  const cells = (part) => part ? Array.from(part.rows).map(r => Array.from(r.cells).map(cell)) : [];
   const tables = {};
   let scopes = true;
   demo.querySelectorAll("table[data-table]").forEach(t => {
@@ -108,6 +130,23 @@ def _nodes(node: dict):
     yield node
     for child in node.get("c", []):
         yield from _nodes(child)
+def shown_cell(cell, lang: str):
+    """A table cell as SNAPSHOT_FN reads it from the page: text, or {"el": tree} with its texts
+    translated."""
+    if isinstance(cell, dict) and "el" in cell:
+        return {"el": _translated(cell["el"], lang)}
+    return cell_text(cell, lang)
+
+
+def _translated(node: dict, lang: str) -> dict:
+    out = {k: v for k, v in node.items() if k in ("t", "a")}
+    if "x" in node:
+        out["x"] = cell_text(node["x"], lang)
+    elif node.get("c"):
+        out["c"] = [_translated(c, lang) for c in node["c"]]
+    else:
+        out["x"] = ""
+    return out
 
 
 def key_text(key, lang: str) -> str:
@@ -122,8 +161,8 @@ def expected(section: str, controls: dict, lang: str) -> dict:
         tables[name] = {
             "caption": None if spec.get("caption") is None else key_text(spec["caption"], lang),
             "head": [key_text(c, lang) for c in spec.get("columns", [])],
-            "rows": [[cell_text(c, lang) for c in row] for row in spec.get("rows", [])],
-            "foot": [[cell_text(c, lang) for c in row] for row in spec.get("foot", [])],
+            "rows": [[shown_cell(c, lang) for c in row] for row in spec.get("rows", [])],
+            "foot": [[shown_cell(c, lang) for c in row] for row in spec.get("foot", [])],
         }
     return {"tables": tables, "values": {k: cell_text(v, lang) for k, v in result["values"].items()},
             "notes": {k: cell_text(v, lang) for k, v in result["notes"].items()},
@@ -339,10 +378,11 @@ def check_mlp_against_cli(live: LivePage, controls: dict, state: dict) -> int:
     n = 0
     assert len(table["rows"]) == out["tp"] == int(controls["tp"])
     for r, row in enumerate(table["rows"]):
-        assert row[0] == f"R{r}"
-        for header, text in zip(table["head"][1:], row[1:]):
+        assert shown(row[0]) == f"R{r}" and tint(row[0]) == r
+        for header, cell in zip(table["head"][1:], row[1:]):
             if header in by_header:
-                assert text == fmt.mat(out["ranks"][r][by_header[header]]), (header, r)
+                assert shown(cell) == printed(out["ranks"][r][by_header[header]]), (header, r)
+                assert tint(cell) == r
                 n += 1
     assert state["values"]["loss"] == fmt.num(out["reference"]["loss"])
     assert state["values"]["max-abs-err"] == fmt.err(max(out["max_abs_err"].values()))
@@ -366,15 +406,16 @@ def check_vocab_ce_against_cli(live: LivePage, controls: dict, state: dict) -> i
     ranks = state["tables"]["vocab-ranks"]["rows"]
     assert len(ranks) == len(out["ranks"]) == int(controls["shards"])
     for row, r in zip(ranks, out["ranks"]):
-        assert row[0] == f"R{r['rank']}"
+        assert shown(row[0]) == f"R{r['rank']}"
         # JSON has no infinity: masked padding logits (−∞) come back as null.
         logits = [float("-inf") if x is None else x for x in r["logits"]]
         local_max = float("-inf") if r["local_max"] is None else r["local_max"]   # an all-padding shard
-        assert row[2:] == [fmt.vec(logits), fmt.num(local_max), fmt.num(r["local_sum_exp"]),
-                           fmt.num(r["target_shifted"])]
+        assert [shown(c) for c in row[2:]] == [printed(logits), fmt.num(local_max), fmt.num(r["local_sum_exp"]),
+                                              fmt.num(r["target_shifted"])]
+        assert tint(row[2]) == r["rank"]
     tokens = state["tables"]["vocab-tokens"]["rows"]
-    assert [t[1:] for t in tokens] == [[f"R{t['rank']}", fmt.num(t["prob"]), fmt.num(t["grad"])]
-                                       for t in out["tokens"]]
+    assert [[shown(c) for c in t[1:]] for t in tokens] == [[f"R{t['rank']}", fmt.num(t["prob"]), fmt.num(t["grad"])]
+                                                          for t in out["tokens"]]
     return 5 + 4 * len(ranks) + 3 * len(tokens)
 
 
@@ -393,14 +434,10 @@ def check_collectives_against_cli(live: LivePage, controls: dict, state: dict) -
     rows = state["tables"]["collective"]["rows"]
     assert len(rows) == n
     for r, row in enumerate(rows):
-        want_out = nothing if out["outputs"][r] is None else fmt.vec(out["outputs"][r])
-        assert row == [f"R{r}", fmt.vec(inputs[r]), want_out], (controls, r)
+        want_out = nothing if out["outputs"][r] is None else printed(out["outputs"][r])
+        assert [shown(c) for c in row] == [f"R{r}", printed(inputs[r]), want_out], (controls, r)
+        assert tint(row[1]) == r
     return 2 * n
-
-
-def _matrix(text: str) -> list:
-    """A matrix cell as shown (fmt.mat: typographic minus, one row per line) back to numbers."""
-    return json.loads(text.replace("\u2212", "-"))
 
 
 def check_row_linear_against_cli(live: LivePage, controls: dict, state: dict) -> int:
@@ -409,14 +446,16 @@ def check_row_linear_against_cli(live: LivePage, controls: dict, state: dict) ->
     X and A are the demo's inputs (seeded random numbers rounded to one decimal); the shards,
     partial sums, AllReduce and reference are recomputed by the CLI in another process.
     """
-    shown = {row[0]: _matrix(row[2]) for row in state["tables"]["row-inputs"]["rows"]}
-    out = cli("row-linear", "--tp", controls["tp"], "--x", json.dumps(shown["X"]), "--a", json.dumps(shown["A"]))
+    given = {row[0]: numbers(row[2]).tolist() for row in state["tables"]["row-inputs"]["rows"]}
+    out = cli("row-linear", "--tp", controls["tp"], "--x", json.dumps(given["X"]), "--a", json.dumps(given["A"]))
     table = state["tables"]["row-ranks"]
     assert len(table["rows"]) == int(controls["tp"])
     for row, r in zip(table["rows"], out["ranks"]):
-        assert row == [f"R{r['rank']}", fmt.mat(r["X_shard"]), fmt.mat(r["A_shard"]), fmt.mat(r["Y_partial"])]
-    assert table["foot"][0][-1] == fmt.mat(out["Y"])
-    assert table["foot"][1][-1] == fmt.mat(out["reference"]["Y"])
+        assert [shown(c) for c in row] == [f"R{r['rank']}", printed(r["X_shard"]), printed(r["A_shard"]),
+                                           printed(r["Y_partial"])]
+        assert {tint(c) for c in row} == {r["rank"]}
+    assert shown(table["foot"][0][-1]) == printed(out["Y"])
+    assert shown(table["foot"][1][-1]) == printed(out["reference"]["Y"])
     assert table["foot"][2][-1] == fmt.err(out["max_abs_err"]["Y"])
     return 3 * len(table["rows"]) + 3
 

@@ -20,7 +20,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from html_tree import parse
+from html_tree import as_tree, parse
 from site_fixture import DEMO, ROOT, make_content, tree_hashes
 from tpsite import BuildError
 from tpsite.build import build
@@ -404,12 +404,15 @@ def test_real_site_defaults_match_views(real_site, slug):
             assert shown.attrs["value"] == value
         for tname, spec in result["tables"].items():
             table = demo.find("table", data_table=tname)
-            body = table.find("tbody").find_all("tr")
+            body = table.find("tbody").element_children()
             assert len(body) == len(spec["rows"])
             for tr, row in zip(body, spec["rows"]):
                 for cell_el, cell in zip(tr.element_children(), row):
                     if isinstance(cell, str):
                         assert cell_el.text() == cell
+                        checked += 1
+                    elif "el" in cell:     # a grid or a rank tag: the same elements, attributes and numbers
+                        assert [as_tree(k) for k in cell_el.element_children()] == [cell["el"]]
                         checked += 1
         for vname, value in result["values"].items():
             if isinstance(value, str):

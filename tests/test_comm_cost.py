@@ -205,7 +205,10 @@ def test_presets_cited_values():
     (dict(tp=3), "tp", "tp=3 does not divide hidden=16"),
     (dict(batch=0), "batch", "Batch size must be between 1 and 1\u202f000\u202f000, not 0"),
     (dict(dtype_bytes=16), "dtype_bytes", "Bytes per element must be between 1 and 8, not 16"),
-    (dict(link_gbps=0), "link_gbps", "Link bandwidth must be at least 1e−9, not 0"),
+    (dict(link_gbps=0), "link_gbps", "Link bandwidth must be between 1e−9 and 10\u202f000\u202f000, not 0"),
+    # beyond the bounds the times would overflow: 1e308 gave 0/0 (a traceback on the command line)
+    (dict(link_gbps="1e308", tflops=1), "link_gbps", "Link bandwidth must be between 1e−9 and 10\u202f000\u202f000, not 1e308"),
+    (dict(link_gbps=1, tflops="1e308"), "tflops", "between 1e−9 and 1\u202f000\u202f000, not 1e308"),
     (dict(tflops="fast"), "tflops", "must be a number, not fast"),
     (dict(seq=2.5), "seq", "2.5"),
 ])

@@ -222,3 +222,67 @@ def test_qkv_figure_tints_each_column_by_the_rank_that_gets_it(tp, H, K, E):
         cells = [n for n in tree.walk(bar) if n["t"] == "rect" and "cell" in n["a"]["class"].split()]
         assert len(cells) == (H + 2 * K) * E
         assert [c["a"]["data-rank"] for c in cells] == [str(i // per) for i in range(len(cells))]
+# ---------------------------------------------------------------- grid cells in tables
+
+NESTED_LIST = re.compile(r"\[\s*\[|^\[[−\d.e∞NaN, ]+\]$| \| R\d")   # "[[…", a bare "[a, b, …]", "R0 […] | R1"
+RANK_COLUMNS = ("col.rank", "col.row_rank")
+
+
+def _cells(result: dict):
+    """(table, part, row index, column index, cell) of every body and foot cell."""
+    for name, spec in result["tables"].items():
+        for part in ("rows", "foot"):
+            for i, row in enumerate(spec.get(part, [])):
+                for j, cell in enumerate(row):
+                    yield name, part, i, j, cell
+
+
+@pytest.mark.parametrize("name", sorted(sections()))
+def test_matrices_in_tables_are_grids_and_ranks_are_tags(name):
+    """No nested-list strings left in any table; every tree cell keeps to the whitelist; a rank
+    row header is a rank tag whose colour is that of the grids in its row (or untinted)."""
+    checked = 0
+    for controls in _settings(name, limit=12):
+        try:
+            result = render(name, controls)
+        except Exception as err:
+            assert type(err).__name__ == "TPMathError", err
+            continue
+        for table, part, i, j, cell in _cells(result):
+            where = (name, controls, table, part, i, j)
+            if isinstance(cell, str):
+                assert not NESTED_LIST.search(cell), (where, cell)
+            elif "el" in cell:
+                tree.check(cell["el"])
+                checked += 1
+        for table, spec in result["tables"].items():
+            if spec["columns"][:1] and spec["columns"][0] in RANK_COLUMNS:
+                for row in spec["rows"]:
+                    head = row[0]["el"]
+                    assert head["t"] == "span" and "rank-tag" in head["a"]["class"].split(), (name, table)
+                    r = head["a"]["data-rank"]
+                    for cell in row[1:]:
+                        if isinstance(cell, dict) and "el" in cell and cell["el"]["t"] == "table":
+                            assert cell["el"]["a"].get("data-rank") == r, (name, table, r)
+    assert checked or name in ("comm-cost", "dp-tp", "memory", "precision", "row-pairing"), name
+
+
+def test_grid_shading_and_stack():
+    # One scale per column: the same number has the same shade in every rank's grid.
+    a = tree.grid([[1.0, -2.0]], rank=0, scale=4.0)["el"]
+    b = tree.grid([[4.0, 2.0]], rank=1, scale=4.0)["el"]
+    cls = lambda g: [td["a"]["class"] for tr in g["c"][0]["c"] for td in tr["c"]]
+    assert cls(a) == ["v1", "v2"] and cls(b) == ["v4", "v2"]
+    # A masked logit (−∞) is shown as such, with the lightest shade; the scale ignores it.
+    g = tree.grid([-np.inf, 1.0, -0.5], rank=2)["el"]
+    assert [td["x"] for td in g["c"][0]["c"][0]["c"]] == ["−∞", "1", "−0.5"]
+    assert cls(g) == ["v0", "v4", "v2"]
+    assert tree.scale_of([1.0, -np.inf], [[-3.0]], []) == 3.0
+    # A stack: one row per rank, led by its tag, tinted by it; the table itself untinted.
+    s = tree.rank_stack([[1.0, 2.0], [10.0, 20.0]])["el"]
+    tree.check(s)
+    assert "rep" in s["a"]["class"].split() and s["a"]["role"] == "presentation"
+    rows = s["c"][0]["c"]
+    assert [tr["a"]["data-rank"] for tr in rows] == ["0", "1"]
+    assert [tr["c"][0]["c"][0]["x"] for tr in rows] == ["R0", "R1"]
+    assert [[td["x"] for td in tr["c"][1:]] for tr in rows] == [["1", "2"], ["10", "20"]]

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from tpmath import TPMathError, collectives, mlp, row_linear, vocab_ce
 from tpmath import views
+from tpmath.views import tree
 from tpmath.cli import main as cli_main
 
 settings.register_profile("ci", max_examples=60, deadline=None,
@@ -178,13 +179,35 @@ CONTROL_VALUES = st.one_of(
 )
 
 
+def _texts(cell):
+    """The verbatim texts of a cell: itself, or those inside its element tree (a grid's numbers)."""
+    if isinstance(cell, str):
+        yield cell
+    elif isinstance(cell, dict) and "el" in cell:
+        for node in tree.walk(cell["el"]):
+            if isinstance(node.get("x"), str):
+                yield node["x"]
+
+
 def _cells_ok(result: dict) -> bool:
     for table in result["tables"].values():
         for row in table.get("rows", []) + table.get("foot", []):
             for cell in row:
-                if isinstance(cell, str) and ("NaN" in cell or "nan" == cell):
+                if any("NaN" in t or "nan" == t for t in _texts(cell)):
                     return False
     return all("NaN" not in str(v) for v in result["values"].values())
+
+
+def _trees_ok(result: dict) -> None:
+    """Every figure and tree cell keeps to the element-tree whitelist (the views do not check
+    their own output on every control change: this is where it is checked, for any input)."""
+    for fig in result.get("figures", {}).values():
+        tree.check(fig)
+    for table in result["tables"].values():
+        for row in table.get("rows", []) + table.get("foot", []):
+            for cell in row:
+                if isinstance(cell, dict) and "el" in cell:
+                    tree.check(cell["el"])
 
 
 @pytest.mark.parametrize("section", sorted(views.sections()))
@@ -204,6 +227,7 @@ def test_views_fuzz(section):
             payload = json.loads(views.render_json(section, json.dumps(values), lang))
             if payload["ok"]:
                 assert _cells_ok(payload["result"]), payload
+                _trees_ok(payload["result"])
             else:
                 assert payload["error"]
                 assert payload["field"] is None or payload["field"] in {c.name for c in controls} | {"controls"}, payload

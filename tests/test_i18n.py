@@ -69,7 +69,7 @@ def test_every_input_has_a_name_for_messages():
     strings = i18n.strings("en")
     fields = set()
     for _, node in calls({"as_int", "as_float", "as_array", "as_choice", "as_dtype", "parse_json", "check_shape",
-                          "select_int", "field_name", "_err"}):
+                          "field_name", "_err"}):
         if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             fields.add(node.args[0].value)
     fields -= {code for code in fields if f"error.{code}" in strings}    # _err(code, …) in mismatch.py

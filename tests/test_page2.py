@@ -2,7 +2,8 @@
 counts against an executed simulation, bad controls, the Python demo, and the built pages.
 
 Independent references: every per-rank shard, partial and gradient is recomputed here
-with plain numpy slicing and matrix products (not through tpmath.row_linear), and the
+with plain numpy slicing and matrix products (not through tpmath.row_linear) and compared
+with the numbers its grid cell shows (and the rank that tints it, grid_cells.py), and the
 collective counts of the pairing table are measured by running each pairing with
 explicit collectives and checking it against the unsharded MLP.
 """
@@ -26,6 +27,9 @@ from tpmath import fmt
 from tpmath.i18n import text
 from tpmath.views import row as row_views
 
+from grid_cells import printed, rank_row, shown, tint
+from html_tree import as_tree, parse
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "content" / "demos" / "row_parallel.py"
 SECTION_IDS = ("concept", "math", "forward", "backward", "communication", "pairing", "cost",
@@ -41,6 +45,15 @@ def ring_factor(name: str, n: int) -> float:
 
 def cells(table: dict) -> list[list]:
     return table["rows"]
+
+
+def seen(row: list) -> list:
+    """A row as shown (grids as their printed numbers, rank tags as R0 …)."""
+    return [shown(c) for c in row]
+
+
+def tints(row: list) -> list:
+    return [tint(c) for c in row if isinstance(c, dict) and "el" in c]
 
 
 # ---------------------------------------------------------------- row-linear / row-backward
@@ -78,22 +91,26 @@ def test_row_linear_tables_equal_numpy(c):
     partial_sum = np.zeros_like(Y)
     for r in range(tp):
         Xr, Ar = X[:, r * kd:(r + 1) * kd], A[r * kd:(r + 1) * kd, :]
-        assert rows[r] == [f"R{r}", fmt.mat(Xr), fmt.mat(Ar), fmt.mat(Xr @ Ar)]
+        assert seen(rows[r]) == rank_row(r, Xr, Ar, Xr @ Ar)
+        assert tints(rows[r]) == [r] * 4
         assert (Xr @ Ar).shape == Y.shape            # a partial has the full output shape
         partial_sum += Xr @ Ar
     assert np.max(np.abs(partial_sum - Y)) < 1e-12
     foot = out["tables"]["row-ranks"]["foot"]
-    assert foot[1][-1] == fmt.mat(Y)
-    assert foot[0][-1] in (fmt.mat(partial_sum), fmt.mat(Y))   # equal up to summation order
+    assert shown(foot[1][-1]) == printed(Y)
+    assert shown(foot[0][-1]) in (printed(partial_sum), printed(Y))   # equal up to summation order
+    assert tint(foot[0][-1]) is None and tint(foot[1][-1]) is None   # the whole Y: untinted
     assert foot[2][-1] == fmt.err(np.max(np.abs(partial_sum - Y)))
     # Column parallel: full X times A's column block r; slices CONCATENATE to Y.
     crow = cells(out["tables"]["col-ranks"])
     for r in range(tp):
         Ar = A[:, r * ko:(r + 1) * ko]
-        assert crow[r] == [f"R{r}", fmt.mat(Ar), fmt.mat(X @ Ar)]
-    assert out["tables"]["col-ranks"]["foot"][1][-1] == fmt.mat(Y)
+        assert seen(crow[r]) == rank_row(r, Ar, X @ Ar) and tints(crow[r]) == [r] * 3
+    assert shown(out["tables"]["col-ranks"]["foot"][1][-1]) == printed(Y)
     inputs = cells(out["tables"]["row-inputs"])
-    assert inputs == [["X", f"({c['batch']}, {D})", fmt.mat(X)], ["A", f"({D}, {O})", fmt.mat(A)]]
+    assert [seen(row) for row in inputs] == [["X", f"({c['batch']}, {D})", printed(X)],
+                                             ["A", f"({D}, {O})", printed(A)]]
+    assert [tints(row) for row in inputs] == [[None], [None]]
     assert out["values"]["row-max-abs-err"] in ("<\u00a01e\u221215", fmt.err(np.max(np.abs(partial_sum - Y))))
     note = out["notes"]["row-linear-comm"]["args"]
     assert note == {"tp": str(tp), "row_fwd": fmt.integer(c["batch"] * O),
@@ -111,19 +128,19 @@ def test_row_backward_tables_equal_numpy(c):
     for r in range(tp):
         Xr, Ar = X[:, r * kd:(r + 1) * kd], A[r * kd:(r + 1) * kd, :]
         # Row parallel: the full, replicated dY; dX_r and dA_r are blocks of dX and dA.
-        assert rows[r] == [f"R{r}", fmt.mat(dY), fmt.mat(dY @ Ar.T), fmt.mat(Xr.T @ dY)]
+        assert seen(rows[r]) == rank_row(r, dY, dY @ Ar.T, Xr.T @ dY) and tints(rows[r]) == [r] * 4
         assert np.allclose(dY @ Ar.T, dX[:, r * kd:(r + 1) * kd], atol=1e-12)
         assert np.allclose(Xr.T @ dY, dA[r * kd:(r + 1) * kd, :], atol=1e-12)
     foot = out["tables"]["row-bwd-ranks"]["foot"]
-    assert foot[1][2:] == [fmt.mat(dX), fmt.mat(dA)]
+    assert seen(foot[1][2:]) == [printed(dX), printed(dA)]
     crows = cells(out["tables"]["col-bwd-ranks"])
     dX_sum = np.zeros_like(dX)
     for r in range(tp):
         Ar, gr = A[:, r * ko:(r + 1) * ko], dY[:, r * ko:(r + 1) * ko]
-        assert crows[r] == [f"R{r}", fmt.mat(gr), fmt.mat(gr @ Ar.T), fmt.mat(X.T @ gr)]
+        assert seen(crows[r]) == rank_row(r, gr, gr @ Ar.T, X.T @ gr) and tints(crows[r]) == [r] * 4
         dX_sum += gr @ Ar.T
     assert np.max(np.abs(dX_sum - dX)) < 1e-12          # column parallel: partial dX ADD up
-    assert out["tables"]["col-bwd-ranks"]["foot"][1][2:] == [fmt.mat(dX), fmt.mat(dA)]
+    assert seen(out["tables"]["col-bwd-ranks"]["foot"][1][2:]) == [printed(dX), printed(dA)]
     comm = cells(out["tables"]["row-comm"])
     n = tp
     expect = [
@@ -478,19 +495,22 @@ def test_built_page_sections_tables_links(site, lang):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_built_tables_are_the_view_results(site, lang):
-    page = (site / lang / "row-parallel.html").read_text(encoding="utf-8")
+    doc = parse((site / lang / "row-parallel.html").read_text(encoding="utf-8"))
     for section, table in (("row-linear", "row-ranks"), ("row-linear", "col-ranks"),
                            ("row-backward", "row-bwd-ranks"), ("row-pairing", "row-pairing"),
                            ("comm-cost", "comm-layer")):
-        m = re.search(rf'<table data-table="{table}">(.*?)</table>', page, re.S)
-        assert m, table
-        body = re.search(r"<tbody>(.*?)</tbody>", m.group(1), re.S).group(1)
-        got = [[html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr, re.S)]
-               for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+        built = doc.find("table", data_table=table)
+        assert built is not None, table
+        got = [tr.element_children() for tr in built.find("tbody").element_children()]
         want = views.render(section, None, lang)["tables"][table]["rows"]
         assert len(got) == len(want)
         for g, w in zip(got, want):
-            assert [x for x, y in zip(g, w) if not isinstance(y, dict)] == [y for y in w if not isinstance(y, dict)]
+            assert len(g) == len(w)
+            for cell_el, cell in zip(g, w):
+                if isinstance(cell, str):
+                    assert cell_el.text() == cell
+                elif "el" in cell:          # a grid or rank tag: the same elements, attributes, numbers
+                    assert [as_tree(k) for k in cell_el.element_children()] == [cell["el"]]
 
 
 def test_built_pydemo_output_is_the_program_output(site):

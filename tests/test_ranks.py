@@ -12,6 +12,8 @@ from tpmath import TPMathError, collectives, ranks, views
 from tpmath.real.__main__ import build_parser
 from tpmath import fmt
 
+from grid_cells import shown, text_rows
+
 
 def records_by_name(per_rank: list, r: int) -> dict[str, str]:
     return {name: ranks.value_text(value) for name, value in per_rank[r]}
@@ -20,7 +22,8 @@ def records_by_name(per_rank: list, r: int) -> dict[str, str]:
 @pytest.mark.parametrize("tp", [1, 2, 4])
 @pytest.mark.parametrize("stage", ["shards", "forward", "partial", "backward", "grad-w", "grad-x"])
 def test_mlp_records_are_the_cells_of_the_mlp_table(tp, stage):
-    """Every matrix a rank prints is the cell of that rank's row in the page's table."""
+    """Every matrix a rank prints is the grid of that rank's row in the page's table, number
+    for number."""
     res = views.render("mlp", {"tp": str(tp), "stage": stage})
     table = res["tables"]["mlp-ranks"]
     per_rank, _ = ranks.expected(ranks.plan("mlp", {"tp": tp, "stage": stage}))
@@ -34,12 +37,13 @@ def test_mlp_records_are_the_cells_of_the_mlp_table(tp, stage):
         printed = records_by_name(per_rank, r)
         for col, cell in zip(cols, row):
             if col in key_of:
-                assert printed[names[key_of[col]]] == cell, (r, col)
+                assert text_rows(printed[names[key_of[col]]]) == shown(cell), (r, col)
                 checked += 1
     assert checked == tp * sum(c in key_of for c in cols)
     if stage == "partial":   # the AllReduce result every rank prints is the merged footer row
         merged = table["foot"][1][cols.index("col.y_partial")]
-        assert all(records_by_name(per_rank, r)["Y ← all_reduce(SUM)"] == merged for r in range(tp))
+        assert all(text_rows(records_by_name(per_rank, r)["Y ← all_reduce(SUM)"]) == shown(merged)
+                   for r in range(tp))
 
 
 @pytest.mark.parametrize("shards", [1, 2, 3, 4, 5, 6])
@@ -50,8 +54,8 @@ def test_vocab_records_are_the_cells_of_the_vocab_table(shards, target, shift):
     per_rank, _ = ranks.expected(ranks.plan("vocab-ce", {"shards": shards, "target": target, "shift": shift}))
     for r, row in enumerate(rows):
         printed = {name.split("[")[0]: text for name, text in records_by_name(per_rank, r).items()}
-        assert [printed["z"], printed["local max"], printed["local Σ exp(z − m)"],
-                printed["z_y − m (0 unless y is here)"]] == row[2:6]
+        assert [text_rows(printed["z"]), printed["local max"], printed["local Σ exp(z − m)"],
+                printed["z_y − m (0 unless y is here)"]] == [shown(c) for c in row[2:6]]
         assert printed["loss"] == res["values"]["loss"]
         assert printed["m ← all_reduce(MAX)"] == res["values"]["global-max"]
         assert printed["Σ exp ← all_reduce(SUM)"] == res["values"]["global-sum-exp"]
@@ -66,11 +70,11 @@ def test_collective_records_are_the_cells_of_the_collective_table(name, n):
                                                                "root": root}))
     for r, row in enumerate(res["tables"]["collective"]["rows"]):
         (_, inp), (_, out) = per_rank[r]
-        assert ranks.value_text(inp) == row[1]
-        if isinstance(row[2], dict):          # "receives nothing" (translated on the page)
+        assert text_rows(ranks.value_text(inp)) == shown(row[1])
+        if "key" in row[2]:                   # "receives nothing" (translated on the page)
             assert out == ranks.NOTHING
         else:
-            assert ranks.value_text(out) == row[2]
+            assert text_rows(ranks.value_text(out)) == shown(row[2])
     assert check == [("max|Δ| outputs", f"0 {ranks.OK}")]
 
 
@@ -84,12 +88,13 @@ def test_row_and_column_records_are_the_cells_of_the_linear_tables():
         row_bwd, _ = ranks.expected(ranks.plan("row-linear", {**c, "stage": "backward"}))
         col_bwd, _ = ranks.expected(ranks.plan("column-linear", {**c, "stage": "backward"}))
         for r in range(tp):
-            texts = lambda recs: [ranks.value_text(v) for _, v in recs[r]]   # noqa: E731
-            assert texts(row_fwd)[:3] == fwd["tables"]["row-ranks"]["rows"][r][1:]
-            assert texts(col_fwd)[1:3] == fwd["tables"]["col-ranks"]["rows"][r][1:]
-            assert texts(row_bwd)[:3] == bwd["tables"]["row-bwd-ranks"]["rows"][r][1:]
+            texts = lambda recs: [text_rows(ranks.value_text(v)) for _, v in recs[r]]   # noqa: E731
+            cells = lambda table: [shown(c) for c in table["rows"][r][1:]]            # noqa: E731
+            assert texts(row_fwd)[:3] == cells(fwd["tables"]["row-ranks"])
+            assert texts(col_fwd)[1:3] == cells(fwd["tables"]["col-ranks"])
+            assert texts(row_bwd)[:3] == cells(bwd["tables"]["row-bwd-ranks"])
             t = texts(col_bwd)
-            assert [t[0], t[1], t[3]] == bwd["tables"]["col-bwd-ranks"]["rows"][r][1:]
+            assert [t[0], t[1], t[3]] == cells(bwd["tables"]["col-bwd-ranks"])
 
 
 def test_every_section_command_parses_back_to_the_same_plan():

@@ -1,6 +1,7 @@
 """Page 1 views (mlp, backward, dp-tp, precision, collectives, mismatch, ring, vocab-ce,
 vocab-extras): every checked cell equals ``fmt`` applied to a number computed here,
-independently, with plain numpy (or PyTorch), never to the view's own output; bad
+independently, with plain numpy (or PyTorch), never to the view's own output (a matrix cell is
+a grid: its numbers as printed, and the rank that tints it; see grid_cells.py); bad
 control values raise TPMathError naming the control; the i18n keys the views emit
 exist in both string tables, which have the same keys.
 """
@@ -21,6 +22,8 @@ from tpmath.mlp import default_inputs
 from tpmath import fmt
 from tpmath.i18n import text
 from tpmath.views import render, render_json, sections
+
+from grid_cells import printed, rank_row, shown, tint
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE1 = ("mlp", "backward", "dp-tp", "precision", "collectives", "mismatch", "ring", "vocab-ce", "vocab-extras")
@@ -78,12 +81,13 @@ def test_mlp_stages_match_numpy(tp):
     for stage, cols in expect.items():
         res = render("mlp", {"stage": stage, "tp": str(tp)})
         for r, row in enumerate(rows(res, "mlp-ranks")):
-            assert row[0] == f"R{r}"
-            assert row[1:] == [fmt.mat(ranks[r][key]) for key, _ in cols], (stage, r)
+            assert [shown(c) for c in row] == rank_row(r, *(ranks[r][key] for key, _ in cols)), (stage, r)
+            assert [tint(c) for c in row] == [r] * len(row)          # rank r's blocks carry its colour
         ref_row, merged_row, err_row = foot(res, "mlp-ranks")
         assert ref_row[0] == {"key": "label.reference"}
-        assert ref_row[1:] == [fmt.mat(full[name]) for _, name in cols]
-        assert merged_row[1:] == [fmt.mat(full[name]) for _, name in cols]
+        assert [shown(c) for c in ref_row[1:]] == [printed(full[name]) for _, name in cols]
+        assert [shown(c) for c in merged_row[1:]] == [printed(full[name]) for _, name in cols]
+        assert {tint(c) for c in ref_row[1:] + merged_row[1:]} == {None}   # whole results: untinted
         assert all(parse_err(c) < 1e-12 for c in err_row[1:])
     loss = float(np.sum(full["Y"] * full["G"]))
     assert res["values"]["loss"] == fmt.num(loss)
@@ -94,8 +98,12 @@ def test_mlp_shards_stage_lists_columns():
     ranks, _ = mlp_reference(4)
     res = render("mlp", {"stage": "shards", "tp": 4})
     assert [row[1] for row in rows(res, "mlp-ranks")] == ["0", "1", "2", "3"]
-    assert [row[2] for row in rows(res, "mlp-ranks")] == [fmt.mat(r["W1"]) for r in ranks]
-    assert [row[3] for row in rows(res, "mlp-ranks")] == [fmt.mat(r["W2"]) for r in ranks]
+    assert [shown(row[2]) for row in rows(res, "mlp-ranks")] == [printed(r["W1"]) for r in ranks]
+    assert [shown(row[3]) for row in rows(res, "mlp-ranks")] == [printed(r["W2"]) for r in ranks]
+    inputs = {row[0]: row for row in rows(res, "mlp-inputs")}
+    d = default_inputs()
+    for name, key in (("X", "X"), ("W₁", "W1"), ("W₂", "W2"), ("G", "G")):
+        assert shown(inputs[name][1]) == printed(d[key]) and tint(inputs[name][1]) is None
     res2 = render("mlp", {"stage": "shards", "tp": "2"})
     assert [row[1] for row in rows(res2, "mlp-ranks")] == ["0–1", "2–3"]
 
@@ -120,10 +128,12 @@ def test_backward_gradients_per_rank_and_checks(tp):
     ranks, full = mlp_reference(tp)
     res = render("backward", {"tp": str(tp)})
     for r, row in enumerate(rows(res, "backward-grads")):
-        assert row == [f"R{r}"] + [fmt.mat(ranks[r][k]) for k in ("G_H", "G_Z", "G_W1", "G_W2", "G_X_partial")]
+        assert [shown(c) for c in row] == rank_row(r, *(ranks[r][k] for k in ("G_H", "G_Z", "G_W1", "G_W2",
+                                                                            "G_X_partial")))
+        assert [tint(c) for c in row] == [r] * len(row)
     check = rows(res, "grad-check")
     for row, key in zip(check, ("G_X", "G_W1", "G_W2")):
-        assert row[2] == fmt.mat(full[key])
+        assert shown(row[2]) == printed(full[key]) and tint(row[2]) is None
         assert parse_err(row[3]) < 1e-12
         # analytic vs our own finite differences: agreement to FD accuracy
         fd = finite_diff(key[2:] if key != "G_X" else "X", full)
@@ -169,8 +179,8 @@ def test_precision_within_stated_tolerance(dtype):
     _, full = mlp_reference(1)
     W1n, W2n = full["W1"] - 0.1 * full["G_W1"], full["W2"] - 0.1 * full["G_W2"]
     sgd = rows(res, "sgd-step")
-    assert sgd[0][1] == sgd[0][2] == fmt.mat(W1n)
-    assert sgd[1][1] == sgd[1][2] == fmt.mat(W2n)
+    assert shown(sgd[0][1]) == shown(sgd[0][2]) == printed(W1n)
+    assert shown(sgd[1][1]) == shown(sgd[1][2]) == printed(W2n)
     after = float(np.sum((np.tanh(full["X"] @ W1n) @ W2n) * full["G"]))
     assert res["values"]["loss-after"] == res["values"]["loss-after-reference"] == fmt.num(after)
     assert res["values"]["loss-before"] == fmt.num(np.sum(full["Y"] * full["G"]))
@@ -212,18 +222,21 @@ def test_collective_tables(name, n, op, root):
     res = render("collectives", {"collective": name, "op": op, "ranks": str(n), "root": str(root)})
     exp = expected_collective(name, xs, op, root)
     for r, row in enumerate(rows(res, "collective")):
-        assert row[1] == fmt.vec(xs[r])
-        assert row[2] == ({"key": "label.nothing"} if exp[r] is None else fmt.vec(exp[r]))
+        assert shown(row[0]) == f"R{r}" and shown(row[1]) == printed(xs[r])
+        assert shown(row[2]) == ({"key": "label.nothing"} if exp[r] is None else printed(exp[r]))
+        assert [tint(c) for c in row if "el" in c] == [r] * (2 if exp[r] is None else 3)
     red = expected_collective("all-reduce", xs, op, root)[0]
     for r, row in enumerate(rows(res, "rs-ag")):
-        assert row[1:4] == [fmt.vec(np.split(red, n)[r]), fmt.vec(red), fmt.vec(red)]
+        assert [shown(c) for c in row[:4]] == rank_row(r, np.split(red, n)[r], red, red)
+        assert [tint(c) for c in row[:4]] == [r] * 4
         assert row[4] == "<\u00a01e\u221215"
 
 
 def test_collective_seed_alltoall():
     res = render("collectives", None)
-    assert [row[1:] for row in rows(res, "collective")] == [["[1, 2, 3, 4]", "[1, 2, 10, 20]"],
-                                                          ["[10, 20, 30, 40]", "[3, 4, 30, 40]"]]
+    assert [[shown(c) for c in row[1:]] for row in rows(res, "collective")] == [
+        [[["1", "2", "3", "4"]], [["1", "2", "10", "20"]]],
+        [[["10", "20", "30", "40"]], [["3", "4", "30", "40"]]]]
     assert res["values"]["nccl-name"] == "AlltoAll"
 
 
@@ -233,11 +246,12 @@ def test_mismatch_scenarios():
     assert rows(ok, "mismatch-hangs") == []
     early = render("mismatch", {"scenario": "early_exit"}, "zh")
     hang = rows(early, "mismatch-hangs")
-    assert [h[:3] for h in hang] == [["R0", "#1", {"key": "label.hang_early_exit"}]]
+    assert [[shown(c) for c in h[:3]] for h in hang] == [["R0", "#1", {"key": "label.hang_early_exit"}]]
+    assert [shown(row[0]) for row in rows(early, "mismatch-calls")] == ["R0", "R1"]
     assert re.search(r"[\u4e00-\u9fff]", text(hang[0][3], "zh"))   # the Chinese explanation on the zh page
     assert early["values"]["matched"] == "1"
     swapped = render("mismatch", {"scenario": "order_swapped"})
-    assert [h[0] for h in rows(swapped, "mismatch-hangs")] == ["R0", "R1"]
+    assert [shown(h[0]) for h in rows(swapped, "mismatch-hangs")] == ["R0", "R1"]
 
 
 @pytest.mark.parametrize("n,count", [(4, 8), (2, 4), (8, 1024), (3, 10)])
@@ -247,6 +261,7 @@ def test_ring_bytes(n, count):
     assert len(steps) == 2 * (n - 1) and res["values"]["steps"] == fmt.integer(2 * (n - 1))
     chunk = [count // n + (1 if k < count % n else 0) for k in range(n)]
     for r, row in enumerate(rows(res, "ring-bytes")):
+        assert shown(row[0]) == f"R{r}" and tint(row[0]) == r
         sent = (2 * count - chunk[r] - chunk[(r + 1) % n]) * 4     # all chunks twice except two
         assert row[1] == fmt.integer(2 * (n - 1))
         assert row[2] == fmt.integer(sent) + "\u00a0B"
@@ -256,7 +271,13 @@ def test_ring_bytes(n, count):
     assert [row[3] for row in steps] == [fmt.integer(count * 4) + "\u00a0B"] * (2 * (n - 1))
     if n <= 4 and count <= 8:
         total = sum(np.arange(1, count + 1) * 10.0 ** r for r in range(n))
-        assert steps[-1][4] == " | ".join(f"R{r} {fmt.vec(total)}" for r in range(n))
+        assert shown(steps[-1][4]) == [(f"R{r}", printed(total)[0]) for r in range(n)]
+        # after the ReduceScatter half, rank r holds the whole sum of its chunk r (NCCL's layout)
+        bounds = np.cumsum([0] + chunk)
+        for r, (tag, row) in enumerate(shown(steps[n - 2][4])):
+            assert row[bounds[r]:bounds[r + 1]] == printed(total[bounds[r]:bounds[r + 1]])[0], tag
+    else:
+        assert steps[-1][4] == {"key": "label.buffers_hidden"}
     assert res["values"]["bus-factor"] == fmt.num(2 * (n - 1) / n)
 
 
@@ -307,9 +328,11 @@ def test_vocab_ce_tables(shards, target, shift):
     assert v["padded-vocab"] == fmt.integer(ref["Vp"])
     for r, row in enumerate(rows(res, "vocab-ranks")):
         e = ref["ranks"][r]
-        assert row[2:] == [fmt.vec(e["logits"]), fmt.num(e["max"]), fmt.num(e["sumexp"]), fmt.num(e["t"])]
+        assert shown(row[0]) == f"R{r}" and tint(row[0]) == tint(row[2]) == r
+        assert [shown(c) for c in row[2:]] == [printed(e["logits"]), fmt.num(e["max"]), fmt.num(e["sumexp"]),
+                                              fmt.num(e["t"])]
     for j, row in enumerate(rows(res, "vocab-tokens")):
-        assert row == [str(j), f"R{j // ref['K']}", fmt.num(ref["p"][j]), fmt.num(ref["grad"][j])]
+        assert [shown(c) for c in row] == [str(j), f"R{j // ref['K']}", fmt.num(ref["p"][j]), fmt.num(ref["grad"][j])]
     assert ("padding" in res["notes"]) == (ref["Vp"] != 6)
 
 
@@ -368,6 +391,7 @@ def test_vocab_smoothing_pytorch_and_megatron(tp, eps):
     assert res["tables"]["vocab-smoothing"]["columns"][2] == "col.k_padded"
     K = -(-6 // tp)                                    # the padded width: Vp/tp
     for r, row in enumerate(rows(res, "vocab-smoothing")):
+        assert shown(row[0]) == f"R{r}"
         assert row[2] == fmt.integer(K)
         assert row[3] == fmt.num(want)
         meg = megatron_smoothed(LOGITS, 2, eps, tp, r)
@@ -415,7 +439,9 @@ def test_vocab_ignore_and_hidden_gradient():
         losses.append(r["loss"]); grads.append(r["grad"] / 2)     # mean over 2 counted positions
     table = rows(res, "vocab-ignore")
     assert [row[3] for row in table] == [fmt.num(x) for x in losses]
-    assert [row[4] for row in table] == [fmt.vec(g) for g in grads]
+    assert [shown(row[4]) for row in table] == [printed(g) for g in grads]
+    assert [shown(row[1]) for row in table] == [printed(z) for z in Z]
+    assert {tint(row[1]) for row in table} | {tint(row[4]) for row in table} == {None}   # positions, not ranks
     assert table[1][2] == {"key": "label.ignored", "args": {"index": "−100"}}
     assert foot(res, "vocab-ignore")[0][3] == fmt.num((losses[0] + losses[2]) / 2)
     # output head: logits = h W_out, dL/dh = (softmax − onehot)/N · W_outᵀ, summed over shards
@@ -426,18 +452,21 @@ def test_vocab_ignore_and_hidden_gradient():
     P = np.exp(logits - logits.max(1, keepdims=True)); P /= P.sum(1, keepdims=True)
     Gz = (P - np.eye(W.shape[1])[t]) / len(t)
     hid = foot(res, "vocab-hidden")
-    assert hid[0][4] == hid[1][4] == fmt.mat(Gz @ W.T)
+    assert shown(hid[0][4]) == shown(hid[1][4]) == printed(Gz @ W.T)
     K = 2
     for r, row in enumerate(rows(res, "vocab-hidden")):
-        assert row[2] == fmt.mat(W[:, r * K:(r + 1) * K])                       # the rank's columns of W_out
-        assert row[3] == fmt.mat(Gz[:, r * K:(r + 1) * K])                      # of the mean loss (÷ 2)
-        assert row[4] == fmt.mat(Gz[:, r * K:(r + 1) * K] @ W[:, r * K:(r + 1) * K].T)
+        assert shown(row[2]) == printed(W[:, r * K:(r + 1) * K])                # the rank's columns of W_out
+        assert shown(row[3]) == printed(Gz[:, r * K:(r + 1) * K])               # of the mean loss (÷ 2)
+        assert shown(row[4]) == printed(Gz[:, r * K:(r + 1) * K] @ W[:, r * K:(r + 1) * K].T)
+        assert [tint(c) for c in (row[0], row[2], row[3], row[4])] == [r] * 4
     spec = res["tables"]["vocab-hidden"]
     assert spec["caption"] == {"key": "cap.vocab_hidden", "args": {"n": "2"}}
     assert spec["columns"][3] == {"key": "col.g_logits", "args": {"n": "2"}}
-    # the inputs are on the page: h, W_out and the targets
-    assert rows(res, "vocab-head-inputs") == [["h", "(2, 3)", fmt.mat(h)], ["W_out", "(3, 6)", fmt.mat(W)],
-                                              ["y", "(2,)", fmt.vec(t)]]
+    # the inputs are on the page: h, W_out and the targets (replicated: untinted grids)
+    inputs = rows(res, "vocab-head-inputs")
+    assert [row[:2] for row in inputs] == [["h", "(2, 3)"], ["W_out", "(3, 6)"], ["y", "(2,)"]]
+    assert [shown(row[2]) for row in inputs] == [printed(h), printed(W), printed(t)]
+    assert [tint(row[2]) for row in inputs] == [None, None, None]
 
 
 def test_vocab_hidden_padding_columns_are_zero():
@@ -445,8 +474,8 @@ def test_vocab_hidden_padding_columns_are_zero():
     so its gradient and its partial term are 0."""
     res = render("vocab-extras", {"tp": "4", "smoothing": 0})
     last = rows(res, "vocab-hidden")[3]
-    assert last[2] == fmt.mat(np.zeros((3, 2))) and last[3] == fmt.mat(np.zeros((2, 2)))
-    assert last[4] == fmt.mat(np.zeros((2, 3)))
+    assert shown(last[2]) == printed(np.zeros((3, 2))) and shown(last[3]) == printed(np.zeros((2, 2)))
+    assert shown(last[4]) == printed(np.zeros((2, 3)))
 
 
 # ------------------------------------------------------------------ bad control values

@@ -161,6 +161,13 @@ def check_heads(tp: int, heads: int, kv_heads: int, hidden: int, model: str | No
         raise TPMathError("tp_kv_heads", "tp", tp=tp, kv_heads=kv_heads, choices=choices)
 
 
+# Upper bounds of the link and compute rates: far above any machine (10 Pb/s, an exaflop per
+# rank), and low enough that the times stay finite and non-zero (at 1e308 the product overflows
+# and the communication fraction becomes 0/0).
+LINK_GBPS_MAX = 1e7
+TFLOPS_MAX = 1e6
+
+
 def comm_cost(batch: Any, seq: Any, hidden: Any, tp: Any, dtype_bytes: Any = 2, layers: Any = 1,
               link_gbps: Any = None, tflops: Any = None, heads: Any = None, kv_heads: Any = None,
               model: str | None = None) -> dict:
@@ -207,12 +214,12 @@ def comm_cost(batch: Any, seq: Any, hidden: Any, tp: Any, dtype_bytes: Any = 2, 
         "flops_per_rank_step": 3 * N * layer_flops(B, L, h) / n,
     }
     if link_gbps is not None:
-        g = as_float("link_gbps", link_gbps, 1e-9)
+        g = as_float("link_gbps", link_gbps, 1e-9, LINK_GBPS_MAX)
         result["inputs"]["link_gbps"] = g
         result["link_bytes_per_s"] = g * 1e9 / 8
         result["t_comm_s"] = result["per_step_bytes"] / result["link_bytes_per_s"]
     if tflops is not None:
-        t = as_float("tflops", tflops, 1e-9)
+        t = as_float("tflops", tflops, 1e-9, TFLOPS_MAX)
         result["inputs"]["tflops"] = t
         result["t_calc_s"] = result["flops_per_rank_step"] / (t * 1e12)
     if link_gbps is not None and tflops is not None:

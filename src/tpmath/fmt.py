@@ -18,9 +18,26 @@ MINUS = "\u2212"
 TINY = 1e-15
 
 
+_NUM_MEMO: dict = {}
+_MEMO_MAX = 8192
+
+
 def num(x: Any, decimals: int = 4) -> str:
-    """A value: fixed ``decimals`` (trailing zeros trimmed), scientific when huge or tiny."""
+    """A value: fixed ``decimals`` (trailing zeros trimmed), scientific when huge or tiny.
+
+    Memoised: a page prints the same numbers in its tables, figures and rank outputs on every
+    control change (a few hundred per change, in the browser's Python)."""
     x = float(x)
+    key = (x, decimals)
+    text = _NUM_MEMO.get(key)
+    if text is None:
+        if len(_NUM_MEMO) >= _MEMO_MAX:
+            _NUM_MEMO.clear()
+        text = _NUM_MEMO[key] = _num(x, decimals)
+    return text
+
+
+def _num(x: float, decimals: int) -> str:
     if math.isnan(x):
         return "NaN"
     if math.isinf(x):

@@ -209,10 +209,30 @@ async function boot(base, wheel, snapshot) {
   return pyodide;
 }
 
+/* The last RESULTS_KEPT answers, by section, language and controls (least recently used goes
+ * first).  A render is a pure function of those three, and a reader scrubbing a slider or stepping
+ * back and forth through a select revisits states: those are answered without running Python.
+ * Cleared when a reader's program runs (it could change what tpmath computes). */
+const RESULTS_KEPT = 256;
+const answers = new Map();
+
+function answer(section, controls, lang) {
+  const key = JSON.stringify([section, lang, controls]);
+  let text = answers.get(key);
+  if (text === undefined) {
+    text = renderJson(section, JSON.stringify(controls), lang);
+    if (answers.size >= RESULTS_KEPT) answers.delete(answers.keys().next().value);
+  } else {
+    answers.delete(key);          // to the back: most recently used
+  }
+  answers.set(key, text);
+  return text;
+}
+
 function render(msg) {
   let payload;
   try {
-    payload = JSON.parse(renderJson(msg.section, JSON.stringify(msg.controls || {}), msg.lang || "en"));
+    payload = JSON.parse(answer(msg.section, msg.controls || {}, msg.lang || "en"));
   } catch (err) {
     // Not a TPMathError (those come back as {ok: false}): a bug; report it, keep the page alive.
     payload = { ok: false, error: String(err && err.message ? err.message : err).trim().split("\n").pop(),
@@ -236,6 +256,7 @@ function readerTraceback(text) {
 }
 
 function run(pyodide, msg) {
+  answers.clear();
   const out = [];
   const sink = { batched: (line) => out.push(line) };
   pyodide.setStdout(sink);

@@ -39,12 +39,14 @@ import json
 import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import ranks
 from ..errors import TPMathError
+from ..errors import name as field_name
+from ..validate import as_choice, as_float, as_int
 
 def _section_index() -> dict[str, str]:
     """{section: module} for every ``SECTIONS = {"name": …}`` literal of this package's modules.
@@ -74,7 +76,7 @@ class Control:
     """One form control of a section (rendered as <select> or <input>)."""
 
     name: str                      # form element name, also the URL query key
-    kind: str                      # "select" | "number" | "text"
+    kind: str                      # "select" | "number" (Control.parse types the value)
     default: Any
     options: tuple = ()            # select: allowed values (as strings in the page)
     min: float | None = None       # number: bounds shown to the reader
@@ -90,6 +92,52 @@ class Control:
     @property
     def label_key(self) -> str:
         return self.label or f"ctl.{self.name.replace('-', '_')}"
+
+    @property
+    def int_options(self) -> tuple[int, ...] | None:
+        """A select's options as integers when every one is an integer (1, "2" …), else None."""
+        if self.kind != "select" or not all(_is_int_text(o) for o in self.options):
+            return None
+        return tuple(int(o) for o in self.options)
+
+    def parse(self, value: Any) -> Any:
+        """The page's ``value`` of this control, typed and checked against this record's own
+        options or min/max (the bounds the page shows, so the two cannot drift).
+
+        A select of integers gives an int among its options, any other select one of its
+        strings, a number an int (integer step) or a float, within min…max.  A bad value raises
+        :class:`~tpmath.TPMathError` with ``field`` = the control's name.
+        """
+        if self.kind == "select":
+            ints = self.int_options
+            if ints is None:
+                return as_choice(self.name, value, self.options)
+            v = as_int(self.name, value)
+            if v not in ints:
+                raise TPMathError("not_choice", self.name, name=field_name(self.name), value=v,
+                                  choices=", ".join(str(o) for o in self.options))
+            return v
+        if self.kind == "number":
+            integral = isinstance(self.step, int) and not isinstance(self.step, bool)
+            return (as_int if integral else as_float)(self.name, value, self.min, self.max)
+        raise TypeError(f"control {self.name!r}: no parser for kind {self.kind!r}")
+
+
+def _is_int_text(option: Any) -> bool:
+    """An int, or a string that is an int written plainly ("4", not "04" or "0.1")."""
+    if isinstance(option, bool):
+        return False
+    if isinstance(option, int):
+        return True
+    return isinstance(option, str) and option.lstrip("-").isdigit() and str(int(option)) == option
+
+
+def parse_controls(controls: Sequence[Control], raw: dict | None) -> dict:
+    """``{name: typed value}`` of ``controls`` from the page's ``raw`` values (:meth:`Control.parse`),
+    in declaration order; a missing value is the control's default.  Rules between controls
+    (a size one divides, a value another one clamps) stay in the view, after this."""
+    raw = raw or {}
+    return {c.name: c.parse(raw[c.name] if c.name in raw else c.default) for c in controls}
 
 
 @dataclass(frozen=True)

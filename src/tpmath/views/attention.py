@@ -27,11 +27,10 @@ import numpy as np
 from .. import attention as att
 from .. import layer as lay
 from ..collectives import REGISTRY
-from ..validate import as_choice, as_int
 from .. import fmt
-from . import Control, Section
+from . import Control, Section, parse_controls
 from .fig_attention import figure_attention, figure_attention_grads, figure_layer, figure_qkv
-from .cells import label, rank, select_int, table
+from .cells import label, rank, table
 from .tree import grid, rank_tag
 
 TP_OPTIONS = ("1", "2", "4", "8")
@@ -73,14 +72,8 @@ def _rows2(a: np.ndarray) -> np.ndarray:
 
 def attention_controls(values: dict) -> dict:
     """The section's controls validated (select values, head split) into core arguments."""
-    c = {"tp": select_int("tp", values["tp"], [int(o) for o in TP_OPTIONS]),
-         "heads": select_int("heads", values["heads"], [int(o) for o in HEAD_OPTIONS]),
-         "kv_heads": select_int("kv_heads", values["kv_heads"], [int(o) for o in HEAD_OPTIONS]),
-         "seq": select_int("seq", values["seq"], [int(o) for o in SEQ_OPTIONS]),
-         "hidden": select_int("hidden", values["hidden"], [int(o) for o in HIDDEN_OPTIONS]),
-         "causal": as_choice("causal", values["causal"], SWITCH) == "on",
-         "seed": as_int("seed", values["seed"], 0, att.MAX_SEED),
-         "mistake": as_choice("mistake", values["mistake"], att.MISTAKES)}
+    c = parse_controls(SECTIONS["attention"].controls, values)
+    c["causal"] = c["causal"] == "on"
     att.validate_config(c["tp"], c["heads"], c["kv_heads"], c["seq"], BATCH, c["hidden"], c["causal"])
     return c
 
@@ -286,11 +279,8 @@ def _attention_real(c: dict) -> list:
 # -------------------------------------------------------------------------------------- layer
 
 def layer_controls(values: dict) -> dict:
-    c = {"tp": select_int("tp", values["tp"], [int(o) for o in LAYER_TP_OPTIONS]),
-         "heads": select_int("heads", values["heads"], [int(o) for o in LAYER_HEAD_OPTIONS]),
-         "kv_heads": select_int("kv_heads", values["kv_heads"], [int(o) for o in HEAD_OPTIONS]),
-         "causal": as_choice("causal", values["causal"], SWITCH) == "on",
-         "pass": as_choice("pass", values["pass"], PASSES)}
+    c = parse_controls(SECTIONS["layer"].controls, values)
+    c["causal"] = c["causal"] == "on"
     lay.validate_layer(c["tp"], c["heads"], c["kv_heads"], LAYER_SEQ, BATCH, LAYER_HIDDEN, LAYER_FFN, c["causal"])
     return c
 
@@ -372,10 +362,7 @@ def _layer_real(c: dict) -> list:
 # --------------------------------------------------------------------------------- qkv-layout
 
 def qkv_controls(values: dict) -> dict:
-    c = {"tp": select_int("tp", values["tp"], [int(o) for o in TP_OPTIONS]),
-         "heads": select_int("heads", values["heads"], [int(o) for o in HEAD_OPTIONS]),
-         "kv_heads": select_int("kv_heads", values["kv_heads"], [int(o) for o in HEAD_OPTIONS]),
-         "head_dim": select_int("head_dim", values["head_dim"], [int(o) for o in HEAD_DIM_OPTIONS])}
+    c = parse_controls(SECTIONS["qkv-layout"].controls, values)
     split = {lay_: att.fused_qkv_split(c["tp"], c["heads"], c["kv_heads"], c["head_dim"], lay_)
              for lay_ in att.QKV_LAYOUTS}
     return {**c, "split": split}

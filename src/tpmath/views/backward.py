@@ -16,10 +16,11 @@ Letters as in :mod:`tpmath.mlp` and :mod:`tpmath.dp_tp` (B, D, F, tp, dp).
 from __future__ import annotations
 
 from .. import dp_tp, mlp, precision
-from ..validate import DTYPES, as_choice
+from ..validate import DTYPES
 from .. import fmt
-from . import Control, Section
-from .cells import label, rank, select_int, table
+from . import Control, Section, parse_controls
+from . import tree
+from .cells import label, table
 from .fig_backward import figure_backward, figure_dp_tp, figure_precision
 
 TP_OPTIONS = (1, 2, 4)
@@ -39,11 +40,15 @@ _GRADS = (
 
 def render_backward(controls: dict, lang: str) -> dict:
     """Per-rank gradients and the two independent checks of the assembled ones."""
-    tp = select_int("tp", controls["tp"], TP_OPTIONS)
+    tp = parse_controls(SECTIONS["backward"].controls, controls)["tp"]
     res = mlp.default_run(tp)
-    rows = [[rank(rk["rank"]), fmt.mat(rk["G_H"]), fmt.mat(rk["G_Z"]), fmt.mat(rk["G_W1"]),
-             fmt.mat(rk["G_W2"]), fmt.mat(rk["G_X_partial"])] for rk in res["ranks"]]
-    check = [[label(name_key), label(how_key), fmt.mat(res["sharded"][key]),
+    keys = ("G_H", "G_Z", "G_W1", "G_W2", "G_X_partial")
+    # One shading scale per column; G_X_partial reads against the summed G_X.
+    whole = {"G_X_partial": [res["sharded"]["G_X"]]}
+    scales = {k: tree.scale_of(*(rk[k] for rk in res["ranks"]), *whole.get(k, [])) for k in keys}
+    rows = [[tree.rank_tag(rk["rank"])] + [tree.grid(rk[k], rank=rk["rank"], scale=scales[k]) for k in keys]
+            for rk in res["ranks"]]
+    check = [[label(name_key), label(how_key), tree.grid(res["sharded"][key]),
               fmt.err(res["max_abs_err"][key]), fmt.within(res["finite_difference"][key], FD_TOL)]
              for key, name_key, how_key in _GRADS]
     return {
@@ -63,8 +68,8 @@ def render_backward(controls: dict, lang: str) -> dict:
 
 def render_dp_tp(controls: dict, lang: str) -> dict:
     """The four reductions of dp × tp gradients against the full-batch unsharded gradient."""
-    tp = select_int("tp", controls["tp"], TP_OPTIONS)
-    dp = select_int("dp", controls["dp"], DP_OPTIONS)
+    c = parse_controls(SECTIONS["dp-tp"].controls, controls)
+    tp, dp = c["tp"], c["dp"]
     res = dp_tp.run_dp_tp(tp=tp, dp=dp)
     rows = [[label(f"label.variant_{v['name']}"), v["description"],
              fmt.err(v["max_abs_err"]), fmt.num(v["scale"])] for v in res["variants"]]
@@ -85,8 +90,8 @@ _PRECISION_ROWS = (("Y", "label.q_y"), ("loss", "label.q_loss"), ("G_X", "label.
 
 def render_precision(controls: dict, lang: str) -> dict:
     """Max |sharded − unsharded| per quantity for one dtype, and one SGD step (float64)."""
-    dtype = as_choice("dtype", controls["dtype"], DTYPES)
-    tp = select_int("tp", controls["tp"], TP_OPTIONS)
+    c = parse_controls(SECTIONS["precision"].controls, controls)
+    dtype, tp = c["dtype"], c["tp"]
     res = precision.run_precision(tp=tp)
     row = next(r for r in res["dtypes"] if r["dtype"] == dtype)
     rows, drawn = [], []
@@ -99,8 +104,11 @@ def render_precision(controls: dict, lang: str) -> dict:
     rows.append([label("label.q_ce"), fmt.err(ce_err), fmt.err(ce_tol),
                  label("label.yes" if ce_err <= ce_tol else "label.no")])
     sgd = res["sgd"]
-    sgd_rows = [[label(f"label.param_{p.lower()}"), fmt.mat(sgd[f"{p}_sharded"]), fmt.mat(sgd[f"{p}_reference"]),
-                 fmt.err(sgd["max_abs_err"][p])] for p in ("W1", "W2")]
+    sgd_rows = []
+    for p in ("W1", "W2"):
+        top = tree.scale_of(sgd[f"{p}_sharded"], sgd[f"{p}_reference"])
+        sgd_rows.append([label(f"label.param_{p.lower()}"), tree.grid(sgd[f"{p}_sharded"], scale=top),
+                         tree.grid(sgd[f"{p}_reference"], scale=top), fmt.err(sgd["max_abs_err"][p])])
     return {
         "controls": {"dtype": dtype, "tp": str(tp)},
         "tables": {

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..errors import TPMathError
-from ..errors import name as field_name
-from ..validate import as_int
 from .. import fmt
 from ..i18n import Text
 
@@ -28,15 +25,6 @@ def rank(r: int) -> str:
 def table(caption: str, columns: Sequence[str], rows: list, foot: list | None = None) -> dict:
     """One table of a view result (caption and columns are i18n keys)."""
     return {"caption": caption, "columns": list(columns), "rows": rows, "foot": foot or []}
-
-
-def select_int(name: str, value: Any, options: Sequence[int]) -> int:
-    """An integer control restricted to ``options`` (the values of its <select>)."""
-    v = as_int(name, value)
-    if v not in options:
-        raise TPMathError("not_choice", name, name=field_name(name), value=v,
-                          choices=", ".join(str(o) for o in options))
-    return v
 
 
 def int_range(lo: int, hi: int) -> tuple[str, ...]:

@@ -22,10 +22,10 @@ import numpy as np
 from .. import collectives as core
 from .. import mismatch, schedules
 from ..errors import TPMathError
-from ..validate import as_choice, as_int
 from .. import fmt
-from . import Control, Section
-from .cells import int_range, label, rank, select_int, table
+from . import Control, Section, parse_controls
+from . import tree
+from .cells import label, rank, table
 from .fig_collectives import figure_collective, figure_mismatch
 from .fig_ring import figure_ring
 
@@ -38,30 +38,32 @@ SHOW_BUFFERS = (4, 8)        # buffers are listed per step only up to 4 ranks ×
 ELEM_BYTES = 4               # float32
 
 
-def _out(buf) -> str | dict:
-    """An output buffer, or a note that the rank receives nothing (Reduce, Gather)."""
-    return label("label.nothing") if buf is None else fmt.vec(buf)
+def _out(buf, r: int, scale: float) -> dict:
+    """Rank r's output buffer, or a note that the rank receives nothing (Reduce, Gather)."""
+    return label("label.nothing") if buf is None else tree.grid(buf, rank=r, scale=scale)
 
 
 def render_collectives(controls: dict, lang: str) -> dict:
     """One collective on the seed's buffers, and ReduceScatter+AllGather vs AllReduce."""
-    name = as_choice("collective", controls["collective"], core.NAMES)
-    op = as_choice("op", controls["op"], core.OPS)
-    n = select_int("ranks", controls["ranks"], RANK_OPTIONS)
-    root = select_int("root", controls["root"], ROOT_OPTIONS)
+    c = parse_controls(SECTIONS["collectives"].controls, controls)
+    name, op, n, root = c["collective"], c["op"], c["ranks"], c["root"]
     if core.REGISTRY[name].root is not None and root >= n:
         raise TPMathError("root_not_in_group", "root", value=root, last=n - 1)
     inputs = core.example_inputs(n)
     res = core.run_collective(name, inputs, op=op, root=root)
-    rows = [[rank(r), fmt.vec(inputs[r]), _out(res["outputs"][r])] for r in range(n)]
+    # One shading scale for inputs and outputs: a reduction's result reads darker than its inputs.
+    top = tree.scale_of(*inputs, *(b for b in res["outputs"] if b is not None))
+    rows = [[tree.rank_tag(r), tree.grid(inputs[r], rank=r, scale=top), _out(res["outputs"][r], r, top)]
+            for r in range(n)]
 
     # ReduceScatter leaves block r of op(inputs) on rank r; AllGather puts rank r's block
     # back at offset r: the concatenation every rank then holds is the AllReduce result.
     rs = core.collective("reduce-scatter", inputs, op=op)            # n × (L/n,)
     ag = core.collective("all-gather", rs)                           # n × (L,)
     ar = core.collective("all-reduce", inputs, op=op)                # n × (L,)
-    rs_rows = [[rank(r), fmt.vec(rs[r]), fmt.vec(ag[r]), fmt.vec(ar[r]),
-                fmt.err(np.max(np.abs(ag[r] - ar[r])))] for r in range(n)]
+    top = tree.scale_of(*ar)
+    rs_rows = [[tree.rank_tag(r)] + [tree.grid(b[r], rank=r, scale=top) for b in (rs, ag, ar)]
+               + [fmt.err(np.max(np.abs(ag[r] - ar[r])))] for r in range(n)]
     notes = {"what": label(core.REGISTRY[name].note_key, root=rank(root), op=op)}
     # Controls this collective ignores are disabled on the page, with the reason next to them.
     state = {}
@@ -94,7 +96,7 @@ def _call_text(call: dict) -> str:
 
 def render_mismatch(controls: dict, lang: str) -> dict:
     """Each rank's calls in a scenario and, for every rank that never finishes, why."""
-    scenario = as_choice("scenario", controls["scenario"], tuple(mismatch.SCENARIOS))
+    scenario = parse_controls(SECTIONS["mismatch"].controls, controls)["scenario"]
     calls = mismatch.SCENARIOS[scenario]
     res = mismatch.check_calls(calls)
     hangs = {h["rank"]: h for h in res["hangs"]}
@@ -103,8 +105,8 @@ def render_mismatch(controls: dict, lang: str) -> dict:
         listed = "; ".join(f"#{fmt.integer(i)} {_call_text(c)}" for i, c in enumerate(seq))
         state = (label("label.rank_waits", call="#" + fmt.integer(hangs[r]["call_index"])) if r in hangs
                  else label("label.rank_done", calls=fmt.integer(len(seq))))
-        rows.append([rank(r), listed, state])
-    hang_rows = [[rank(h["rank"]), "#" + fmt.integer(h["call_index"]), label(f"label.hang_{h['code']}"),
+        rows.append([tree.rank_tag(r), listed, state])
+    hang_rows = [[tree.rank_tag(h["rank"]), "#" + fmt.integer(h["call_index"]), label(f"label.hang_{h['code']}"),
                   h["message"]] for h in res["hangs"]]
     verdict = (label("note.mismatch_ok", matched=fmt.integer(res["matched"])) if res["ok"] else
                label("note.mismatch_hang", matched=fmt.integer(res["matched"]),
@@ -128,17 +130,19 @@ def _bytes(n: int) -> str:
 
 
 def _transfers(step: dict) -> str:
-    """R0→R1 [#3, 8 B] · …: source, destination, chunk, bytes of every message of a step."""
-    parts = [f"{rank(t['src'])}→{rank(t['dst'])} [#{fmt.integer(t['chunk'])}, {fmt.nbytes(t['bytes'])}]"
+    """R0→R1 [#3, 8 B] · …: source, destination, chunk, bytes of every message of a step.
+
+    A message never breaks across lines (no-break spaces inside it): on a phone, beside the
+    buffers' grid, the column wraps between messages only."""
+    parts = [f"{rank(t['src'])}→{rank(t['dst'])}\u00a0[#{fmt.integer(t['chunk'])},\u00a0{fmt.nbytes(t['bytes'])}]"
              for t in step["transfers"] if t["elements"] > 0]
-    return " · ".join(parts) if parts else "—"
+    return "\u00a0· ".join(parts) if parts else "—"
 
 
 def render_ring(controls: dict, lang: str) -> dict:
     """Steps and per-rank traffic of ring or tree AllReduce of ``count`` float32 elements."""
-    n = select_int("ranks", controls["ranks"], RING_RANKS)
-    algorithm = as_choice("algorithm", controls["algorithm"], schedules.ALGORITHMS)
-    count = as_int("count", controls["count"], 1, MAX_COUNT)
+    c = parse_controls(SECTIONS["ring"].controls, controls)
+    n, algorithm, count, shown = c["ranks"], c["algorithm"], c["count"], c["step"]
     sched = schedules.all_reduce_schedule(n, count, ELEM_BYTES, algorithm)
     show = n <= SHOW_BUFFERS[0] and count <= SHOW_BUFFERS[1]
     buffers = None
@@ -148,7 +152,6 @@ def render_ring(controls: dict, lang: str) -> dict:
         sim = (schedules.simulate_ring_all_reduce if algorithm == "ring" else schedules.simulate_tree_all_reduce)(data)
         buffers = sim["steps"]
     # The step shown in the figure; its options are those of the most ranks, so clamp to this schedule.
-    shown = select_int("step", controls["step"], RING_STEPS)
     state = {}
     if shown > len(sched["steps"]):
         state["step"] = {"disabled": False, "value": str(len(sched["steps"])),
@@ -156,15 +159,16 @@ def render_ring(controls: dict, lang: str) -> dict:
                                       steps=fmt.integer(len(sched["steps"])))}
         shown = len(sched["steps"])
     step_bytes = [_bytes(sum(t["bytes"] for t in step["transfers"] if t["elements"] > 0)) for step in sched["steps"]]
+    # One shading scale for every step: chunks darken as they collect contributions.
+    top = tree.scale_of(*(b for bufs in buffers for b in bufs)) if buffers else 0.0
     step_rows = []
     for i, step in enumerate(sched["steps"]):
-        cell = (" | ".join(f"{rank(r)} {fmt.vec(b)}" for r, b in enumerate(buffers[i])) if buffers
-                else label("label.buffers_hidden"))
+        cell = tree.rank_stack(buffers[i], scale=top) if buffers else label("label.buffers_hidden")
         number = fmt.integer(step["step"] + 1)
         step_rows.append([label("label.step_shown", step=number) if i + 1 == shown else number,
                           label(f"label.phase_{step['phase'].replace('-', '_')}"), _transfers(step), step_bytes[i],
                           cell])
-    byte_rows = [[rank(p["rank"]), fmt.integer(p["messages_sent"]), _bytes(p["bytes_sent"]),
+    byte_rows = [[tree.rank_tag(p["rank"]), fmt.integer(p["messages_sent"]), _bytes(p["bytes_sent"]),
                   fmt.integer(p["messages_received"]), _bytes(p["bytes_received"])] for p in sched["per_rank"]]
     busiest = max(p["bytes_sent"] for p in sched["per_rank"])
     values = {
@@ -218,7 +222,7 @@ SECTIONS = {
     "ring": Section(
         name="ring",
         controls=(
-            Control("ranks", "select", "4", options=int_range(2, 8), slider=True),
+            Control("ranks", "select", "4", options=tuple(str(r) for r in RING_RANKS), slider=True),
             Control("algorithm", "select", "ring", options=schedules.ALGORITHMS),
             Control("count", "number", 8, min=1, max=MAX_COUNT, step=1, slider="log"),
             Control("step", "select", "3", options=tuple(str(s) for s in RING_STEPS)),

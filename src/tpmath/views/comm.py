@@ -22,9 +22,7 @@ from typing import Any
 from .. import comm_cost as cc
 from ..collectives import REGISTRY
 from ..errors import TPMathError
-from ..errors import name as field_name
-from ..validate import as_choice, as_float, as_int
-from . import Control, Section
+from . import Control, Section, parse_controls
 from .cells import label
 from .. import fmt
 from .fig_comm import figure_comm_cost
@@ -41,22 +39,8 @@ PRESET_FIELDS = ("hidden", "seq", "layers", "heads")   # what a preset sets (its
 
 def cost_controls(values: dict) -> dict:
     """Validated controls; with a preset, hidden / seq / layers come from the preset."""
-    preset = as_choice("preset", str(values["preset"]), PRESET_CHOICES)
-    c = {
-        "preset": preset,
-        "batch": as_int("batch", values["batch"], 1, 4096),
-        "seq": as_int("seq", values["seq"], 1, 10**6),
-        "hidden": as_int("hidden", values["hidden"], 1, 10**6),
-        "heads": as_int("heads", values["heads"], 1, 10**6),
-        "tp": as_int("tp", values["tp"], 1, 512),
-        "dtype_bytes": as_int("dtype_bytes", values["dtype_bytes"], 1, 8),
-        "layers": as_int("layers", values["layers"], 1, 1000),
-        "link_gbps": as_float("link_gbps", values["link_gbps"], 1e-3, 1e7),
-        "tflops": as_float("tflops", values["tflops"], 1e-3, 1e6),
-    }
-    if c["dtype_bytes"] not in DTYPE_BYTES:
-        raise TPMathError("not_choice", "dtype_bytes", name=field_name("dtype_bytes"), value=c["dtype_bytes"],
-                          choices=", ".join(str(b) for b in DTYPE_BYTES))
+    c = parse_controls(SECTIONS["comm-cost"].controls, values)
+    preset = c["preset"]
     if preset != CUSTOM:
         p = cc.PRESETS[preset]
         c.update({k: p[k] for k in PRESET_FIELDS})
@@ -161,8 +145,9 @@ SECTIONS = {
         Control("tp", "number", 8, min=1, max=512, step=1, label="ctl.row_tp", slider="log"),
         Control("dtype_bytes", "select", 2, options=DTYPE_BYTES, label="ctl.row_dtype_bytes"),
         Control("layers", "number", _D["layers"], min=1, max=1000, step=1, label="ctl.row_layers", slider="log"),
-        Control("link_gbps", "number", 3600, min=0.001, step="any", label="ctl.row_link_gbps"),
-        Control("tflops", "number", 400, min=0.001, step="any", label="ctl.row_tflops"),
+        # Upper bounds keep the time model defined (at 1e308 both times round to 0 s: 0 / 0).
+        Control("link_gbps", "number", 3600, min=0.001, max=cc.LINK_GBPS_MAX, step="any", label="ctl.row_link_gbps"),
+        Control("tflops", "number", 400, min=0.001, max=cc.TFLOPS_MAX, step="any", label="ctl.row_tflops"),
     ), render_cost, tables=("comm-layer", "comm-time"),
         values=("cost-activation", "cost-layer-bytes", "cost-step-bytes", "cost-comm-fraction")),
 }

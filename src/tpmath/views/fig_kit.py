@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 
 from .. import fmt
 from .fig_parts import PAD, key, num_w, rect, single  # noqa: F401  (shared with the other figures)
-from .tree import NARROW_W, WIDE_W, arrow_head, check, el, figure_svg, n, rank_attrs, text
+from .tree import NARROW_W, WIDE_W, arrow_head, el, figure_svg, n, rank_attrs, text
 
 ROW_H = 20.0            # one buffer element (a cell of a buffer drawing)
 
@@ -88,9 +88,7 @@ def two_widths(name: str, title: Any, draw: Callable[[float], tuple[list[dict], 
     svgs = [figure_svg(title, nodes, w, h, desc, "fig-wide")]
     nodes, w, h = draw(NARROW_W)
     svgs.append(figure_svg(title, nodes, w, h, desc, "fig-narrow"))
-    node = el("figure", {"class": "tp-figure", "data-figure": name}, svgs)
-    check(node)
-    return node
+    return el("figure", {"class": "tp-figure", "data-figure": name}, svgs)   # checked where built (tree.py)
 
 
 def group(nodes: list[dict], part: str | None = None, cls: str | None = None, dx: float = 0.0,

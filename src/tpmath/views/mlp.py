@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import mlp as core
-from ..validate import as_choice
 from .. import fmt
-from . import Control, Section
-from .cells import id_range, label, rank, select_int, table
+from . import Control, Section, parse_controls
+from . import tree
+from .cells import id_range, label, table
 from .fig_mlp import figure_mlp
 
 STAGES = ("shards", "forward", "partial", "backward", "grad-w", "grad-x")
@@ -58,25 +58,30 @@ def _inputs_table(inputs: dict, tp: int) -> dict:
     held = {"X": label("label.replicated"), "W1": label("label.split_cols", tp=n),
             "W2": label("label.split_rows", tp=n), "G": label("label.upstream_g")}
     names = {"X": "X", "W1": "W₁", "W2": "W₂", "G": "G"}
-    rows = [[names[k], fmt.mat(inputs[k]), "×".join(fmt.integer(s) for s in inputs[k].shape), held[k]]
+    # Shown whole (no rank owns all of it): untinted grids.
+    rows = [[names[k], tree.grid(inputs[k]), "×".join(fmt.integer(s) for s in inputs[k].shape), held[k]]
             for k in ("X", "W1", "W2", "G")]
     return table("cap.mlp_inputs", ["col.input", "col.value", "col.shape", "col.held"], rows)
 
 
 def render_mlp(controls: dict, lang: str) -> dict:
     """Rows of ``mlp-ranks`` for one stage and tp, plus loss and max abs error."""
-    stage = as_choice("stage", controls["stage"], STAGES)
-    tp = select_int("tp", controls["tp"], TP_OPTIONS)
+    c = parse_controls(SECTIONS["mlp"].controls, controls)
+    stage, tp = c["stage"], c["tp"]
     res = _run(tp)
     one = _run(1)["ranks"][0]                   # the unsharded computation, every intermediate
     cols = _COLUMNS[stage]
     width = one["W1"].shape[1] // tp            # F/tp hidden columns per rank
+    # One shading scale per column, that of the unsharded value (as the figure): a rank's
+    # block or partial sum reads against the whole.
+    scales = {key: tree.scale_of(one[key]) for key, _, _ in cols}
     rows = []
     for rk in res["ranks"]:
-        row = [rank(rk["rank"])]
+        r = rk["rank"]
+        row = [tree.rank_tag(r)]
         if stage == "shards":
-            row.append(id_range(rk["rank"] * width, (rk["rank"] + 1) * width))
-        row += [fmt.mat(rk[key]) for key, _, _ in cols]
+            row.append(id_range(r * width, (r + 1) * width))
+        row += [tree.grid(rk[key], rank=r, scale=scales[key]) for key, _, _ in cols]
         rows.append(row)
     columns = ["col.rank"] + (["col.f_columns"] if stage == "shards" else []) + [c for _, c, _ in cols]
     foot = []
@@ -84,8 +89,8 @@ def render_mlp(controls: dict, lang: str) -> dict:
         ref = [one[key] for key, _, _ in cols]   # with tp = 1 the "partial" Y, G_X are whole
         merged = [_merge([rk[key] for rk in res["ranks"]], how) for key, _, how in cols]
         foot = [
-            [label("label.reference")] + [fmt.mat(a) for a in ref],
-            [label("label.merged")] + [fmt.mat(a) for a in merged],
+            [label("label.reference")] + [tree.grid(a, scale=scales[key]) for a, (key, _, _) in zip(ref, cols)],
+            [label("label.merged")] + [tree.grid(a, scale=scales[key]) for a, (key, _, _) in zip(merged, cols)],
             [label("label.max_abs_err")] + [fmt.err(np.max(np.abs(m - a))) for m, a in zip(merged, ref)],
         ]
     return {

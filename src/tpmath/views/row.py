@@ -20,32 +20,19 @@ Every number comes from :mod:`tpmath.row_linear` or from the shapes, formatted w
 
 from __future__ import annotations
 
-from typing import Any
-
-
 from .. import row_linear
 from ..collectives import REGISTRY
 from ..errors import TPMathError
-from ..errors import name as field_name
 from ..schedules import bus_bandwidth_factor
-from ..validate import as_int
-from . import Control, Section
-from .cells import label, rank
+from . import Control, Section, parse_controls
+from . import tree
+from .cells import label
 from .. import fmt
 from .fig_row import figure_row_backward, figure_row_linear, figure_row_pairing
 
 TP_CHOICES = (1, 2, 4)
 PAIRING_TP_CHOICES = (1, 2, 4, 8)
 
-
-
-def _tp(value: Any, choices: tuple[int, ...]) -> int:
-    """The TP size, one of ``choices``."""
-    tp = as_int("tp", value)
-    if tp not in choices:
-        raise TPMathError("not_choice", "tp", name=field_name("tp"), value=tp,
-                          choices=", ".join(str(c) for c in choices))
-    return tp
 
 
 def _divides(tp: int, size: int, name: str, what: str) -> None:
@@ -58,14 +45,10 @@ def _divides(tp: int, size: int, name: str, what: str) -> None:
 
 def linear_controls(values: dict) -> dict:
     """Validated controls of ``row-linear`` / ``row-backward``: tp, batch, d_in, d_out, seed."""
-    tp = _tp(values["tp"], TP_CHOICES)
-    batch = as_int("batch", values["batch"], 1, 4)
-    d_in = as_int("d_in", values["d_in"], 1, 8)
-    d_out = as_int("d_out", values["d_out"], 1, 8)
-    seed = as_int("seed", values["seed"], 0, 2**32 - 1)
-    _divides(tp, d_in, "d_in", "row")
-    _divides(tp, d_out, "d_out", "column")
-    return {"tp": tp, "batch": batch, "d_in": d_in, "d_out": d_out, "seed": seed}
+    c = parse_controls(LINEAR_CONTROLS, values)
+    _divides(c["tp"], c["d_in"], "d_in", "row")
+    _divides(c["tp"], c["d_out"], "d_out", "column")
+    return c
 
 
 def run_both(c: dict) -> tuple[dict, dict]:
@@ -76,14 +59,14 @@ def run_both(c: dict) -> tuple[dict, dict]:
     return row, col
 
 
-def _linear_controls_spec() -> tuple[Control, ...]:
-    return (
-        Control("tp", "select", 2, options=TP_CHOICES, label="ctl.row_tp", slider=True),
-        Control("batch", "number", 2, min=1, max=4, step=1, label="ctl.row_batch", slider=True),
-        Control("d_in", "number", 4, min=1, max=8, step=1, label="ctl.row_d_in", slider=True),
-        Control("d_out", "number", 4, min=1, max=8, step=1, label="ctl.row_d_out", slider=True),
-        Control("seed", "number", 0, min=0, max=2**32 - 1, step=1, label="ctl.row_seed"),
-    )
+# The controls of row-linear and row-backward (one record each, shared by both sections).
+LINEAR_CONTROLS = (
+    Control("tp", "select", 2, options=TP_CHOICES, label="ctl.row_tp", slider=True),
+    Control("batch", "number", 2, min=1, max=4, step=1, label="ctl.row_batch", slider=True),
+    Control("d_in", "number", 4, min=1, max=8, step=1, label="ctl.row_d_in", slider=True),
+    Control("d_out", "number", 4, min=1, max=8, step=1, label="ctl.row_d_out", slider=True),
+    Control("seed", "number", 0, min=0, max=2**32 - 1, step=1, label="ctl.row_seed"),
+)
 
 
 def _comm_note(row: dict, col: dict) -> dict:
@@ -103,27 +86,29 @@ def render_linear(values: dict, lang: str) -> dict:
     inputs = {
         "caption": "cap.row_inputs",
         "columns": ["col.row_tensor", "col.row_shape", "col.row_value"],
-        "rows": [[name, f"({inp[k].shape[0]}, {inp[k].shape[1]})", fmt.mat(inp[k])]
+        "rows": [[name, f"({inp[k].shape[0]}, {inp[k].shape[1]})", tree.grid(inp[k])]
                  for name, k in (("X", "X"), ("A", "A"))],
     }
+    # Shading: a shard reads against the whole tensor, a partial Y against the summed Y.
+    sx, sa, sy = tree.scale_of(inp["X"]), tree.scale_of(inp["A"]), tree.scale_of(row["reference"]["Y"])
     row_ranks = {
         "caption": "cap.row_ranks",
         "columns": ["col.row_rank", "col.row_x_shard", "col.row_a_shard", "col.row_y_partial"],
-        "rows": [[rank(r['rank']), fmt.mat(r["X_shard"]), fmt.mat(r["A_shard"]), fmt.mat(r["Y_partial"])]
+        "rows": [[tree.rank_tag(r["rank"])] + _grids(r, ("X_shard", sx), ("A_shard", sa), ("Y_partial", sy))
                  for r in row["ranks"]],
         "foot": [
-            [label("label.row_allreduce_y"), "", "", fmt.mat(row["Y"])],
-            [label("label.row_reference_y"), "", "", fmt.mat(row["reference"]["Y"])],
+            [label("label.row_allreduce_y"), "", "", tree.grid(row["Y"], scale=sy)],
+            [label("label.row_reference_y"), "", "", tree.grid(row["reference"]["Y"], scale=sy)],
             [label("label.row_max_abs_err"), "", "", fmt.err(row["max_abs_err"]["Y"])],
         ],
     }
     col_ranks = {
         "caption": "cap.row_col_ranks",
         "columns": ["col.row_rank", "col.row_a_shard", "col.row_y_shard"],
-        "rows": [[rank(r['rank']), fmt.mat(r["A_shard"]), fmt.mat(r["Y_shard"])] for r in col["ranks"]],
+        "rows": [[tree.rank_tag(r["rank"])] + _grids(r, ("A_shard", sa), ("Y_shard", sy)) for r in col["ranks"]],
         "foot": [
-            [label("label.row_allgather_y"), "", fmt.mat(col["Y"])],
-            [label("label.row_reference_y"), "", fmt.mat(col["reference"]["Y"])],
+            [label("label.row_allgather_y"), "", tree.grid(col["Y"], scale=sy)],
+            [label("label.row_reference_y"), "", tree.grid(col["reference"]["Y"], scale=sy)],
             [label("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["Y"])],
         ],
     }
@@ -135,6 +120,12 @@ def render_linear(values: dict, lang: str) -> dict:
         "notes": {"row-linear-comm": _comm_note(row, col)},
         "figures": {"row-linear": figure_row_linear(row, col)},
     }
+
+
+def _grids(rank_result: dict, *keys: tuple[str, float]) -> list[dict]:
+    """Grid cells of one rank's matrices ``(key, shading scale)``, tinted by that rank."""
+    r = rank_result["rank"]
+    return [tree.grid(rank_result[k], rank=r, scale=top) for k, top in keys]
 
 
 def comm_rows(row: dict, col: dict) -> list[list]:
@@ -157,25 +148,31 @@ def render_backward(values: dict, lang: str) -> dict:
     c = linear_controls(values)
     row, col = run_both(c)
     dY = row["inputs"]["dY"]
+    # Shading: shards and partial sums read against the whole gradient.
+    sdy, sdx, sda = (tree.scale_of(a) for a in (dY, row["reference"]["dX"], row["reference"]["dA"]))
     row_bwd = {
         "caption": "cap.row_bwd_ranks",
         "columns": ["col.row_rank", "col.row_dy_full", "col.row_dx_shard", "col.row_da_shard"],
-        "rows": [[rank(r['rank']), fmt.mat(dY), fmt.mat(r["dX_shard"]), fmt.mat(r["dA_shard"])]
-                 for r in row["ranks"]],
+        "rows": [[tree.rank_tag(r["rank"]), tree.grid(dY, rank=r["rank"], scale=sdy)]   # rank r's copy of dY
+                 + _grids(r, ("dX_shard", sdx), ("dA_shard", sda)) for r in row["ranks"]],
         "foot": [
-            [label("label.row_concat_shards"), "", fmt.mat(row["sharded"]["dX"]), fmt.mat(row["sharded"]["dA"])],
-            [label("label.row_reference"), "", fmt.mat(row["reference"]["dX"]), fmt.mat(row["reference"]["dA"])],
+            [label("label.row_concat_shards"), "", tree.grid(row["sharded"]["dX"], scale=sdx),
+             tree.grid(row["sharded"]["dA"], scale=sda)],
+            [label("label.row_reference"), "", tree.grid(row["reference"]["dX"], scale=sdx),
+             tree.grid(row["reference"]["dA"], scale=sda)],
             [label("label.row_max_abs_err"), "", fmt.err(row["max_abs_err"]["dX"]), fmt.err(row["max_abs_err"]["dA"])],
         ],
     }
     col_bwd = {
         "caption": "cap.row_col_bwd_ranks",
         "columns": ["col.row_rank", "col.row_dy_shard", "col.row_dx_partial", "col.row_col_da_shard"],
-        "rows": [[rank(r['rank']), fmt.mat(r["dY_shard"]), fmt.mat(r["dX_partial"]), fmt.mat(r["dA_shard"])]
+        "rows": [[tree.rank_tag(r["rank"])] + _grids(r, ("dY_shard", sdy), ("dX_partial", sdx), ("dA_shard", sda))
                  for r in col["ranks"]],
         "foot": [
-            [label("label.row_allreduce_dx"), "", fmt.mat(col["sharded"]["dX"]), fmt.mat(col["sharded"]["dA"])],
-            [label("label.row_reference"), "", fmt.mat(col["reference"]["dX"]), fmt.mat(col["reference"]["dA"])],
+            [label("label.row_allreduce_dx"), "", tree.grid(col["sharded"]["dX"], scale=sdx),
+             tree.grid(col["sharded"]["dA"], scale=sda)],
+            [label("label.row_reference"), "", tree.grid(col["reference"]["dX"], scale=sdx),
+             tree.grid(col["reference"]["dA"], scale=sda)],
             [label("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["dX"]), fmt.err(col["max_abs_err"]["dA"])],
         ],
     }
@@ -200,13 +197,10 @@ def render_backward(values: dict, lang: str) -> dict:
 
 def pairing_controls(values: dict) -> dict:
     """Validated controls of ``row-pairing``: tp, tokens, hidden, ffn."""
-    tp = _tp(values["tp"], PAIRING_TP_CHOICES)
-    tokens = as_int("tokens", values["tokens"], 1, 10**7)
-    hidden = as_int("hidden", values["hidden"], 1, 10**6)
-    ffn = as_int("ffn", values["ffn"], 1, 10**6)
-    _divides(tp, hidden, "hidden", "hidden")
-    _divides(tp, ffn, "ffn", "ffn")
-    return {"tp": tp, "tokens": tokens, "hidden": hidden, "ffn": ffn}
+    c = parse_controls(SECTIONS["row-pairing"].controls, values)
+    _divides(c["tp"], c["hidden"], "hidden", "hidden")
+    _divides(c["tp"], c["ffn"], "ffn", "ffn")
+    return c
 
 
 def pairing_schemes(T: int, h: int, F: int) -> list[dict]:
@@ -291,11 +285,11 @@ def real_runs(c: dict, stage: str) -> list[tuple[str, dict]]:
 
 
 SECTIONS = {
-    "row-linear": Section("row-linear", _linear_controls_spec(), render_linear,
+    "row-linear": Section("row-linear", LINEAR_CONTROLS, render_linear,
                           tables=("row-inputs", "row-ranks", "col-ranks"),
                           values=("row-max-abs-err", "col-max-abs-err"),
                           real=lambda c: real_runs(c, "forward")),
-    "row-backward": Section("row-backward", _linear_controls_spec(), render_backward,
+    "row-backward": Section("row-backward", LINEAR_CONTROLS, render_backward,
                             tables=("row-bwd-ranks", "col-bwd-ranks", "row-comm"),
                             values=("row-bwd-max-abs-err", "col-bwd-max-abs-err"),
                             real=lambda c: real_runs(c, "backward")),

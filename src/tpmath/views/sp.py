@@ -24,10 +24,9 @@ import numpy as np
 from .. import memory as mem
 from .. import sp_layer as core
 from ..collectives import REGISTRY, reduce_all
-from ..validate import as_choice, as_int
 from .. import fmt
-from . import Control, Section, tree
-from .cells import id_range, label, select_int, table
+from . import Control, Section, parse_controls, tree
+from .cells import id_range, label, table
 from .fig_sp import figure_ln, figure_memory, figure_sp
 
 # ------------------------------------------------------------------------------ sp-layer
@@ -80,11 +79,8 @@ def sp_controls(values: dict) -> tuple[dict, dict, dict]:
     """(validated controls, control_state, notes).  One rank leaves nothing to get wrong, so the
     mistake control is disabled there; the dropout mistake needs a mask, so it raises p = 0 to the
     core's demo probability and says so."""
-    tp = select_int("tp", values["tp"], TP_OPTIONS)
-    seq = select_int("seq", values["seq"], SEQ_OPTIONS)
-    mistake = as_choice("mistake", values["mistake"], core.MISTAKES)
-    dropout = as_choice("dropout", _dropout_text(values["dropout"]), DROPOUT_OPTIONS)
-    step = as_choice("step", values["step"], STEP_NAMES)
+    given = parse_controls(SECTIONS["sp-layer"].controls, {**values, "dropout": _dropout_text(values["dropout"])})
+    tp, seq, mistake, dropout, step = (given[k] for k in ("tp", "seq", "mistake", "dropout", "step"))
     state, notes = {}, {}
     if tp == 1:
         mistake = "none"
@@ -334,14 +330,10 @@ def _preset_values(preset: str) -> dict:
 
 def memory_controls(values: dict) -> tuple[dict, dict]:
     """(validated controls, control_state): a preset's fields take its values and are disabled."""
-    preset = as_choice("preset", values["preset"], PRESET_CHOICES)
-    c: dict[str, Any] = {"preset": preset}
+    controls = SECTIONS["memory"].controls
+    preset = next(ctl for ctl in controls if ctl.name == "preset").parse(values["preset"])
     set_by = _preset_values(preset) if preset != CUSTOM else {}
-    for name, top in LIMITS.items():
-        c[name] = set_by[name] if name in set_by else as_int(name, values[name], 1, top)
-    c["sp"] = as_choice("sp", values["sp"], ON_OFF)
-    c["recompute"] = as_choice("recompute", values["recompute"], mem.RECOMPUTE)
-    c["optimizer"] = as_choice("optimizer", values["optimizer"], tuple(mem.OPTIMIZERS))
+    c = parse_controls(controls, {**values, **set_by})     # what the reader typed under a preset is unused
     why = label("note.mem_set_by_preset", name=label(f"opt.preset.{preset.replace('-', '_')}"))
     state = {k: {"disabled": True, "value": str(v), "why": why} for k, v in set_by.items()}
     if c["tp"] == 1:     # Megatron turns sequence parallelism off without tensor parallelism

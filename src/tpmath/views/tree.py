@@ -14,8 +14,11 @@ Rules that keep both runtimes identical:
   ``data-rank`` for the rank palette, ``v0``…``v4`` for value shading, ``hl`` /
   ``dim`` for the active and inactive stages) that the stylesheet maps to the
   palette in light, dark and print;
-* only the tags and attributes below; :func:`check` enforces it (the builder
-  calls it, and so does the page's builder).
+* only the tags and attributes below; :func:`check` enforces it.  The builder
+  (tpsite) checks every tree it writes and the page's builder (js/tree.js) refuses
+  anything else; the views do not check on every control change (it would cost a
+  fifth of a render): tests/test_figures.py and tests/test_fuzz.py check every
+  section's figures and tree cells (the fuzz test for any input).
 """
 
 from __future__ import annotations
@@ -47,11 +50,20 @@ class TreeError(ValueError):
 # ---------------------------------------------------------------- nodes
 
 def n(x: float) -> str:
-    """A coordinate: at most one decimal, no trailing zeros, ASCII minus (SVG syntax)."""
-    v = round(float(x), 1)
-    if v == 0:
-        return "0"
-    return f"{v:.1f}".rstrip("0").rstrip(".")
+    """A coordinate: at most one decimal, no trailing zeros, ASCII minus (SVG syntax).
+
+    Called for every coordinate of every figure on every control change: whole numbers (most
+    of them) take the short path."""
+    text = _N_MEMO.get(x)
+    if text is None:
+        if len(_N_MEMO) >= 4096:
+            _N_MEMO.clear()
+        v = round(float(x), 1)
+        text = _N_MEMO[x] = "0" if v == 0 else str(int(v)) if v.is_integer() else f"{v:.1f}"
+    return text
+
+
+_N_MEMO: dict = {}
 
 
 def el(tag: str, attrs: dict | None = None, children: Iterable[dict] | None = None,
@@ -109,14 +121,44 @@ def walk(node: dict):
 
 # ---------------------------------------------------------------- shading and ranks
 
+def scale_of(*arrays: Any) -> float:
+    """The largest finite |value| over ``arrays``: one shading scale for grids read side by side
+    (a column of a table: rank r's block next to rank s's and the merged result).
+
+    Plain Python over the entries: the matrices of a page are tiny, and numpy's per-call
+    overhead would cost more than the loop (this runs for every grid on every control change)."""
+    top = 0.0
+    for m in arrays:
+        for v in np.asarray(m, dtype=np.float64).ravel().tolist():
+            a = abs(v)
+            if top < a < math.inf:          # NaN compares false: skipped like ±∞
+                top = a
+    return top
+
+
+def _levels(values: list, top: float) -> list[int]:
+    """Bucket 0…4 of |v| / top for each of ``values``; a non-finite entry (a masked logit, −∞)
+    gets the lightest shade: it carries no weight."""
+    if not 0 < top < math.inf:
+        return [0] * len(values)
+    last = SHADES - 1
+    # Summation noise off first (as fmt.num does): a value sitting on a bucket edge (|v| = 0.8·top)
+    # would otherwise get one shade in CPython and the next in Pyodide, whose numpy sums in
+    # another order, and the live grid would differ from the built and precomputed one.
+    top = _denoised(top)
+    return [min(int(min(_denoised(abs(v)) / top, 1.0) * SHADES), last) if abs(v) < math.inf else 0
+            for v in values]
+
+
+def _denoised(x: float) -> float:
+    return float(f"{x:.10g}")
+
+
 def shades(m: np.ndarray, scale: float | None = None) -> np.ndarray:
-    """Bucket 0…4 of |value| / scale per entry (scale: the largest |value| by default)."""
-    a = np.abs(np.asarray(m, dtype=np.float64))
-    top = float(np.max(a)) if scale is None and a.size else float(scale or 0.0)
-    if not math.isfinite(top) or top <= 0:
-        return np.zeros(a.shape, dtype=int)
-    frac = np.clip(np.nan_to_num(a / top, nan=0.0, posinf=1.0), 0.0, 1.0)
-    return np.minimum((frac * SHADES).astype(int), SHADES - 1)
+    """Bucket 0…4 of |value| / scale per entry (scale: the largest finite |value| by default)."""
+    a = np.asarray(m, dtype=np.float64)
+    top = scale_of(a) if scale is None else float(scale)
+    return np.array(_levels(a.ravel().tolist(), top), dtype=int).reshape(a.shape)
 
 
 def rank_attrs(rank: int | None, cls: str = "") -> dict:
@@ -143,12 +185,33 @@ def grid(m: Any, rank: int | None = None, decimals: int = 4, scale: float | None
     a = np.asarray(m, dtype=np.float64)
     if a.ndim < 2:
         a = a.reshape(1, -1)
-    level = shades(a, scale)
-    rows = [el("tr", None, [el("td", {"class": f"v{int(level[i, j])}"}, text=fmt.num(a[i, j], decimals))
-                            for j in range(a.shape[1])]) for i in range(a.shape[0])]
+    top = scale_of(a) if scale is None else float(scale)
+    rows = [{"t": "tr", "c": _entries(row, _levels(row, top), decimals)} for row in a.tolist()]
     attrs = rank_attrs(rank, "grid")
     attrs["role"] = "presentation"
     return {"el": el("table", attrs, [el("tbody", None, rows)])}
+
+
+def rank_stack(buffers: Sequence[Any], scale: float | None = None, decimals: int = 4) -> dict:
+    """One buffer per rank in one cell (e.g. every rank's buffer after a ring step): a grid
+    whose row r starts with rank r's tag and is tinted by rank r."""
+    vecs = [np.asarray(b, dtype=np.float64).ravel().tolist() for b in buffers]
+    top = scale_of(*vecs) if scale is None else float(scale)
+    rows = [{"t": "tr", "a": rank_attrs(r), "c": [el("td", {"class": "who"}, [rank_tag(r)["el"]])]
+             + _entries(v, _levels(v, top), decimals)} for r, v in enumerate(vecs)]
+    attrs = rank_attrs(None, "grid stack")
+    attrs["role"] = "presentation"
+    return {"el": el("table", attrs, [el("tbody", None, rows)])}
+
+
+def _entries(values: list, level: list, decimals: int) -> list[dict]:
+    """The <td>s of one grid row (built as literals: a table of a few hundred numbers is
+    rebuilt on every control change)."""
+    return [{"t": "td", "a": {"class": _SHADE_CLASS[lv]}, "x": fmt.num(x, decimals)}
+            for x, lv in zip(values, level)]
+
+
+_SHADE_CLASS = tuple(f"v{i}" for i in range(SHADES))
 
 
 # ---------------------------------------------------------------- SVG building blocks
@@ -172,15 +235,23 @@ def svg_grid(m: Any, x: float, y: float, rank: int | None, key: str, scale: floa
     a = np.asarray(m, dtype=np.float64)
     if a.ndim < 2:
         a = a.reshape(1, -1)
-    level = shades(a, scale)
+    rows = a.tolist()
+    top = scale_of(a) if scale is None else float(scale)
+    owner = rank_attrs(rank)
+    # Literal nodes (the shape el() and text() would build): this loop draws every matrix entry
+    # of every figure on every control change.  Columns and rows share their coordinate strings.
+    xs = [n(x + j * cell_w) for j in range(a.shape[1])]
+    mids = [n(x + j * cell_w + cell_w / 2) for j in range(a.shape[1])]
+    w, h = n(cell_w), n(CELL_H)
     kids = []
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            cx, cy = x + j * cell_w, y + i * CELL_H
-            kids.append(el("rect", {**rank_attrs(rank, f"cell v{int(level[i, j])}"), "x": n(cx), "y": n(cy),
-                                    "width": n(cell_w), "height": n(CELL_H)}))
-            kids.append(text(cx + cell_w / 2, cy + CELL_H / 2, fmt.num(a[i, j], decimals), "num", "middle",
-                             **{"dominant-baseline": "central", "data-key": f"{key}.{i}.{j}"}))
+    for i, row in enumerate(rows):
+        y_i, ymid = n(y + i * CELL_H), n(y + i * CELL_H + CELL_H / 2)
+        for j, (v, lv) in enumerate(zip(row, _levels(row, top))):
+            kids.append({"t": "rect", "a": {**owner, "class": f"cell v{lv} {owner['class']}", "x": xs[j], "y": y_i,
+                                            "width": w, "height": h}})
+            kids.append({"t": "text", "a": {"x": mids[j], "y": ymid, "class": "num", "text-anchor": "middle",
+                                            "dominant-baseline": "central", "data-key": f"{key}.{i}.{j}"},
+                         "x": fmt.num(v, decimals)})
     kids.append(el("rect", {**rank_attrs(rank, "frame"), "x": n(x), "y": n(y),
                             "width": n(a.shape[1] * cell_w), "height": n(a.shape[0] * CELL_H)}))
     return el("g", {"data-part": key}, kids)
@@ -310,22 +381,23 @@ def figure(name: str, title: Any, rows_of: Any, desc: Any = None, caption: Any =
     """The ``<figure class="tp-figure">`` of a section: its panels flowed for a desktop column and,
     when that drawing is wider than a phone column, flowed again for a phone.
 
-    ``rows_of()`` returns fresh panel rows (flow moves panels, so each layout gets its own);
+    ``rows_of()`` returns the panel rows, built once: ``flow`` only places panels (each placement
+    is a new ``<g transform>`` around the panel's nodes), so both layouts share the panels' shapes
+    -- half the work of a figure on every control change.
     ``head(width)``, if given, returns (nodes, height) drawn above the panels at that width.
     CSS shows one drawing: ``fig-wide`` above the phone breakpoint, ``fig-narrow`` below it.
     """
     svgs = []
-    wide_nodes, wide_w, wide_h = _layout(rows_of(), WIDE_W, head)
+    rows = rows_of()
+    wide_nodes, wide_w, wide_h = _layout(rows, WIDE_W, head)
     if wide_w <= NARROW_W:
         svgs.append(figure_svg(title, wide_nodes, wide_w, wide_h, desc, "fig-one"))
     else:
         svgs.append(figure_svg(title, wide_nodes, wide_w, wide_h, desc, "fig-wide"))
-        nodes, w, h = _layout(rows_of(), NARROW_W, head)
+        nodes, w, h = _layout(rows, NARROW_W, head)
         svgs.append(figure_svg(title, nodes, w, h, desc, "fig-narrow"))
     kids = svgs + ([el("figcaption", None, text=caption)] if caption is not None else [])
-    node = el("figure", {"class": "tp-figure", "data-figure": name}, kids)
-    check(node)
-    return node
+    return el("figure", {"class": "tp-figure", "data-figure": name}, kids)   # checked where it is built (see top)
 
 
 def _layout(rows, max_w: float, head) -> tuple[list[dict], float, float]:

@@ -21,15 +21,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import vocab_ce as core
-from ..validate import as_float
 from .. import fmt
-from . import Control, Section
-from .cells import id_range, int_range, label, rank, select_int, table
+from . import Control, Section, parse_controls
+from . import tree
+from .cells import id_range, int_range, label, rank, table
 from .fig_vocab import figure_vocab_ce, figure_vocab_extras
 
 V = len(core.DEFAULT_LOGITS)
-SHARD_OPTIONS = tuple(range(1, V + 1))
-TARGET_OPTIONS = tuple(range(V))
 # The demo opens on target 4 (logit 1.4), not the seed's 2: 2 is the largest logit, so z_y − m = 0 and
 # every rank's target term is 0, which hides the merge the section is about.  2 stays one click away.
 PAGE_TARGET = 4
@@ -57,14 +55,15 @@ def _range_cell(entry: dict) -> str | dict:
 
 def render_vocab_ce(controls: dict, lang: str) -> dict:
     """Vocab-parallel CE of the seed's logits for one shard count, target and shift."""
-    shards = select_int("shards", controls["shards"], SHARD_OPTIONS)
-    target = select_int("target", controls["target"], TARGET_OPTIONS)
-    shift = as_float("shift", controls["shift"], -core.SHIFT_LIMIT, core.SHIFT_LIMIT)
+    c = parse_controls(SECTIONS["vocab-ce"].controls, controls)
+    shards, target, shift = c["shards"], c["target"], c["shift"]
     res = core.default_run(target, shards, shift)
     unshifted = core.default_run(target, shards)   # the same, shift 0
-    rank_rows = [[rank(e["rank"]), _range_cell(e), fmt.vec(e["logits"]), fmt.num(e["local_max"]),
-                  fmt.num(e["local_sum_exp"]), fmt.num(e["target_shifted"])] for e in res["ranks"]]
-    token_rows = [[fmt.integer(t["token"]), rank(t["rank"]), fmt.num(t["prob"]), fmt.num(t["grad"])]
+    top = tree.scale_of(*(e["logits"] for e in res["ranks"]))     # one shading scale for all shards
+    rank_rows = [[tree.rank_tag(e["rank"]), _range_cell(e), tree.grid(e["logits"], rank=e["rank"], scale=top),
+                  fmt.num(e["local_max"]), fmt.num(e["local_sum_exp"]), fmt.num(e["target_shifted"])]
+                 for e in res["ranks"]]
+    token_rows = [[fmt.integer(t["token"]), tree.rank_tag(t["rank"]), fmt.num(t["prob"]), fmt.num(t["grad"])]
                   for t in res["tokens"]]
     notes = {}
     if res["padded_vocab"] != res["vocab"]:
@@ -112,7 +111,7 @@ def _smoothing_rows(res: dict) -> tuple[list, list]:
     def megatron(v):                                    # Megatron's value, its difference from PyTorch
         return (label("label.undefined_k"), "—") if v is None else (fmt.num(v), fmt.err(v - ref))
 
-    rows = [[rank(e["rank"]), _range_cell(e), fmt.integer(meg["K"]), fmt.num(res["loss"]),
+    rows = [[tree.rank_tag(e["rank"]), _range_cell(e), fmt.integer(meg["K"]), fmt.num(res["loss"]),
              *megatron(meg["loss_per_rank"][e["rank"]])] for e in res["ranks"]]
     foot = [[label("label.pytorch_reference"), "—", fmt.integer(res["vocab"]), fmt.num(ref), "—", "—"],
             [label("label.megatron_tp1"), "—", fmt.integer(res["vocab"]), "—", *megatron(meg["loss_tp1"])]]
@@ -133,15 +132,23 @@ def _head_tables(head: dict) -> tuple[dict, dict]:
     """The output head's inputs (h, W_out, targets) and, per rank, its W_out columns, the local
     gradient of the mean loss and its partial term of ∂L/∂h; foot: their sum over the shards."""
     h, W, n = np.asarray(head["hidden"]), np.asarray(head["W_out"]), len(head["target"])
+    # Inputs are replicated on every rank: untinted grids.  Shading: a shard's W_out columns and
+    # logit gradient against all shards', a partial dL/dh against the sum.
     inputs = table("cap.vocab_head_inputs", ["col.row_tensor", "col.row_shape", "col.row_value"], [
-        ["h", fmt.shape(h.shape), fmt.mat(h)],
-        ["W_out", fmt.shape(W.shape), fmt.mat(W)],
-        ["y", fmt.shape((n,)), fmt.vec(head["target"])],
+        ["h", fmt.shape(h.shape), tree.grid(h)],
+        ["W_out", fmt.shape(W.shape), tree.grid(W)],
+        # token ids are labels, not magnitudes: no shading (scale 0)
+        ["y", fmt.shape((n,)), tree.grid(np.asarray(head["target"]), decimals=0, scale=0)],
     ])
-    rows = [[rank(e["rank"]), _range_cell({**e, **_pad_info(e, head["vocab"])}), fmt.mat(e["W_shard"]),
-             fmt.mat(e["grad_logits"]), fmt.mat(e["grad_hidden_partial"])] for e in head["ranks"]]
-    foot = [[label("label.sum_shards"), "—", "—", "—", fmt.mat(head["grad_hidden"])],
-            [label("label.reference"), "—", "—", "—", fmt.mat(head["reference"]["grad_hidden"])],
+    top_w = tree.scale_of(W)
+    top_z = tree.scale_of(*(e["grad_logits"] for e in head["ranks"]))
+    top_h = tree.scale_of(head["reference"]["grad_hidden"], *(e["grad_hidden_partial"] for e in head["ranks"]))
+    rows = [[tree.rank_tag(e["rank"]), _range_cell({**e, **_pad_info(e, head["vocab"])}),
+             tree.grid(e["W_shard"], rank=e["rank"], scale=top_w),
+             tree.grid(e["grad_logits"], rank=e["rank"], scale=top_z),
+             tree.grid(e["grad_hidden_partial"], rank=e["rank"], scale=top_h)] for e in head["ranks"]]
+    foot = [[label("label.sum_shards"), "—", "—", "—", tree.grid(head["grad_hidden"], scale=top_h)],
+            [label("label.reference"), "—", "—", "—", tree.grid(head["reference"]["grad_hidden"], scale=top_h)],
             [label("label.max_abs_err"), "—", "—", "—", fmt.err(head["max_abs_err"]["grad_hidden"])]]
     # the caption and column say which loss the gradients are of: the mean over the n positions
     per_rank = table(label("cap.vocab_hidden", n=fmt.integer(n)),
@@ -152,18 +159,20 @@ def _head_tables(head: dict) -> tuple[dict, dict]:
 
 def render_vocab_extras(controls: dict, lang: str) -> dict:
     """Padding rule, label smoothing per rank, ignore_index and the hidden-state gradient."""
-    tp = select_int("tp", controls["tp"], SHARD_OPTIONS)
-    eps = as_float("smoothing", controls["smoothing"], 0.0, 1.0)
+    c = parse_controls(SECTIONS["vocab-extras"].controls, controls)
+    tp, eps = c["tp"], c["smoothing"]
     smooth = core.default_run(core.DEFAULT_TARGET, tp, label_smoothing=eps)
     s_rows, s_foot = _smoothing_rows(smooth)
 
     ign = core.run_vocab_ce(IGNORE_LOGITS, IGNORE_TARGETS, shards=tp, ignore_index=IGNORE_INDEX)
     grad = np.asarray(ign["grad"])                                        # (N, V)
     ign_rows = []
+    # Positions, not ranks: untinted grids, one shading scale per column.
+    top_z, top_g = tree.scale_of(IGNORE_LOGITS), tree.scale_of(grad)
     for i, y in enumerate(IGNORE_TARGETS):
         tgt = label("label.ignored", index=fmt.integer(y)) if y == IGNORE_INDEX else fmt.integer(y)
-        ign_rows.append([fmt.integer(i), fmt.vec(IGNORE_LOGITS[i]), tgt, fmt.num(ign["position_loss"][i]),
-                         fmt.vec(grad[i])])
+        ign_rows.append([fmt.integer(i), tree.grid(IGNORE_LOGITS[i], scale=top_z), tgt,
+                         fmt.num(ign["position_loss"][i]), tree.grid(grad[i], scale=top_g)])
     ign_foot = [[label("label.mean_counted", n=fmt.integer(ign["counted"])), "—", "—", fmt.num(ign["loss"]), "—"],
                 [label("label.reference"), "—", "—", fmt.num(ign["reference_loss"]), "—"],
                 [label("label.max_abs_err"), "—", "—", fmt.err(ign["abs_diff"]), fmt.err(ign["grad_max_abs_err"])]]

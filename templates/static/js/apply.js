@@ -35,18 +35,48 @@ function fillCell(cell, value) {
   }
 }
 
+function buildRow(row) {
+  const tr = document.createElement("tr");
+  row.forEach((value, j) => {
+    const cell = document.createElement(j === 0 ? "th" : "td");
+    if (j === 0) cell.setAttribute("scope", "row");
+    fillCell(cell, value);
+    tr.appendChild(cell);
+  });
+  return tr;
+}
+
 function buildRows(tag, rows) {
   const part = document.createElement(tag);
-  for (const row of rows || []) {
-    const tr = part.insertRow();
-    row.forEach((value, j) => {
-      const cell = document.createElement(j === 0 ? "th" : "td");
-      if (j === 0) cell.setAttribute("scope", "row");
-      fillCell(cell, value);
-      tr.appendChild(cell);
-    });
-  }
+  for (const row of rows || []) part.appendChild(buildRow(row));
   return part;
+}
+
+// The row specs (JSON) a body or foot in the page was last built from.  A row whose spec did
+// not change keeps its DOM: a control often changes a few cells of a table of grids, and
+// building every grid again (then comparing it) is most of what applying a result costs.
+const builtFrom = new WeakMap();
+
+/** Fill a body or foot with `rows`; only rows whose spec changed are built and replaced. */
+function fillPart(table, tag, rows, cue) {
+  const old = tag === "tbody" ? table.tBodies[0] || null : table.tFoot;
+  const keys = rows.map((row) => JSON.stringify(row));
+  const before = old && builtFrom.get(old);
+  if (before && before.length === keys.length) {
+    keys.forEach((key, i) => {
+      if (key === before[i]) return;
+      const fresh = buildRow(rows[i]);
+      const row = old.rows[i];
+      if (sameTree(row, fresh)) return;
+      markChanged(row, fresh, cue);
+      old.replaceChild(fresh, row);
+    });
+    builtFrom.set(old, keys);
+    return;
+  }
+  const fresh = buildRows(tag, rows);
+  replacePart(table, old, fresh, cue);
+  builtFrom.set(tag === "tbody" ? table.tBodies[0] : table.tFoot, keys);
 }
 
 function buildHead(columns) {
@@ -95,11 +125,11 @@ function fillTable(table, spec, cue) {
     if (cap.textContent !== text) cap.textContent = text;
   }
   replacePart(table, table.tHead, buildHead(spec.columns), null);
-  replacePart(table, table.tBodies[0] || null, buildRows("tbody", spec.rows), cue);
+  fillPart(table, "tbody", spec.rows || [], cue);
   if (!spec.foot || spec.foot.length === 0) {
     if (table.tFoot) table.removeChild(table.tFoot);
   } else {
-    replacePart(table, table.tFoot, buildRows("tfoot", spec.foot), cue);
+    fillPart(table, "tfoot", spec.foot, cue);
   }
 }
 

@@ -1,0 +1,145 @@
+"""A control's bounds are stated once, in its ``Control`` record (issue 13 item 6).
+
+For every section and every control: the bounds the page shows (the ``<select>``'s options,
+the ``<input>``'s min/max, read from the demo's HTML) are the ones the view enforces: a value on
+them is accepted, a value outside them is refused by the view with that control's name as the
+field and the same message :meth:`Control.parse` gives.  Nothing here restates a bound.
+"""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tpmath import TPMathError, views
+from tpmath.views import Control
+from tpsite.content import load_content
+from tpsite.render import Translator, make_env, render_demo
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTENT = load_content(ROOT / "content")
+ENV = make_env(ROOT / "templates")
+SECTIONS = views.sections()
+CASES = [(s, c.name) for s in sorted(SECTIONS) for c in SECTIONS[s].controls]
+
+
+class _Form(HTMLParser):
+    """The named controls of a demo's HTML: {name: {"tag", attributes…, "options": [values]}}."""
+
+    def __init__(self):
+        super().__init__()
+        self.controls: dict[str, dict] = {}
+        self._select: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in ("input", "select") and a.get("name") and not a["id"].startswith("fig-"):
+            self.controls[a["name"]] = {"tag": tag, **a, "options": []}
+            self._select = a["name"] if tag == "select" else None
+        elif tag == "option" and self._select:
+            self.controls[self._select]["options"].append(a["value"])
+
+    def handle_endtag(self, tag):
+        if tag == "select":
+            self._select = None
+
+
+def _page_controls(section: str) -> dict[str, dict]:
+    """What the page shows for ``section``'s controls (its static demo block, English)."""
+    t = Translator(CONTENT.strings["en"], "en", "test")
+    form = _Form()
+    form.feed(render_demo(ENV, SECTIONS[section], views.render(section), t))
+    return form.controls
+
+
+PAGE = {s: _page_controls(s) for s in SECTIONS}
+
+
+def _control(section: str, name: str) -> Control:
+    return next(c for c in SECTIONS[section].controls if c.name == name)
+
+
+def _integral(c: Control) -> bool:
+    return c.kind == "select" and c.int_options is not None or isinstance(c.step, int)
+
+
+def _text(x: float, integral: bool) -> str:
+    """A number as the page would send it."""
+    return str(int(x)) if integral else repr(float(x))
+
+
+def _inside(section: str, name: str) -> list[str]:
+    """The page's own bounds: every option of a select, min and max of a number."""
+    shown = PAGE[section][name]
+    return shown["options"] if shown["tag"] == "select" else [shown["min"], shown["max"]]
+
+
+def _outside(section: str, name: str) -> list[str]:
+    """Values just outside what the page shows (derived from the page, not restated)."""
+    c, shown = _control(section, name), PAGE[section][name]
+    if shown["tag"] == "select":
+        if c.int_options is None:
+            return ["not-an-option", shown["options"][0].upper() + "!"]
+        ints = sorted(int(o) for o in shown["options"])
+        gaps = [i for i in range(ints[0], ints[-1]) if i not in ints][:3]
+        return [str(i) for i in [ints[0] - 1, ints[-1] + 1, *gaps]]
+    lo, hi, integral = float(shown["min"]), float(shown["max"]), _integral(c)
+    pad = (lambda x: 1.0) if integral else (lambda x: max(abs(x), 1.0) / 2)
+    return [_text(lo - pad(lo), integral), _text(hi + pad(hi), integral)]
+
+
+def _others(section: str) -> dict:
+    """Other controls so that every field is the reader's: a preset sets some fields, `custom` none."""
+    preset = next((c for c in SECTIONS[section].controls if c.name == "preset"), None)
+    return {"preset": "custom"} if preset is not None and "custom" in preset.options else {}
+
+
+def test_every_control_is_on_the_page_with_bounds():
+    for section, name in CASES:
+        c, shown = _control(section, name), PAGE[section].get(name)
+        assert shown is not None, (section, name)
+        if c.kind == "select":
+            assert shown["tag"] == "select" and shown["options"], (section, name)
+        else:      # a number without both bounds would be checked nowhere (e.g. 0/0 in a time model)
+            assert c.kind == "number" and shown.get("min") and shown.get("max"), (section, name, shown)
+
+
+BOUND_CODES = {"range", "too_small", "too_large", "not_choice", "not_integer", "empty_integer", "not_number",
+               "empty_number", "not_finite"}
+
+
+@pytest.mark.parametrize("section, name", CASES)
+def test_the_page_bounds_are_accepted(section, name):
+    """By the record and by the view: a view may still refuse a value by a rule between controls
+    (tp must divide d_in, the root must be a rank), never by a bound of its own."""
+    c = _control(section, name)
+    for value in _inside(section, name):
+        parsed = c.parse(value)
+        assert str(parsed) == value or float(parsed) == float(value), (section, name, value, parsed)
+        try:
+            views.render(section, {**_others(section), name: value})
+        except TPMathError as err:
+            assert not (err.field == name and err.code in BOUND_CODES), (section, name, value, str(err))
+
+
+@pytest.mark.parametrize("section, name", CASES)
+def test_outside_the_page_bounds_the_view_refuses_with_the_controls_message(section, name):
+    c = _control(section, name)
+    outside = _outside(section, name)
+    assert outside
+    for value in outside:
+        with pytest.raises(TPMathError) as own:
+            c.parse(value)
+        with pytest.raises(TPMathError) as viewed:
+            views.render(section, {**_others(section), name: value})
+        assert viewed.value.field == name == own.value.field, (section, name, value)
+        assert viewed.value.cell == own.value.cell, (section, name, value)
+
+
+@pytest.mark.parametrize("section, name", CASES)
+def test_a_refused_control_has_a_name_in_every_language(section, name):
+    """Messages call the field ``name.<control>`` (nothing else lists the controls' names)."""
+    for lang, strings in CONTENT.strings.items():
+        assert f"name.{name}" in strings, (section, name, lang)
