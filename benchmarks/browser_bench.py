@@ -12,10 +12,15 @@ Pages sends) so that a second visit is served from the HTTP cache:
 * ``/bare/index.html``      baseline: boots Pyodide 0.27.7 + numpy in a worker, nothing else
                             (mark ``bare-ready`` once ``import numpy`` has run in the worker);
 * ``/en/index.noscript.html`` page 1 with every script (and script/worker preload) removed:
-                            the baseline of first contentful paint.
+                            the baseline of first contentful paint;
+* ``/en/index.nosnapshot.html`` page 1 without ``<meta name="tp-snapshot">``: its worker
+                            neither makes nor restores a memory snapshot (the baseline of
+                            what making one costs a first visit).
 
-Cold = a new browser context (empty cache); warm = the same context, second visit.
-Subject and baseline runs are interleaved and the ratio is taken pair by pair.
+Cold = a new browser context (empty cache); warm = the same context, second visit, with the
+worker's memory snapshot removed from Cache Storage (the normal boot); snapshot = third visit,
+which restores the snapshot the second stored (the bare page: its third visit).  Subject and
+baseline runs are interleaved and the ratio is taken pair by pair.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import re
 import shutil
 import sys
 import threading
+import time
 from pathlib import Path
 
 from stats import latency_summary, ratio_block
@@ -56,12 +62,20 @@ def strip_scripts(html: str) -> str:
     return html
 
 
+def strip_snapshot(html: str) -> str:
+    """The page without its memory-snapshot settings: its worker neither makes nor restores one."""
+    return re.sub(r'<meta name="tp-snapshot"[^>]*>\n?', "", html)
+
+
 def prepare(site: Path) -> None:
-    """Add the bare baseline page and the script-free copy of page 1 to a built site."""
+    """Add the bare baseline page, the script-free copy of page 1 and its copy without the memory
+    snapshot to a built site."""
     shutil.copytree(Path(__file__).resolve().parent / "bare", site / "bare", dirs_exist_ok=True)
     page = site / PAGE1
-    (page.parent / "index.noscript.html").write_text(strip_scripts(page.read_text(encoding="utf-8")),
-                                                      encoding="utf-8")
+    html = page.read_text(encoding="utf-8")
+    (page.parent / "index.noscript.html").write_text(strip_scripts(html), encoding="utf-8")
+    assert 'name="tp-snapshot"' in html
+    (page.parent / "index.nosnapshot.html").write_text(strip_snapshot(html), encoding="utf-8")
 
 
 def start_server(site: Path):
@@ -104,9 +118,37 @@ def _visit(page, url: str, marks: list[str]) -> dict:
     return {m: page.evaluate(MARK_JS, m) for m in marks}
 
 
+# The worker's memory snapshot (worker.js): stored in Cache Storage once the page is idle after
+# ready on a visit that booted normally, restored by the next visit.
+SNAPSHOT_STORED_JS = """async () => (await (await caches.open("tp-pyodide-snapshot")).keys()).length > 0"""
+SNAPSHOT_CLEAR_JS = """async () => { for (const name of await caches.keys()) await caches.delete(name); }"""
+SNAPSHOT_WAIT_S = 60
+SETTLE_MS = 1000   # before a repeat visit, on both sides: the browser finishes writing / deleting 21 MB
+
+
+def _wait_snapshot(page) -> None:
+    """Wait until the visit has stored its snapshot (it does so after tp-first-live, at idle)."""
+    deadline = time.monotonic() + SNAPSHOT_WAIT_S
+    while not page.evaluate(SNAPSHOT_STORED_JS):
+        if time.monotonic() > deadline:
+            raise RuntimeError("no memory snapshot stored")
+        page.wait_for_timeout(100)
+
+
+def _boot(page) -> str | None:
+    return page.evaluate("document.documentElement.dataset.runtimeBoot || null")
+
+
+# Visits of one browser context, in order: cold (empty cache); warm (HTTP cache, Cache Storage
+# cleared: the normal boot, which also makes a snapshot); snapshot (HTTP cache and the snapshot the
+# warm visit stored).  The bare page's third visit is the snapshot visit's baseline (same number of
+# earlier visits: the wasm code cache is as warm on both sides).
+VISITS = ("cold", "warm", "snapshot")
+
+
 def time_to_live(browser, base: str, reps: int) -> dict:
     site_url, bare_url = base + PAGE1 + LIVE_QUERY, base + "bare/index.html"
-    runs = {"cold": {"site": [], "bare": [], "ready": []}, "warm": {"site": [], "bare": [], "ready": []}}
+    runs = {v: {"site": [], "bare": [], "ready": []} for v in VISITS}
     for i in range(reps):
         order = [("site", site_url), ("bare", bare_url)]
         if i % 2:
@@ -115,20 +157,57 @@ def time_to_live(browser, base: str, reps: int) -> dict:
             ctx = browser.new_context()
             page = ctx.new_page()
             marks = ["tp-ready", "tp-first-live"] if kind == "site" else ["bare-ready"]
-            for visit in ("cold", "warm"):
-                if visit == "warm":
+            for visit in VISITS:
+                if visit != "cold":
+                    if kind == "site":
+                        _wait_snapshot(page)                   # what the previous visit stored
+                        if visit == "warm":
+                            page.evaluate(SNAPSHOT_CLEAR_JS)
                     page.goto("about:blank")
+                    page.wait_for_timeout(SETTLE_MS)
                 got = _visit(page, url, marks)
+                if kind == "site" and _boot(page) != ("snapshot" if visit == "snapshot" else "normal"):
+                    raise RuntimeError(f"{visit} visit booted {_boot(page)!r}")
                 runs[visit][kind].append(got[marks[-1]] / 1000)
                 if kind == "site":
                     runs[visit]["ready"].append(got["tp-ready"] / 1000)
             ctx.close()
     out = {}
-    for visit in ("cold", "warm"):
+    for visit in VISITS:
         block = ratio_block(runs[visit]["site"], runs[visit]["bare"], target=1.10)
         block["site_ready"] = ratio_block(runs[visit]["ready"], runs[visit]["bare"])["subject"]
         out[visit] = block
+    # The snapshot's aim: ready (numpy and tpmath imported) no later than the bare page's numpy.
+    out["snapshot_ready"] = ratio_block(runs["snapshot"]["ready"], runs["snapshot"]["bare"], target=1.0)
     out["urls"] = {"subject": PAGE1 + LIVE_QUERY, "baseline": "bare/index.html"}
+    return out
+
+
+def snapshot_cost(browser, base: str, reps: int) -> dict:
+    """What making the snapshot costs a visit that boots normally: time to ready of page 1 ÷ the
+    same page without its snapshot settings (no _makeSnapshot, no makeMemorySnapshot), cold and
+    warm (Cache Storage cleared before the warm visit, so both boot normally).  Storing it happens
+    after ready, at idle, outside this figure."""
+    urls = {"with": base + PAGE1 + LIVE_QUERY, "without": base + PAGE1.replace(".html", ".nosnapshot.html") + LIVE_QUERY}
+    got = {v: {"with": [], "without": []} for v in ("cold", "warm")}
+    for i in range(reps):
+        order = ["with", "without"] if i % 2 == 0 else ["without", "with"]
+        for kind in order:
+            ctx = browser.new_context()
+            page = ctx.new_page()
+            for visit in ("cold", "warm"):
+                if visit == "warm":
+                    if kind == "with":
+                        _wait_snapshot(page)
+                    page.evaluate(SNAPSHOT_CLEAR_JS)
+                    page.goto("about:blank")
+                    page.wait_for_timeout(SETTLE_MS)
+                got[visit][kind].append(_visit(page, urls[kind], ["tp-ready", "tp-first-live"])["tp-ready"] / 1000)
+                if _boot(page) != "normal":
+                    raise RuntimeError(f"{kind} {visit}: booted {_boot(page)!r}")
+            ctx.close()
+    out = {v: ratio_block(got[v]["with"], got[v]["without"], target=1.05) for v in ("cold", "warm")}
+    out["urls"] = {"subject": PAGE1 + LIVE_QUERY, "baseline": PAGE1.replace(".html", ".nosnapshot.html") + LIVE_QUERY}
     return out
 
 
@@ -367,6 +446,7 @@ def run(site: Path, quick: bool) -> dict:
                 result = {
                     "first_paint": first_paint(browser, base, 3 if quick else 20),
                     "time_to_live": time_to_live(browser, base, 2 if quick else 5),
+                    "snapshot_cost": snapshot_cost(browser, base, 2 if quick else 5),
                     "control_latency": control_latency(browser, base, 20 if quick else 100),
                     "new_state_latency": new_state_latency(browser, base, 20 if quick else 100),
                     "precomputed_latency": precomputed_latency(browser, base, 20 if quick else 60),

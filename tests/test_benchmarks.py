@@ -33,7 +33,8 @@ def test_quick_run_exits_0_and_prints_the_table(quick_run, capsys):
     with capsys.disabled():   # CI's log shows the quick benchmark table (one run serves both)
         print("\n" + proc.stdout)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    for label in ("(1) time to live tables, cold", "(1) time to live tables, warm", "(2) control latency: stage",
+    for label in ("(1) time to live tables, cold", "(1) time to live tables, warm",
+                  "(1s) time to ready, repeat visit from the memory snapshot", "(2) control latency: stage",
                   "(P7) before ready: stage", "(8) precomputed results en/index.html",
                   "(3) first contentful paint", "(4) bytes en/index.html", "(5) build time", "(6) MLP",
                   "(7) Lighthouse en/index.html"):
@@ -47,7 +48,7 @@ def test_json_has_every_section_with_numbers(quick_run):
     data = json.loads(out.read_text())
     assert data["quick"] is True and "errors" not in data
     br = data["browser"]
-    for visit in ("cold", "warm"):
+    for visit in ("cold", "warm", "snapshot", "snapshot_ready"):
         block = br["time_to_live"][visit]
         assert block["subject"]["n"] == block["baseline"]["n"] == block["ratio"]["n"] >= 2
         assert all(_positive(v) for v in block["samples"]["subject"] + block["samples"]["baseline"])

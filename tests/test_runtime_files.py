@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -168,6 +169,21 @@ def test_install_cdn_and_none(tmp_path):
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ValueError, match="bogus"):
         rt.install_runtime(tmp_path, "bogus")
+
+
+def test_snapshot_settings_name_the_runtime_and_the_lock_files_numpy(cache_copy, tmp_path):
+    """The worker's memory-snapshot key changes with the runtime; the numpy hash it checks after
+    a restore is the official lock file's entry (read here from the cached lock file)."""
+    local = rt.install_runtime(tmp_path / "site", "local")["snapshot"]
+    assert rt.install_runtime(tmp_path / "cdn", "cdn")["snapshot"] == local     # same files either way
+    key = local["key"]
+    for part in (rt.PYODIDE_VERSION, sha256(cache_copy / "pyodide.asm.wasm")[:16],
+                 sha256(cache_copy / "python_stdlib.zip")[:16]):
+        assert part in key
+    lock = json.loads((cache_copy / "pyodide-lock.json").read_text(encoding="utf-8"))["packages"]["numpy"]
+    assert (local["numpy"], local["numpy_sha256"]) == (lock["file_name"], lock["sha256"])
+    assert sha256(tmp_path / "site" / "pyodide" / local["numpy"]) == local["numpy_sha256"]
+    assert "snapshot" not in rt.install_runtime(tmp_path, "none")
 
 
 # ---- the tpmath wheel ---------------------------------------------------------------------------

@@ -240,15 +240,16 @@ def convert_markdown(content: Content, prepared: dict) -> None:
                                  f"{only_there}", other.page.path)
 
 
-def install_runtime(out_dir: Path, mode: str, i18n_dir: Path) -> tuple[str | None, str | None, dict, dict]:
+def install_runtime(out_dir: Path, mode: str, i18n_dir: Path) -> tuple[str | None, str | None, dict, dict, dict]:
     """Runtime files (:mod:`tpsite.runtime`) and the browser's wheel (:mod:`tpsite.wheel`).
 
     Returns (pyodide base URL, wheel URL, extra CSP sources, sizes); URLs relative to the site
     root or absolute, None when there is no runtime (``--runtime none``); sizes
-    ``{"fetched", "download"}`` in bytes (the page's progress bar and the size it quotes).
+    ``{"fetched", "download"}`` in bytes (the page's progress bar and the size it quotes);
+    the worker's memory snapshot settings (:func:`tpsite.runtime.snapshot_config`).
     """
     if mode == "none":
-        return None, None, {}, {}
+        return None, None, {}, {}, {}
     try:
         info = runtime.install_runtime(out_dir, mode)
     except Exception as err:
@@ -257,7 +258,7 @@ def install_runtime(out_dir: Path, mode: str, i18n_dir: Path) -> tuple[str | Non
     wheel_url = wheel.build_wheel(out_dir, i18n_dir)
     wheel_bytes = (out_dir / wheel_url).stat().st_size     # a zip: about as large compressed
     sizes = {"fetched": info["fetched_bytes"] + wheel_bytes, "download": info["download_bytes"] + wheel_bytes}
-    return info["pyodide_base"], wheel_url, info["csp_extra"], sizes
+    return info["pyodide_base"], wheel_url, info["csp_extra"], sizes, info["snapshot"]
 
 
 def template_error(err: jinja2.TemplateError, templates: Path) -> BuildError:
@@ -337,7 +338,7 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
                 alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != content.tag(lang)],
                 nav=nav, toc=prep.toc, body=render.Markup(prep.html),
                 pyodide_url=page_url(urls["pyodide"], "../"), wheel_url=page_url(urls["wheel"], "../"),
-                runtime_sizes=urls.get("sizes") or {},
+                runtime_sizes=urls.get("sizes") or {}, snapshot=urls.get("snapshot") or {},
                 social=_social(content, site, previews, lang, slug, f"{lang}/{page.output_name}", page.title,
                                page.meta.get("description", "")))
             (out / lang / page.output_name).write_text(html, encoding="utf-8")
@@ -489,7 +490,7 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         with timer.phase("runtime"):
-            base, wheel_url, csp_extra, runtime_sizes = install_runtime(tmp, runtime, content.root / "i18n")
+            base, wheel_url, csp_extra, runtime_sizes, snapshot = install_runtime(tmp, runtime, content.root / "i18n")
         with timer.phase("render"):
             n_static = copy_static(templates / "static", tmp)
             results_report = write_results(tmp, results)
@@ -499,7 +500,8 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
             previews = publish_assets(content, prepared, tmp, templates)
         with timer.phase("render"):
             try:
-                n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel_url, "sizes": runtime_sizes},
+                n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel_url, "sizes": runtime_sizes,
+                                                                "snapshot": snapshot},
                                      csp_header(csp_extra), site, previews)
             except jinja2.TemplateError as err:
                 raise template_error(err, templates) from err

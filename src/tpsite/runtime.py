@@ -55,6 +55,11 @@ FILE_BYTES = {                       # name: (bytes, gzip bytes)
 # pyodide.js and pyodide.asm.js arrive by importScripts (not fetch): not in the counted total.
 FETCHED = ("pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json", NUMPY_WHEEL)
 MANIFEST = "SHA256SUMS"
+# The memory snapshot a reader's worker makes on the first visit and restores on later ones
+# (worker.js) holds this exact interpreter: its Cache Storage key names the version and the wasm
+# and stdlib hashes, so a page with another runtime never restores it.  Bump SNAPSHOT_FORMAT when
+# what the worker does before taking it changes.
+SNAPSHOT_FORMAT = 1
 FETCH_HINT = "run python3 scripts/fetch_runtime.py"
 
 
@@ -145,24 +150,33 @@ def verify_cache(cache: Path | None = None) -> dict[str, str]:
     return hashes
 
 
+def snapshot_config() -> dict:
+    """What a page tells its worker about the memory snapshot: the cache key, and the numpy
+    wheel it unpacks by hand after a restore (with the lock file's sha256, checked first)."""
+    key = (f"pyodide-{PYODIDE_VERSION}-wasm-{CORE_SHA256['pyodide.asm.wasm'][:16]}"
+           f"-stdlib-{CORE_SHA256['python_stdlib.zip'][:16]}-v{SNAPSHOT_FORMAT}")
+    return {"key": key, "numpy": NUMPY_WHEEL, "numpy_sha256": NUMPY_SHA256}
+
+
 def install_runtime(out_dir: Path, mode: str) -> dict:
     """Provide the runtime for the site in ``out_dir`` (``site/``).
 
-    Returns ``{"mode", "pyodide_base", "csp_extra", "fetched_bytes", "download_bytes"}``.  ``pyodide_base`` is
+    Returns ``{"mode", "pyodide_base", "csp_extra", "fetched_bytes", "download_bytes", "snapshot"}``.  ``pyodide_base`` is
     either relative to the site root (``"pyodide/"``, local mode: prefix it
     with the page's path to the root, e.g. ``"../pyodide/"`` for
     ``site/en/index.html``), absolute (the CDN URL), or ``None`` (no runtime).
     ``csp_extra`` maps CSP directives to sources the pages must allow in
     addition to ``'self'`` (the worker compiles WebAssembly).  ``fetched_bytes``: what the
     worker's fetches receive (the progress bar's total); ``download_bytes``: everything it
-    loads, compressed (the size the page quotes).
+    loads, compressed (the size the page quotes).  ``snapshot``: :func:`snapshot_config`
+    (both modes: the files and hashes are the same).
     """
     out_dir = Path(out_dir)
     if mode == "none":
         return {"mode": mode, "pyodide_base": None, "csp_extra": {}}
     wasm = ["'wasm-unsafe-eval'"]
     sizes = {"fetched_bytes": sum(FILE_BYTES[n][0] for n in FETCHED),
-             "download_bytes": sum(gz for _, gz in FILE_BYTES.values())}
+             "download_bytes": sum(gz for _, gz in FILE_BYTES.values()), "snapshot": snapshot_config()}
     if mode == "cdn":
         origin = "https://cdn.jsdelivr.net"
         return {"mode": mode, "pyodide_base": CDN_BASE,

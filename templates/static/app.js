@@ -34,8 +34,11 @@ function runtimeConfig() {
   const base = meta("tp-pyodide"), wheel = meta("tp-wheel");
   if (!base || !wheel) return null;
   // URLs in a worker resolve against the worker script, so make them absolute here.
-  return { base: new URL(base, document.baseURI).href, wheel: new URL(wheel, document.baseURI).href,
-           workerUrl: new URL("worker.js", import.meta.url).href };
+  const abs = new URL(base, document.baseURI).href;
+  const key = meta("tp-snapshot"), numpy = meta("tp-numpy-wheel"), sha256 = meta("tp-numpy-sha256");
+  return { base: abs, wheel: new URL(wheel, document.baseURI).href,
+           workerUrl: new URL("worker.js", import.meta.url).href,
+           snapshot: key && numpy && sha256 ? { key, numpy: new URL(numpy, abs).href, sha256 } : null };
 }
 
 const runtime = new Runtime(runtimeConfig());

@@ -1,10 +1,14 @@
 /* The in-browser Python: Pyodide 0.27.7 + numpy 2.0.2 + the tpmath wheel, in a Web Worker.
  *
  * Protocol (see ARCHITECTURE.md):
- *   page -> worker  {type: "boot", base, wheel}          first message: runtime base URL, wheel URL (absolute)
+ *   page -> worker  {type: "boot", base, wheel, snapshot}   first message: runtime base URL, wheel URL
+ *                   (absolute), snapshot {key, numpy, sha256} or null (see "Memory snapshot" below)
  *                   {type: "render", id, section, controls, lang}
  *                   {type: "run", id, code}
- *   worker -> page  {type: "status", stage: "download"|"python"|"numpy"|"ready"|"failed", detail}
+ *                   {type: "idle"}   the page is idle after ready: store the snapshot made by this boot
+ *   worker -> page  {type: "status", stage: "download"|"python"|"numpy"|"ready"|"failed", detail, boot}
+ *                   boot (with "ready"): "snapshot" (restored), "fallback" (a stored snapshot was
+ *                   not usable: normal boot) or "normal"
  *                   {type: "progress", loaded}   bytes of runtime files received so far (during boot)
  *                   {type: "result", id, section, text}   text = views.render_json(...) (JSON)
  *                   {type: "output", id, stdout, error}
@@ -15,8 +19,8 @@
 let booted = null;        // Promise<pyodide> once "boot" arrived
 let renderJson = null;    // tpmath.views.render_json (a PyProxy)
 
-function status(stage, detail) {
-  self.postMessage({ type: "status", stage: stage, detail: detail || "" });
+function status(stage, detail, boot) {
+  self.postMessage({ type: "status", stage: stage, detail: detail || "", boot: boot || "" });
 }
 
 /* Watch the boot's fetches (Pyodide streams its big files itself): tee each body and count it on
@@ -71,34 +75,137 @@ function watchWasm(onFail) {
   return () => Object.assign(WebAssembly, real);
 }
 
-async function boot(base, wheel) {
+/* Memory snapshot (repeat visits).  Pyodide 0.27.7 can save the interpreter's memory right after
+ * it starts and start from that copy later in about half the time.  Only before numpy: binary
+ * extensions loaded before a snapshot are not restored ("table index is out of bounds"), and
+ * making one after loadPackage fails.  So a first visit boots with _makeSnapshot, takes the
+ * snapshot (21 MB, ~15 ms) before loading numpy, and stores it in Cache Storage once the page
+ * says it is idle after ready; a later visit restores it, unpacks the numpy wheel itself (its
+ * sha256 checked against the lock file's first: loadPackage, which checks it, is not used), then
+ * imports.  The entry's key names the Pyodide version and the wasm/stdlib hashes
+ * (tpsite.runtime.snapshot_config); its own sha256 is stored with it.  Any failure: one
+ * console.info line, the entry is deleted, the normal boot runs (and makes a new snapshot).
+ * Needs Cache Storage and crypto.subtle (secure contexts: https, localhost). */
+const SNAPSHOT_CACHE = "tp-pyodide-snapshot";
+const SITE_PACKAGES = "/lib/python3.12/site-packages";
+const QUIET = { stdout: () => {}, stderr: () => {} };
+let unsaved = null;    // {snap, bytes}: the snapshot this boot made, until the page is idle
+
+function snapshotsUsable(snap) {
+  return !!snap && typeof caches !== "undefined" && !!(self.crypto && self.crypto.subtle);
+}
+
+function snapshotUrl(snap) {
+  return new URL("tp-snapshot/" + snap.key, self.location.href).href;
+}
+
+async function sha256hex(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function fetchBytes(url, what) {
+  const bytes = fetch(url).then((resp) => {
+    if (!resp.ok) throw new Error(what + ": HTTP " + resp.status);
+    return resp.arrayBuffer();
+  });
+  bytes.catch(() => {});   // reported where it is awaited
+  return bytes;
+}
+
+/** The stored snapshot, checked against the sha256 stored with it; null when there is none. */
+async function readSnapshot(snap) {
+  const cache = await caches.open(SNAPSHOT_CACHE);
+  const resp = await cache.match(snapshotUrl(snap));
+  if (!resp) return null;
+  const bytes = new Uint8Array(await resp.arrayBuffer());
+  if (await sha256hex(bytes) !== resp.headers.get("x-tp-sha256")) throw new Error("sha256 mismatch");
+  return bytes;
+}
+
+/** Store this boot's snapshot (replacing any other runtime's: one entry, 21 MB, at most). */
+async function storeSnapshot() {
+  const made = unsaved;
+  unsaved = null;
+  if (!made) return;
+  const url = snapshotUrl(made.snap);
+  const cache = await caches.open(SNAPSHOT_CACHE);
+  for (const req of await cache.keys()) if (req.url !== url) await cache.delete(req);
+  const headers = { "content-type": "application/octet-stream", "x-tp-sha256": await sha256hex(made.bytes) };
+  await cache.put(url, new Response(made.bytes, { headers }));
+}
+
+async function forgetSnapshot(snap) {
+  try { await (await caches.open(SNAPSHOT_CACHE)).delete(snapshotUrl(snap)); } catch (err) { /* gone anyway */ }
+}
+
+/** Python with numpy imported, from the stored snapshot (`stored`: readSnapshot's promise);
+ * null when none is stored. */
+async function restore(base, snap, stored, watch) {
+  const bytes = await stored;
+  if (!bytes) return null;
+  const numpyBytes = fetchBytes(snap.numpy, "numpy wheel");   // while the interpreter restores
+  const pyodide = await loadPyodide({ indexURL: base, ...QUIET, _loadSnapshot: bytes });
+  watch.stage();
+  status("numpy");
+  const wheel = await numpyBytes;
+  if (await sha256hex(wheel) !== snap.sha256) throw new Error("numpy wheel: sha256 mismatch");
+  pyodide.unpackArchive(wheel, "wheel", { extractDir: SITE_PACKAGES });
+  pyodide.runPython("import numpy");
+  return pyodide;
+}
+
+/** The normal boot: numpy through loadPackage (checked against the lock file's sha256 by
+ * Pyodide); with `snap`, the snapshot is taken on the way (before numpy). */
+async function fresh(base, snap, watch) {
+  const pyodide = await loadPyodide({ indexURL: base, ...QUIET, _makeSnapshot: !!snap });
+  if (snap) {
+    try { unsaved = { snap, bytes: pyodide.makeMemorySnapshot() }; } catch (err) { unsaved = null; }
+  }
+  watch.stage();
+  status("numpy");
+  await pyodide.loadPackage("numpy", { messageCallback: () => {} });
+  return pyodide;
+}
+
+async function boot(base, wheel, snapshot) {
   status("download");
   const watch = watchDownloads(["pyodide.asm.wasm", "python_stdlib.zip"], () => status("python"));
   // The tpmath wheel (a few tens of KB) downloads while the runtime boots.
-  const wheelBytes = fetch(wheel).then((resp) => {
-    if (!resp.ok) throw new Error("tpmath wheel: HTTP " + resp.status);
-    return resp.arrayBuffer();
-  });
-  wheelBytes.catch(() => {});   // reported below, where it is awaited
+  const wheelBytes = fetchBytes(wheel, "tpmath wheel");
+  // The stored snapshot is read (and its sha256 checked) while pyodide.js loads.
+  const snap = snapshotsUsable(snapshot) ? snapshot : null;
+  const stored = snap ? readSnapshot(snap) : null;
+  if (stored) stored.catch(() => {});   // reported below, where it is awaited
   importScripts(base + "pyodide.js");
   const stopWatchingWasm = watchWasm((err) => status("failed", "pyodide.asm.wasm: " + String(err)));
-  let pyodide;
+  let pyodide = null;
+  let how = "normal";
   try {
-    pyodide = await loadPyodide({ indexURL: base, stdout: () => {}, stderr: () => {} });
-    watch.stage();
-    status("numpy");
-    // numpy comes from the runtime's own lock file (checked against its sha256 by Pyodide).
-    await pyodide.loadPackage("numpy", { messageCallback: () => {} });
+    if (snap) {
+      try {
+        pyodide = await restore(base, snap, stored, watch);
+        if (pyodide) how = "snapshot";
+      } catch (err) {
+        console.info("tp runtime: stored memory snapshot not used (" + String(err && err.message ? err.message : err)
+          .split("\n")[0] + "); normal start");
+        pyodide = null;
+        how = "fallback";
+        await forgetSnapshot(snap);
+        status("python");
+      }
+    }
+    if (!pyodide) pyodide = await fresh(base, snap, watch);
   } finally {
     watch.stop();
     stopWatchingWasm();
   }
   // The tpmath wheel: a pure-Python wheel built by build.py; unpack it into site-packages.
-  pyodide.unpackArchive(await wheelBytes, "wheel");
+  pyodide.unpackArchive(await wheelBytes, "wheel", { extractDir: SITE_PACKAGES });
   // numpy is imported now (the bare-boot cost); each view module is imported by its first render.
   pyodide.runPython("import json, numpy, tpmath.views");
   renderJson = pyodide.pyimport("tpmath.views").render_json;
-  status("ready", "numpy " + pyodide.runPython("numpy.__version__"));
+  status("ready", "numpy " + pyodide.runPython("numpy.__version__"), how);
   return pyodide;
 }
 
@@ -175,7 +282,7 @@ self.onmessage = async (event) => {
   const msg = event.data || {};
   if (msg.type === "boot") {
     if (booted) return;
-    booted = boot(msg.base, msg.wheel);
+    booted = boot(msg.base, msg.wheel, msg.snapshot);
     booted.catch((err) => status("failed", String(err && err.message ? err.message : err)));
     return;
   }
@@ -184,4 +291,5 @@ self.onmessage = async (event) => {
   try { pyodide = await booted; } catch (err) { return; }  // "failed" already reported
   if (msg.type === "render") render(msg);
   else if (msg.type === "run") run(pyodide, msg);
+  else if (msg.type === "idle") storeSnapshot().catch((err) => console.info("tp runtime: memory snapshot not stored: " + String(err)));
 };

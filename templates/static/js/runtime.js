@@ -49,7 +49,8 @@ function whenIdle(fn) {
 }
 
 export class Runtime {
-  /** `config`: {base, wheel, workerUrl} (absolute URLs) or null when the page has no runtime. */
+  /** `config`: {base, wheel, workerUrl, snapshot} (absolute URLs; snapshot: {key, numpy, sha256}
+   * or null, see worker.js) or null when the page has no runtime. */
   constructor(config) {
     this.config = config;
     this.state = "loading";
@@ -125,7 +126,7 @@ export class Runtime {
   }
 
   spawn() {
-    const { base, wheel, workerUrl } = this.config;
+    const { base, wheel, workerUrl, snapshot } = this.config;
     try {
       const worker = new Worker(workerUrl);
       this.worker = worker;
@@ -136,7 +137,7 @@ export class Runtime {
         if (this.booting) this.bootFailed("failed");
         else this.died();
       };
-      worker.postMessage({ type: "boot", base, wheel });
+      worker.postMessage({ type: "boot", base, wheel, snapshot: snapshot || null });
       this.watchBoot();
     } catch (err) {
       this.bootFailed("failed");
@@ -184,7 +185,7 @@ export class Runtime {
     if (msg.type === "status") {
       if (!this.booting) return;
       this.watchBoot();
-      if (msg.stage === "ready") this.to("ready", "ready");
+      if (msg.stage === "ready") this.becameReady(msg.boot);
       else if (msg.stage === "failed") this.bootFailed("failed");
       else if (this.state === "loading") this.to("loading", msg.stage);
       return;
@@ -194,6 +195,17 @@ export class Runtime {
     this.requests.delete(msg.id);
     clearTimeout(w.timer);
     w.reply(msg);
+  }
+
+  /** The worker is ready.  <html data-runtime-boot> says how it started: "snapshot" (from the
+   * memory snapshot an earlier visit stored), "fallback" (a stored snapshot was not usable, so
+   * the normal boot ran) or "normal".  Once the page is idle the worker may
+   * store the snapshot this boot made (never before ready: it is 21 MB to write). */
+  becameReady(boot) {
+    document.documentElement.setAttribute("data-runtime-boot", ["snapshot", "fallback"].includes(boot) ? boot : "normal");
+    this.to("ready", "ready");
+    const worker = this.worker;
+    whenIdle(() => { if (worker && worker === this.worker) worker.postMessage({ type: "idle" }); });
   }
 
   /** Send a request ({type, ...}: an id is added); null when the runtime is not ready. */
