@@ -327,12 +327,18 @@ NEW_STATES_JS = """async ([section, inner, outer, count]) => {
 }"""
 
 
-def new_state_latency(browser, base: str, count: int) -> dict:
-    """Control change -> tables + figure for states never computed before (a fresh page)."""
+def _live_page1(browser, base: str):
+    """A fresh context on page 1 with the worker's messages timed, once its runtime is ready."""
     ctx = browser.new_context()
     ctx.add_init_script(WORKER_TAP_JS)
     page = ctx.new_page()
     _visit(page, base + PAGE1, ["tp-ready"])
+    return ctx, page
+
+
+def new_state_latency(browser, base: str, count: int) -> dict:
+    """Control change -> tables + figure for states never computed before (a fresh page)."""
+    ctx, page = _live_page1(browser, base)
     out = {}
     for section, inner, outer in NEW_STATES:
         res = page.evaluate(NEW_STATES_JS, [section, inner, outer, count])
@@ -412,10 +418,7 @@ CALIBRATION_JS = """(count) => {
 
 
 def control_latency(browser, base: str, count: int) -> dict:
-    ctx = browser.new_context()
-    ctx.add_init_script(WORKER_TAP_JS)
-    page = ctx.new_page()
-    _visit(page, base + PAGE1, ["tp-ready"])
+    ctx, page = _live_page1(browser, base)
     out = {}
     calibration = []
     for name, section in CONTROLS:
