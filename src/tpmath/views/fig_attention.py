@@ -51,7 +51,7 @@ def heat(m, rank: int | None, cell: float, scale: float | None = None, bad=None,
                                     "width": n(cell - 2), "height": n(cell - 2)}))
     w, h = a.shape[1] * cell, a.shape[0] * cell
     kids.append(el("rect", {**rank_attrs(rank, "frame"), "x": "0", "y": "0", "width": n(w), "height": n(h)}))
-    return [el("g", None, kids)], w, h
+    return [el("g", {"class": "heat"}, kids)], w, h     # heat: numberless cells (style.css)
 
 
 def heat_panel(m, caption, rank: int | None, key: str, cell: float, scale=None, bad=None, under=None,
