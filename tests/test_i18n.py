@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import sysconfig
@@ -200,16 +201,21 @@ def test_messages_from_an_editable_install(tmp_path):
         shutil.copyfile(ROOT / name, project / name)
     prefix = tmp_path / "prefix"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--prefix", str(prefix), "--no-deps",
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--prefix", str(prefix), "--ignore-installed", "--no-deps",
                           "--no-build-isolation", "--no-index", "-e", str(project)], capture_output=True, text=True,
                          timeout=300, env=env, cwd=tmp_path)
     assert pip.returncode == 0, pip.stderr
     site_dir = sysconfig.get_path("purelib", vars={"base": str(prefix), "platbase": str(prefix)})
-    # the prefix is not a site directory of this interpreter: add it the way site.py adds one (.pth files)
-    boot = f"import site, sys, runpy; site.addsitedir({site_dir!r}); "
+    # The prefix is not a site directory of this interpreter: add it the way site.py adds one (.pth
+    # files), before this interpreter's own site directories (python -S, then both by hand), so the
+    # copy is found first even where this checkout is installed too (as .ci/run installs it).
+    # --ignore-installed above keeps pip from uninstalling that installation on the way.
+    own_sites = site.getsitepackages()
+    boot = (f"import site, sys, runpy; site.addsitedir({site_dir!r}); "
+            f"[site.addsitedir(d) for d in {own_sites!r}]; ")
 
     def python(code: str, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-c", boot + code, *args], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-S", "-c", boot + code, *args], capture_output=True, text=True,
                               timeout=60, env=env, cwd=tmp_path)
 
     out = python("sys.argv[0] = 'tpmath'; runpy.run_module('tpmath', run_name='__main__')",
