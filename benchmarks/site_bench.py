@@ -166,9 +166,16 @@ def page_bytes(site: Path, html: Path) -> dict:
         out["parts"][kind] = {"raw": raw, "gzip": gz, "files": [p.relative_to(site).as_posix() for p in paths]}
         raw_total, gz_total = raw_total + raw, gz_total + gz
     out["raw"], out["gzip"] = raw_total, gz_total
+    # What a reader who only reads downloads: the wheel is fetched by the runtime's boot only.
+    out["page_gzip"] = sum(out["parts"][k]["gzip"] for k in ("html", "css", "js"))
+    out["page_raw"] = sum(out["parts"][k]["raw"] for k in ("html", "css", "js"))
     out["pyodide_base"] = parser.meta.get("tp-pyodide")
     # Precomputed results of the page's demos (not in the totals: each is fetched on first use).
     results = sorted({p for p in (_local(site, page_url, h) for h in parser.results) if p})
+    # ... and the language's strings the results' cells name (one file per language, cached).
+    strings = _local(site, page_url, parser.meta["tp-strings"]) if parser.meta.get("tp-strings") else None
+    if strings:
+        results.append(strings)
     sizes = [_sizes(p) for p in results]
     out["results"] = {"raw": sum(r for r, _ in sizes), "gzip": sum(g for _, g in sizes),
                       "files": {p.name: {"raw": r, "gzip": g} for p, (r, g) in zip(results, sizes)}}

@@ -14,6 +14,7 @@ import zipfile
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,16 @@ from tpsite import BuildError
 from tpsite.build import build
 
 HTML_LANG = {"en": "en", "zh": "zh-CN"}   # the tags content/i18n/<lang>.site.toml gives
+
+
+def _flat_toml(path: Path, prefix: str = "") -> dict[str, str]:
+    """A string file read with the standard library's TOML parser: {dotted key: string}."""
+    def flat(data, prefix):
+        out = {}
+        for k, v in data.items():
+            out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
+        return out
+    return flat(tomllib.loads(path.read_text(encoding="utf-8")), prefix)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +84,7 @@ def test_fixture_site_layout(fixture_site):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_page_chrome(fixture_site, lang):
-    _, out, _ = fixture_site
+    content, out, _ = fixture_site
     doc = parse((out / lang / "index.html").read_text(encoding="utf-8"))
     html = doc.find("html")
     assert html.attrs["lang"] == HTML_LANG[lang]
@@ -101,8 +112,18 @@ def test_page_chrome(fixture_site, lang):
         assert heading.tag in ("h2", "h3")
         assert heading.find("a", href=f"#{hid}") is not None
     # i18n data, runtime meta, scripts, footer
-    strings = json.loads(doc.find("script", id="tp-i18n").text())
-    assert strings["site.run"] and strings["label.fixture"]
+    # inline: only what the scripts show before a result; the rest is the language's strings file
+    inline = json.loads(doc.find("script", id="tp-i18n").text())
+    assert inline["site.run"] and inline["runtime.ready"] and "label.fixture" not in inline
+    assert all(k.startswith(("runtime.", "site.")) for k in inline)
+    strings_url = doc.find("meta", name="tp-strings").attrs["content"]
+    assert strings_url.startswith(f"../static/i18n/{lang}.") and strings_url.endswith(".json")
+    strings = json.loads((out / lang / strings_url).read_text(encoding="utf-8"))
+    assert strings["label.fixture"] and strings["site.run"] == inline["site.run"]
+    fixture_strings = {}
+    for f in sorted((content / "i18n").glob(f"{lang}*.toml")):
+        fixture_strings.update(_flat_toml(f))
+    assert strings == fixture_strings       # every key of the language, nothing else
     assert doc.find("meta", name="tp-pyodide").attrs["content"] == ""
     assert doc.find("meta", name="tp-wheel").attrs["content"] == ""
     srcs = [s.attrs.get("src") for s in doc.find_all("script")]

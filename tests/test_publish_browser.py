@@ -148,3 +148,30 @@ def test_formulas_render_the_same_with_the_subset_as_with_the_full_font(static_u
     assert len(shots["subset"]) == len(shots["full"])
     different = [i for i, (a, b) in enumerate(zip(shots["subset"], shots["full"])) if a != b]
     assert not different, f"formulas {different} render differently with the subset"
+
+
+@pytest.mark.parametrize("locale, remembered, query, lands", [
+    ("zh-CN", None, "", "zh/index.html"),           # navigator.languages zh-* -> Chinese
+    ("en-US", None, "", "en/index.html"),
+    ("fr-FR", None, "", "index.html"),              # no language of ours: the choice stays
+    ("en-US", "zh", "", "zh/index.html"),           # a remembered choice beats the browser's
+    ("zh-CN", None, "?choose", "index.html"),       # the reader asked to choose
+])
+def test_language_choice_sends_the_reader_on(static_url, new_context, locale, remembered, query, lands):
+    ctx = new_context(locale=locale)
+    page = ctx.new_page()
+    if remembered:
+        page.goto(static_url + "index.html?choose")
+        page.evaluate("(v) => localStorage.setItem('tp-lang', v)", remembered)
+    page.goto(static_url + "index.html" + query + "#mlp")
+    page.wait_for_load_state("load")
+    url = page.url.split("#")[0].split("?")[0]
+    assert url == static_url + lands, (locale, remembered, query, page.url)
+    if lands != "index.html":
+        assert page.url.endswith("#mlp")                          # the reader's place goes along
+    else:
+        assert page.locator("a.lang-choose").count() == 2
+        # a click remembers the choice
+        page.locator('a.lang-choose[data-lang="zh"]').click()
+        page.wait_for_url("**/zh/index.html")
+        assert page.evaluate("() => localStorage.getItem('tp-lang')") == "zh"

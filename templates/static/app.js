@@ -24,6 +24,7 @@ import { fromSlider, setupSliders, toSlider } from "./js/sliders.js";
 import { setupUrl, writeUrl } from "./js/url.js";
 import { setupPydemos } from "./js/pydemo.js";
 import { remark, setupLayout } from "./js/layout.js";
+import { whenStrings } from "./js/i18n.js";
 
 function meta(name) {
   const el = document.querySelector(`meta[name="${name}"]`);
@@ -87,7 +88,10 @@ setupLayout();
 document.addEventListener("tp-rendered", (ev) => remark(ev.target));
 
 runtime.subscribe((state) => {
-  if (state === "ready") for (const d of demos) d.flush();
+  if (state === "ready") {
+    if (demos.length) whenStrings();   // the first live answer's cells are keys
+    for (const d of demos) d.flush();
+  }
   else if (runtime.final) for (const d of demos) d.stop();
   else for (const d of demos) {   // the pending note names what it waits for
     if (d.el.getAttribute("data-state") === "pending") d.setPending(true);

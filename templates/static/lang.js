@@ -1,29 +1,43 @@
 /* Language preference.
- * On site/index.html (links a.lang-choose): go to the reader's language unless they asked to
- * choose (index.html?choose): a remembered choice first, else navigator.languages (zh* -> zh).
+ * On site/index.html (<meta name="tp-langs" content="CODE=HREF ...">): go to the reader's language
+ * unless they asked to choose (index.html?choose): a remembered choice first, else
+ * navigator.languages (zh* -> zh).  That page loads this script in <head>, before the stylesheet,
+ * without defer: the reader who is sent on never waits for the choice page's own CSS or paint.
  * On every page: clicking a language link (a.lang-choose / a.lang-switch) remembers the choice. */
 (function () {
   "use strict";
   var KEY = "tp-lang";
+
+  function target() {
+    var meta = document.querySelector('meta[name="tp-langs"]');
+    if (!meta || /[?&]choose(=|&|$)/.test(window.location.search)) return null;
+    var byLang = {};
+    var pairs = (meta.getAttribute("content") || "").split(/\s+/);
+    for (var i = 0; i < pairs.length; i++) {
+      var eq = pairs[i].indexOf("=");
+      if (eq > 0) byLang[pairs[i].slice(0, eq)] = pairs[i].slice(eq + 1);
+    }
+    var choice = null;
+    try { choice = localStorage.getItem(KEY); } catch (e) { choice = null; }
+    if (choice && byLang[choice]) return byLang[choice];
+    var prefs = navigator.languages && navigator.languages.length ? navigator.languages : [navigator.language || ""];
+    for (var j = 0; j < prefs.length; j++) {
+      var code = String(prefs[j]).toLowerCase().split("-")[0];
+      if (byLang[code]) return byLang[code];
+    }
+    return null;
+  }
+
+  var href = target();
+  if (href) { window.location.replace(href + window.location.hash); return; }
+
   function remember(ev) {
     try { localStorage.setItem(KEY, ev.currentTarget.getAttribute("data-lang")); } catch (e) { /* storage off */ }
   }
-  var all = document.querySelectorAll("a.lang-switch[data-lang], a.lang-choose[data-lang]");
-  for (var i = 0; i < all.length; i++) all[i].addEventListener("click", remember);
-
-  var links = document.querySelectorAll("a.lang-choose[data-lang]");
-  if (!links.length || /[?&]choose(=|&|$)/.test(window.location.search)) return;
-  var byLang = {};
-  for (var k = 0; k < links.length; k++) byLang[links[k].getAttribute("data-lang")] = links[k];
-  var choice = null;
-  try { choice = localStorage.getItem(KEY); } catch (e) { choice = null; }
-  if (!choice || !byLang[choice]) {
-    choice = null;
-    var prefs = navigator.languages && navigator.languages.length ? navigator.languages : [navigator.language || ""];
-    for (var j = 0; j < prefs.length && !choice; j++) {
-      var code = String(prefs[j]).toLowerCase().split("-")[0];
-      if (byLang[code]) choice = code;
-    }
+  function wire() {
+    var all = document.querySelectorAll("a.lang-switch[data-lang], a.lang-choose[data-lang]");
+    for (var i = 0; i < all.length; i++) all[i].addEventListener("click", remember);
   }
-  if (choice) window.location.replace(byLang[choice].getAttribute("href") + window.location.hash);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", wire);
+  else wire();
 })();

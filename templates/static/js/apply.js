@@ -64,12 +64,7 @@ function fillPart(table, tag, rows, cue) {
   const before = old && builtFrom.get(old);
   if (before && before.length === keys.length) {
     keys.forEach((key, i) => {
-      if (key === before[i]) return;
-      const fresh = buildRow(rows[i]);
-      const row = old.rows[i];
-      if (sameTree(row, fresh)) return;
-      markChanged(row, fresh, cue);
-      old.replaceChild(fresh, row);
+      if (key !== before[i]) morph(old.rows[i], buildRow(rows[i]), cue);
     });
     builtFrom.set(old, keys);
     return;
@@ -91,24 +86,50 @@ function buildHead(columns) {
   return thead;
 }
 
-/** Same elements, attributes and texts (ignoring whitespace-only text between elements). */
-function sameTree(a, b) {
-  if (!a || !b) return false;
-  if (a.tagName !== b.tagName || a.textContent !== b.textContent) return false;
-  if (a.attributes.length !== b.attributes.length) return false;
-  for (const attr of a.attributes) if (b.getAttribute(attr.name) !== attr.value) return false;
-  const ka = a.children, kb = b.children;
-  if (ka.length !== kb.length) return false;
-  for (let i = 0; i < ka.length; i++) if (!sameTree(ka[i], kb[i])) return false;
-  return true;
+/** Drop the line breaks the static page has between elements (a built element has none). */
+function dropBlank(el) {
+  for (const node of Array.from(el.childNodes)) {
+    if (node.nodeType === Node.TEXT_NODE && !node.data.trim()) node.remove();
+  }
+}
+
+/** Make the element `old` (in the page) equal to `fresh` (built, detached): same elements,
+ * attributes and texts, changing only what differs.  A control usually changes a few numbers and
+ * shades of a figure or a row of grids; replacing the whole element made the browser style and
+ * lay out thousands of elements again, which is most of what a change cost on the main thread.
+ * Where the shape differs (another rank count, another stage's layout) the subtree is replaced.
+ * Leaves whose text changed go onto `cue` (the "what changed" cue, cue.js). */
+function morph(old, fresh, cue) {
+  if (fresh.childElementCount > 0 && old.childNodes.length !== old.childElementCount) dropBlank(old);
+  if (old.tagName !== fresh.tagName || old.childElementCount !== fresh.childElementCount ||
+      (fresh.childElementCount > 0 && old.childNodes.length !== fresh.childNodes.length)) {
+    markChanged(old, fresh, cue);
+    old.replaceWith(fresh);
+    return;
+  }
+  for (const name of old.getAttributeNames()) if (!fresh.hasAttribute(name)) old.removeAttribute(name);
+  for (const attr of fresh.attributes) {
+    if (old.getAttribute(attr.name) !== attr.value) old.setAttribute(attr.name, attr.value);
+  }
+  if (fresh.childElementCount === 0) {
+    if (old.textContent !== fresh.textContent) {
+      old.textContent = fresh.textContent;
+      if (cue) cue.push(old);
+    }
+    return;
+  }
+  let a = old.firstElementChild, b = fresh.firstElementChild;
+  while (a) {
+    const nextA = a.nextElementSibling, nextB = b.nextElementSibling;   // morph may replace a
+    morph(a, b, cue);
+    a = nextA; b = nextB;
+  }
 }
 
 /** Put `fresh` in the place of `old` (or where a part of its kind goes) unless they are the same. */
 function replacePart(table, old, fresh, cue) {
-  if (old && sameTree(old, fresh)) return;
   if (old) {
-    markChanged(old, fresh, cue);
-    table.replaceChild(fresh, old);
+    morph(old, fresh, cue);
   } else if (fresh.tagName === "THEAD") {
     table.insertBefore(fresh, table.caption ? table.caption.nextSibling : table.firstChild);
   } else if (fresh.tagName === "TBODY") {
@@ -183,10 +204,8 @@ function applyFigures(demo, figures, cue) {
       continue;
     }
     const old = findIn(demo, "data-figure", name);
-    if (old && sameTree(old, fresh)) { old.hidden = false; continue; }
     if (old) {
-      markChanged(old, fresh, cue);
-      old.replaceWith(fresh);
+      morph(old, fresh, cue);   // (also shows it again: a built figure has no `hidden`)
     } else {   // figures come before the tables
       const first = demo.querySelector(".table-wrap, table[data-table], [data-note], details.real-ranks");
       if (first) first.before(fresh); else demo.appendChild(fresh);

@@ -10,7 +10,7 @@
  * data-state="pending" with a note until a result is applied.  Once the runtime is ready it
  * answers every change. */
 
-import { cellText, has, pageLang, tr } from "./i18n.js";
+import { cellText, has, pageLang, stringsReady, tr, whenStrings } from "./i18n.js";
 import { applyResult } from "./apply.js";
 import { showCue } from "./cue.js";
 import { toSlider } from "./sliders.js";
@@ -151,6 +151,7 @@ export class Demo {
   /** The reader is about to use the controls: fetch the precomputed results now (once). */
   prefetch() {
     if (!this.runtime.ready && this.resultsUrl) loadResults(this.resultsUrl);
+    whenStrings();
   }
 
   // ---- requests ---------------------------------------------------------------------------
@@ -236,8 +237,16 @@ export class Demo {
     this.answer(JSON.parse(msg.text), sent, true);
   }
 
-  /** Apply an answer to the control values `sent`: the worker's (`live`) or a precomputed one. */
+  /** Apply an answer to the control values `sent`: the worker's (`live`) or a precomputed one.
+   * The first one waits for the language's strings (its cells are keys); a later change meanwhile
+   * makes it stale (its own answer follows). */
   answer(payload, sent, live) {
+    if (stringsReady()) { this.show(payload, sent, live); return; }
+    const ticket = this.ticket;
+    whenStrings().then(() => { if (ticket === this.ticket) this.show(payload, sent, live); });
+  }
+
+  show(payload, sent, live) {
     this.done = sent;
     if (!payload.ok && this.fromUrl.size) {        // the link's values are refused together
       this.note = this.ignoredNote([...this.fromUrl].map((n) => [n, sent[n]]), cellText(payload.error));
