@@ -747,7 +747,28 @@ LAYOUT_JS = """() => {
     ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
     marker = {items, need: ctx.measureText(items + ". ").width, have: parseFloat(getComputedStyle(toc).paddingLeft)};
   }
-  return {W, sw: document.documentElement.scrollWidth, small, split, scrolling, heads: [...new Set(heads)], marker};
+  // Tables: how far each scrolls sideways, and whether its caption stays inside the wrapper's
+  // box before and after the table is scrolled to its end (a caption that scrolls with its table
+  // is clipped on a phone); the region is still named by the caption.
+  const tables = [];
+  for (const wrap of document.querySelectorAll(".table-wrap")) {
+    if (wrap.hidden || !wrap.offsetParent) continue;
+    const cap = wrap.querySelector(":scope > table > caption");
+    const over = wrap.scrollWidth - wrap.clientWidth;
+    const out = (c) => { const w = wrap.getBoundingClientRect(), r = c.getBoundingClientRect();
+                         return Math.max(w.left - r.left, r.right - w.right); };
+    let clipped = null;
+    if (cap) {
+      const before = out(cap);
+      wrap.scrollLeft = over;
+      clipped = Math.max(before, out(cap));
+      wrap.scrollLeft = 0;
+    }
+    tables.push({name: (wrap.querySelector("table").dataset.table || (cap ? cap.textContent : "")).slice(0, 40),
+                 over, clipped, named: !cap || wrap.getAttribute("aria-labelledby") === cap.id});
+  }
+  return {W, sw: document.documentElement.scrollWidth, small, split, scrolling, heads: [...new Set(heads)], marker,
+          tables};
 }"""
 
 
@@ -776,6 +797,14 @@ def test_layout_at_phone_and_desktop_widths(new_context, site_url, built_site, w
             problems.append(f"{where}: formulas scroll without showing it or without a tab stop: {bad[:3]}")
         if r["heads"] and r["heads"] != ["normal"]:
             problems.append(f"{where}: row headers do not wrap: {r['heads']}")
+        for t in r["tables"]:
+            if t["clipped"] is not None and t["clipped"] > 1:
+                problems.append(f"{where}: caption of {t['name']!r} leaves its wrapper by {t['clipped']} px")
+            if not t["named"]:
+                problems.append(f"{where}: table region {t['name']!r} is not named by its caption")
+            # A table that scrolls by a few pixels is an accident: it fits, or it clearly scrolls.
+            if width >= 1280 and 0 < t["over"] < 24:
+                problems.append(f"{where}: {t['name']!r} scrolls sideways by only {t['over']} px")
         if r["marker"]:
             markers += 1
             if r["marker"]["have"] < r["marker"]["need"]:

@@ -112,7 +112,7 @@ def _heads_table(res: dict, cfg: att.Config) -> dict:
         s = rk["shapes"]
         shards = " · ".join(f"{k} {_shape(s[k])}" for k in att.WEIGHTS)
         local = " · ".join(f"{k} {_shape(s[key])}" for k, key in
-                           (("q", "Q"), ("k", "K"), ("v", "V"), ("P", "probs"), ("Y_r", "Y_partial")))
+                           (("q", "Q"), ("k", "K"), ("v", "V"), ("P", "probs"), ("Yᵣ", "Y_partial")))
         rows.append([rank_tag(rk["rank"]), _ids(rk["q_heads"]), _kv_cell(cfg, rk, groups), shards, local])
     return table("cap.att_heads", ["col.rank", "col.att_q_heads", "col.att_kv_heads", "col.att_shards",
                                    "col.att_local"], rows)

@@ -26,7 +26,7 @@ from .. import fmt
 from . import Control, Section, parse_controls
 from . import tree
 from .cells import label, rank, table
-from .fig_collectives import figure_collective, figure_mismatch
+from .fig_collectives import figure_collective, figure_mismatch, output_sources, plan_collective
 from .fig_ring import figure_ring
 
 RANK_OPTIONS = (2, 3, 4)
@@ -38,9 +38,12 @@ SHOW_BUFFERS = (4, 8)        # buffers are listed per step only up to 4 ranks ×
 ELEM_BYTES = 4               # float32
 
 
-def _out(buf, r: int, scale: float) -> dict:
-    """Rank r's output buffer, or a note that the rank receives nothing (Reduce, Gather)."""
-    return label("label.nothing") if buf is None else tree.grid(buf, rank=r, scale=scale)
+def _out(buf, r: int, scale: float, sources: list | None) -> dict:
+    """Rank r's output buffer, or a note that the rank receives nothing (Reduce, Gather).
+
+    As in the figure: framed by the rank that holds it, each number tinted by the rank it came
+    from, a reduction's result grey."""
+    return label("label.nothing") if buf is None else tree.grid(buf, rank=r, scale=scale, cols=sources)
 
 
 def render_collectives(controls: dict, lang: str) -> dict:
@@ -53,7 +56,9 @@ def render_collectives(controls: dict, lang: str) -> dict:
     res = core.run_collective(name, inputs, op=op, root=root)
     # One shading scale for inputs and outputs: a reduction's result reads darker than its inputs.
     top = tree.scale_of(*inputs, *(b for b in res["outputs"] if b is not None))
-    rows = [[tree.rank_tag(r), tree.grid(inputs[r], rank=r, scale=top), _out(res["outputs"][r], r, top)]
+    plan = plan_collective(res)
+    sources = output_sources(plan)
+    rows = [[tree.rank_tag(r), tree.grid(inputs[r], rank=r, scale=top), _out(res["outputs"][r], r, top, sources[r])]
             for r in range(n)]
 
     # ReduceScatter leaves block r of op(inputs) on rank r; AllGather puts rank r's block
@@ -62,7 +67,11 @@ def render_collectives(controls: dict, lang: str) -> dict:
     ag = core.collective("all-gather", rs)                           # n × (L,)
     ar = core.collective("all-reduce", inputs, op=op)                # n × (L,)
     top = tree.scale_of(*ar)
-    rs_rows = [[tree.rank_tag(r)] + [tree.grid(b[r], rank=r, scale=top) for b in (rs, ag, ar)]
+    # Tinted as the collective table: reduced numbers grey, AllGather's block j from rank j.
+    size = len(rs[0])
+    reduced, gathered = [None] * size, tree.block_ranks(size * n, n)
+    rs_rows = [[tree.rank_tag(r)] + [tree.grid(b[r], rank=r, scale=top, cols=cols)
+                                     for b, cols in ((rs, reduced), (ag, gathered), (ar, reduced * n))]
                + [fmt.err(np.max(np.abs(ag[r] - ar[r])))] for r in range(n)]
     notes = {"what": label(core.REGISTRY[name].note_key, root=rank(root), op=op)}
     # Controls this collective ignores are disabled on the page, with the reason next to them.
@@ -82,7 +91,7 @@ def render_collectives(controls: dict, lang: str) -> dict:
         "values": {"nccl-name": res["nccl_name"],
                    "bus-factor": fmt.num(schedules.bus_bandwidth_factor(name, n))},
         "notes": notes,
-        "figures": {"collectives": figure_collective(res)},
+        "figures": {"collectives": figure_collective(res, plan)},
     }
 
 

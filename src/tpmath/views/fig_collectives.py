@@ -242,9 +242,28 @@ def _draw_collective(res: dict, plan: dict, max_w: float) -> tuple[list[dict], f
     return back + head + moves + lanes, width, bottom + PAD
 
 
-def figure_collective(res: dict) -> dict:
+def plan_collective(res: dict) -> dict:
+    """What the figure draws of a core result: blocks, where each output block came from."""
+    return _plan(res)
+
+
+def output_sources(plan: dict) -> list[list[int | None] | None]:
+    """Per rank, the rank each element of its output came from (None: a reduction's result),
+    or None for a rank that receives nothing: the tint of the figure's output cells, which the
+    table's output grids repeat."""
+    out = []
+    for ln in plan["lanes"]:
+        if ln["out"] is None:
+            out.append(None)
+            continue
+        out.append([src[1] if src is not None and src[0] == "copy" else None
+                    for src, block in zip(ln["src"], ln["out"]) for _ in range(block.size)])
+    return out
+
+
+def figure_collective(res: dict, plan: dict | None = None) -> dict:
     """The ``collectives`` figure of one core result (``collectives.run_collective``)."""
-    plan = _plan(res)
+    plan = _plan(res) if plan is None else plan
     title = key("co_title", name=res["nccl_name"], n=fmt.integer(res["n"]))
     return two_widths("collectives", title, lambda w: _draw_collective(res, plan, w))
 

@@ -46,6 +46,16 @@ def _merge(parts: list[np.ndarray], how: str) -> np.ndarray:
     return np.concatenate(parts, axis=1 if how == "cols" else 0)
 
 
+def _whole_grid(a: np.ndarray, how: str, tp: int, scale: float | None = None) -> dict:
+    """An untinted grid of a whole matrix whose column ("cols") or row ("rows") blocks are the
+    ranks' shards, each block tinted by its rank; "sum" (a sum or a replicated value): grey."""
+    if how == "cols":
+        return tree.grid(a, scale=scale, cols=tree.block_ranks(a.shape[-1], tp))
+    if how == "rows":
+        return tree.grid(a, scale=scale, rows=tree.block_ranks(a.shape[0], tp))
+    return tree.grid(a, scale=scale)
+
+
 def _run(tp: int) -> dict:
     """run_mlp on the fixed default inputs: a pure function of tp, computed once per tp
     (a stage change only picks other columns; nothing here modifies the result)."""
@@ -58,9 +68,10 @@ def _inputs_table(inputs: dict, tp: int) -> dict:
     held = {"X": label("label.replicated"), "W1": label("label.split_cols", tp=n),
             "W2": label("label.split_rows", tp=n), "G": label("label.upstream_g")}
     names = {"X": "X", "W1": "W₁", "W2": "W₂", "G": "G"}
-    # Shown whole (no rank owns all of it): untinted grids.
-    rows = [[names[k], tree.grid(inputs[k]), "×".join(fmt.integer(s) for s in inputs[k].shape), held[k]]
-            for k in ("X", "W1", "W2", "G")]
+    # Shown whole (no rank owns all of it): untinted frames; W₁'s column blocks and W₂'s row
+    # blocks tinted by the rank that owns them (as the figure draws W₁ᵣ, W₂ᵣ), X and G grey.
+    rows = [[names[k], _whole_grid(inputs[k], how, tp), "×".join(fmt.integer(s) for s in inputs[k].shape), held[k]]
+            for k, how in (("X", "sum"), ("W1", "cols"), ("W2", "rows"), ("G", "sum"))]
     return table("cap.mlp_inputs", ["col.input", "col.value", "col.shape", "col.held"], rows)
 
 
@@ -90,7 +101,7 @@ def render_mlp(controls: dict, lang: str) -> dict:
         merged = [_merge([rk[key] for rk in res["ranks"]], how) for key, _, how in cols]
         foot = [
             [label("label.reference")] + [tree.grid(a, scale=scales[key]) for a, (key, _, _) in zip(ref, cols)],
-            [label("label.merged")] + [tree.grid(a, scale=scales[key]) for a, (key, _, _) in zip(merged, cols)],
+            [label("label.merged")] + [_whole_grid(a, how, tp, scales[key]) for a, (key, _, how) in zip(merged, cols)],
             [label("label.max_abs_err")] + [fmt.err(np.max(np.abs(m - a))) for m, a in zip(merged, ref)],
         ]
     return {

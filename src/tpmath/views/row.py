@@ -20,6 +20,8 @@ Every number comes from :mod:`tpmath.row_linear` or from the shapes, formatted w
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import row_linear
 from ..collectives import REGISTRY
 from ..errors import TPMathError
@@ -107,7 +109,8 @@ def render_linear(values: dict, lang: str) -> dict:
         "columns": ["col.row_rank", "col.row_a_shard", "col.row_y_shard"],
         "rows": [[tree.rank_tag(r["rank"])] + _grids(r, ("A_shard", sa), ("Y_shard", sy)) for r in col["ranks"]],
         "foot": [
-            [label("label.row_allgather_y"), "", tree.grid(col["Y"], scale=sy)],
+            # AllGather: block r of Y came from rank r (the figure's tinted column blocks).
+            [label("label.row_allgather_y"), "", tree.grid(col["Y"], scale=sy, cols=_blocks(col["Y"], 1, c["tp"]))],
             [label("label.row_reference_y"), "", tree.grid(col["reference"]["Y"], scale=sy)],
             [label("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["Y"])],
         ],
@@ -120,6 +123,11 @@ def render_linear(values: dict, lang: str) -> dict:
         "notes": {"row-linear-comm": _comm_note(row, col)},
         "figures": {"row-linear": figure_row_linear(row, col)},
     }
+
+
+def _blocks(a: np.ndarray, axis: int, tp: int) -> list[int]:
+    """The rank whose shard each column (axis 1) or row (axis 0) of an assembled ``a`` is."""
+    return tree.block_ranks(np.shape(a)[axis], tp)
 
 
 def _grids(rank_result: dict, *keys: tuple[str, float]) -> list[dict]:
@@ -153,11 +161,13 @@ def render_backward(values: dict, lang: str) -> dict:
     row_bwd = {
         "caption": "cap.row_bwd_ranks",
         "columns": ["col.row_rank", "col.row_dy_full", "col.row_dx_shard", "col.row_da_shard"],
-        "rows": [[tree.rank_tag(r["rank"]), tree.grid(dY, rank=r["rank"], scale=sdy)]   # rank r's copy of dY
+        # Rank r's copy of dY: framed by rank r, its numbers grey (replicated, as in the figure).
+        "rows": [[tree.rank_tag(r["rank"]), tree.grid(dY, rank=r["rank"], scale=sdy, rows=[None] * dY.shape[0])]
                  + _grids(r, ("dX_shard", sdx), ("dA_shard", sda)) for r in row["ranks"]],
         "foot": [
-            [label("label.row_concat_shards"), "", tree.grid(row["sharded"]["dX"], scale=sdx),
-             tree.grid(row["sharded"]["dA"], scale=sda)],
+            [label("label.row_concat_shards"), "",
+             tree.grid(row["sharded"]["dX"], scale=sdx, cols=_blocks(row["sharded"]["dX"], 1, c["tp"])),
+             tree.grid(row["sharded"]["dA"], scale=sda, rows=_blocks(row["sharded"]["dA"], 0, c["tp"]))],
             [label("label.row_reference"), "", tree.grid(row["reference"]["dX"], scale=sdx),
              tree.grid(row["reference"]["dA"], scale=sda)],
             [label("label.row_max_abs_err"), "", fmt.err(row["max_abs_err"]["dX"]), fmt.err(row["max_abs_err"]["dA"])],
@@ -170,7 +180,7 @@ def render_backward(values: dict, lang: str) -> dict:
                  for r in col["ranks"]],
         "foot": [
             [label("label.row_allreduce_dx"), "", tree.grid(col["sharded"]["dX"], scale=sdx),
-             tree.grid(col["sharded"]["dA"], scale=sda)],
+             tree.grid(col["sharded"]["dA"], scale=sda, cols=_blocks(col["sharded"]["dA"], 1, c["tp"]))],
             [label("label.row_reference"), "", tree.grid(col["reference"]["dX"], scale=sdx),
              tree.grid(col["reference"]["dA"], scale=sda)],
             [label("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["dX"]), fmt.err(col["max_abs_err"]["dA"])],

@@ -177,19 +177,52 @@ def rank_tag(r: int) -> dict:
     return {"el": el("span", rank_attrs(r, "rank-tag"), text="R" + fmt.integer(r))}
 
 
-def grid(m: Any, rank: int | None = None, decimals: int = 4, scale: float | None = None) -> dict:
+def grid(m: Any, rank: int | None = None, decimals: int = 4, scale: float | None = None,
+         cols: Sequence[int | None] | None = None, rows: Sequence[int | None] | None = None) -> dict:
     """A matrix (or vector) as a grid cell: numbers in rows, shaded by value, tinted by rank.
 
     The numbers are :func:`fmt.num` strings, so the grid reads exactly like the old text.
+    ``rank`` tints the grid: its frame always (the rank that holds it, or none), its cells unless
+    ``cols`` / ``rows`` say whose each column / row is (W₁'s column blocks, an AllGather's
+    output: the rank it came from; None: a reduction's result or a replicated value, grey), so
+    a table's grid tells the story its section's figure draws (:func:`block_ranks`).
     """
     a = np.asarray(m, dtype=np.float64)
     if a.ndim < 2:
         a = a.reshape(1, -1)
     top = scale_of(a) if scale is None else float(scale)
-    rows = [{"t": "tr", "c": _entries(row, _levels(row, top), decimals)} for row in a.tolist()]
+    tints = _cell_tints(a.shape, rank, cols, rows)
+    body = [{"t": "tr", "c": _entries(row, _levels(row, top), decimals, tints and tints[i])}
+            for i, row in enumerate(a.tolist())]
     attrs = rank_attrs(rank, "grid")
     attrs["role"] = "presentation"
-    return {"el": el("table", attrs, [el("tbody", None, rows)])}
+    return {"el": el("table", attrs, [el("tbody", None, body)])}
+
+
+def block_ranks(length: int, parts: int) -> list[int]:
+    """The rank of each of ``length`` indices split into ``parts`` equal blocks (0,0,1,1 for 4/2)."""
+    width = length // parts
+    return [i // width for i in range(length)]
+
+
+_REP_CELL = {"class": "rep"}
+
+
+def _cell_tints(shape: tuple, rank: int | None, cols, rows) -> list | None:
+    """Per cell, the attributes that tint it unlike the grid (None where it keeps the grid's)."""
+    if cols is None and rows is None:
+        return None
+    own = rank_attrs(rank)
+    pick = (lambda i, j: cols[j]) if cols is not None else (lambda i, j: rows[i])
+    out = []
+    for i in range(shape[0]):
+        line = []
+        for j in range(shape[1]):
+            who = pick(i, j)
+            attrs = _REP_CELL if who is None else rank_attrs(who)
+            line.append(None if attrs == own else attrs)
+        out.append(line)
+    return out
 
 
 def rank_stack(buffers: Sequence[Any], scale: float | None = None, decimals: int = 4) -> dict:
@@ -204,11 +237,16 @@ def rank_stack(buffers: Sequence[Any], scale: float | None = None, decimals: int
     return {"el": el("table", attrs, [el("tbody", None, rows)])}
 
 
-def _entries(values: list, level: list, decimals: int) -> list[dict]:
+def _entries(values: list, level: list, decimals: int, tints: list | None = None) -> list[dict]:
     """The <td>s of one grid row (built as literals: a table of a few hundred numbers is
-    rebuilt on every control change)."""
-    return [{"t": "td", "a": {"class": _SHADE_CLASS[lv]}, "x": fmt.num(x, decimals)}
-            for x, lv in zip(values, level)]
+    rebuilt on every control change); ``tints``: per cell, the rank attributes of a cell that
+    is not tinted like its grid."""
+    if not tints:
+        return [{"t": "td", "a": {"class": _SHADE_CLASS[lv]}, "x": fmt.num(x, decimals)}
+                for x, lv in zip(values, level)]
+    return [{"t": "td", "a": {"class": _SHADE_CLASS[lv]} if t is None else
+             {**t, "class": f"{_SHADE_CLASS[lv]} {t['class']}"}, "x": fmt.num(x, decimals)}
+            for x, lv, t in zip(values, level, tints)]
 
 
 _SHADE_CLASS = tuple(f"v{i}" for i in range(SHADES))

@@ -132,11 +132,14 @@ def _head_tables(head: dict) -> tuple[dict, dict]:
     """The output head's inputs (h, W_out, targets) and, per rank, its W_out columns, the local
     gradient of the mean loss and its partial term of ∂L/∂h; foot: their sum over the shards."""
     h, W, n = np.asarray(head["hidden"]), np.asarray(head["W_out"]), len(head["target"])
-    # Inputs are replicated on every rank: untinted grids.  Shading: a shard's W_out columns and
+    # h and y are replicated on every rank: untinted grids.  Shading: a shard's W_out columns and
     # logit gradient against all shards', a partial dL/dh against the sum.
     inputs = table("cap.vocab_head_inputs", ["col.row_tensor", "col.row_shape", "col.row_value"], [
         ["h", fmt.shape(h.shape), tree.grid(h)],
-        ["W_out", fmt.shape(W.shape), tree.grid(W)],
+        # W_out is split by columns: each column tinted by the rank whose vocabulary range holds it.
+        ["W_out", fmt.shape(W.shape), tree.grid(W, cols=[next(e["rank"] for e in head["ranks"]
+                                                               if e["vocab_range"][0] <= j < e["vocab_range"][1])
+                                                          for j in range(W.shape[1])])],
         # token ids are labels, not magnitudes: no shading (scale 0)
         ["y", fmt.shape((n,)), tree.grid(np.asarray(head["target"]), decimals=0, scale=0)],
     ])
