@@ -71,9 +71,9 @@ def test_mlp_fuzz(B, D, F, tp, data):
         return
     assert 1 <= tp and F % tp == 0
     for key in ("Y", "G_X", "G_W1", "G_W2"):
-        assert np.all(np.isfinite(out["sharded"][key]))
-        ref = out["reference"][key]
-        assert np.allclose(out["sharded"][key], ref, rtol=1e-9, atol=1e-9 * (1 + np.max(np.abs(ref))))
+        assert np.all(np.isfinite(getattr(out.sharded, key)))
+        ref = getattr(out.reference, key)
+        assert np.allclose(getattr(out.sharded, key), ref, rtol=1e-9, atol=1e-9 * (1 + np.max(np.abs(ref))))
 
 
 @given(V=st.integers(1, 12), shards=st.integers(-1, 9), data=st.data())

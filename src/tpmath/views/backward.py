@@ -44,12 +44,12 @@ def render_backward(controls: dict, lang: str) -> dict:
     res = mlp.default_run(tp)
     keys = ("G_H", "G_Z", "G_W1", "G_W2", "G_X_partial")
     # One shading scale per column; G_X_partial reads against the summed G_X.
-    whole = {"G_X_partial": [res["sharded"]["G_X"]]}
-    scales = {k: tree.scale_of(*(rk[k] for rk in res["ranks"]), *whole.get(k, [])) for k in keys}
-    rows = [[tree.rank_tag(rk["rank"])] + [tree.grid(rk[k], rank=rk["rank"], scale=scales[k]) for k in keys]
-            for rk in res["ranks"]]
-    check = [[label(name_key), label(how_key), tree.grid(res["sharded"][key]),
-              fmt.err(res["max_abs_err"][key]), fmt.within(res["finite_difference"][key], FD_TOL)]
+    whole = {"G_X_partial": [res.sharded.G_X]}
+    scales = {k: tree.scale_of(*(getattr(rk, k) for rk in res.ranks), *whole.get(k, [])) for k in keys}
+    rows = [[tree.rank_tag(rk.rank)] + [tree.grid(getattr(rk, k), rank=rk.rank, scale=scales[k]) for k in keys]
+            for rk in res.ranks]
+    check = [[label(name_key), label(how_key), tree.grid(getattr(res.sharded, key)),
+              fmt.err(res.max_abs_err[key]), fmt.within(res.finite_difference[key], FD_TOL)]
              for key, name_key, how_key in _GRADS]
     return {
         "controls": {"tp": str(tp)},
