@@ -113,10 +113,10 @@ def test_collective_fuzz(n, count, name, op, root, data):
     except TPMathError as err:
         assert str(err)
         return
-    assert len(out["outputs"]) == n
+    assert len(out.outputs) == n
     if name == "all-reduce" and op == "sum":
         ref = np.sum(np.array(inputs, dtype=float), axis=0)
-        for o in out["outputs"]:
+        for o in out.outputs:
             assert np.allclose(o, ref)
 
 

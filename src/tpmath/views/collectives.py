@@ -52,8 +52,8 @@ def render_collectives(controls: dict, lang: str) -> dict:
     inputs = core.example_inputs(n)
     res = core.run_collective(name, inputs, op=op, root=root)
     # One shading scale for inputs and outputs: a reduction's result reads darker than its inputs.
-    top = tree.scale_of(*inputs, *(b for b in res["outputs"] if b is not None))
-    rows = [[tree.rank_tag(r), tree.grid(inputs[r], rank=r, scale=top), _out(res["outputs"][r], r, top)]
+    top = tree.scale_of(*inputs, *(b for b in res.outputs if b is not None))
+    rows = [[tree.rank_tag(r), tree.grid(inputs[r], rank=r, scale=top), _out(res.outputs[r], r, top)]
             for r in range(n)]
 
     # ReduceScatter leaves block r of op(inputs) on rank r; AllGather puts rank r's block
@@ -67,10 +67,10 @@ def render_collectives(controls: dict, lang: str) -> dict:
     notes = {"what": label(core.REGISTRY[name].note_key, root=rank(root), op=op)}
     # Controls this collective ignores are disabled on the page, with the reason next to them.
     state = {}
-    if not res["uses_op"]:
+    if not res.uses_op:
         state["op"] = {"disabled": True, "why": label("note.op_unused", op=op)}
-    if not res["uses_root"]:
-        state["root"] = {"disabled": True, "why": label("note.root_unused", name=res["nccl_name"])}
+    if not res.uses_root:
+        state["root"] = {"disabled": True, "why": label("note.root_unused", name=res.nccl_name)}
     return {
         "control_state": state,
         "controls": {"collective": name, "op": op, "ranks": str(n), "root": str(root)},
@@ -79,7 +79,7 @@ def render_collectives(controls: dict, lang: str) -> dict:
             "rs-ag": table("cap.rs_ag", ["col.rank", "col.rs_out", "col.ag_out", "col.ar_out", "col.max_abs_diff"],
                            rs_rows),
         },
-        "values": {"nccl-name": res["nccl_name"],
+        "values": {"nccl-name": res.nccl_name,
                    "bus-factor": fmt.num(schedules.bus_bandwidth_factor(name, n))},
         "notes": notes,
         "figures": {"collectives": figure_collective(res)},
