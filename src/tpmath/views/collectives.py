@@ -129,13 +129,13 @@ def _bytes(n: int) -> str:
     return fmt.integer(n) + "\u00a0B"
 
 
-def _transfers(step: dict) -> str:
+def _transfers(step: schedules.Step) -> str:
     """R0→R1 [#3, 8 B] · …: source, destination, chunk, bytes of every message of a step.
 
     A message never breaks across lines (no-break spaces inside it): on a phone, beside the
     buffers' grid, the column wraps between messages only."""
-    parts = [f"{rank(t['src'])}→{rank(t['dst'])}\u00a0[#{fmt.integer(t['chunk'])},\u00a0{fmt.nbytes(t['bytes'])}]"
-             for t in step["transfers"] if t["elements"] > 0]
+    parts = [f"{rank(t.src)}→{rank(t.dst)}\u00a0[#{fmt.integer(t.chunk)},\u00a0{fmt.nbytes(t.bytes)}]"
+             for t in step.transfers if t.elements > 0]
     return "\u00a0· ".join(parts) if parts else "—"
 
 
@@ -150,33 +150,33 @@ def render_ring(controls: dict, lang: str) -> dict:
         # Run the schedule on real data (rank r holds 10^r·[1..count]) to show what moves.
         data = [np.arange(1, count + 1, dtype=np.float64) * 10.0 ** r for r in range(n)]   # n × (count,)
         sim = (schedules.simulate_ring_all_reduce if algorithm == "ring" else schedules.simulate_tree_all_reduce)(data)
-        buffers = sim["steps"]
+        buffers = sim.steps
     # The step shown in the figure; its options are those of the most ranks, so clamp to this schedule.
     state = {}
-    if shown > len(sched["steps"]):
-        state["step"] = {"disabled": False, "value": str(len(sched["steps"])),
+    if shown > len(sched.steps):
+        state["step"] = {"disabled": False, "value": str(len(sched.steps)),
                          "why": label("note.ring_step_clamped", step=fmt.integer(shown),
-                                      steps=fmt.integer(len(sched["steps"])))}
-        shown = len(sched["steps"])
-    step_bytes = [_bytes(sum(t["bytes"] for t in step["transfers"] if t["elements"] > 0)) for step in sched["steps"]]
+                                      steps=fmt.integer(len(sched.steps)))}
+        shown = len(sched.steps)
+    step_bytes = [_bytes(sum(t.bytes for t in step.transfers if t.elements > 0)) for step in sched.steps]
     # One shading scale for every step: chunks darken as they collect contributions.
     top = tree.scale_of(*(b for bufs in buffers for b in bufs)) if buffers else 0.0
     step_rows = []
-    for i, step in enumerate(sched["steps"]):
+    for i, step in enumerate(sched.steps):
         cell = tree.rank_stack(buffers[i], scale=top) if buffers else label("label.buffers_hidden")
-        number = fmt.integer(step["step"] + 1)
+        number = fmt.integer(step.step + 1)
         step_rows.append([label("label.step_shown", step=number) if i + 1 == shown else number,
-                          label(f"label.phase_{step['phase'].replace('-', '_')}"), _transfers(step), step_bytes[i],
+                          label(f"label.phase_{step.phase.replace('-', '_')}"), _transfers(step), step_bytes[i],
                           cell])
-    byte_rows = [[tree.rank_tag(p["rank"]), fmt.integer(p["messages_sent"]), _bytes(p["bytes_sent"]),
-                  fmt.integer(p["messages_received"]), _bytes(p["bytes_received"])] for p in sched["per_rank"]]
-    busiest = max(p["bytes_sent"] for p in sched["per_rank"])
+    byte_rows = [[tree.rank_tag(p.rank), fmt.integer(p.messages_sent), _bytes(p.bytes_sent),
+                  fmt.integer(p.messages_received), _bytes(p.bytes_received)] for p in sched.per_rank]
+    busiest = max(p.bytes_sent for p in sched.per_rank)
     values = {
-        "steps": fmt.integer(len(sched["steps"])),
-        "buffer-bytes": _bytes(sched["bytes"]),
+        "steps": fmt.integer(len(sched.steps)),
+        "buffer-bytes": _bytes(sched.bytes),
         "max-bytes-sent": _bytes(busiest),
-        "sent-over-buffer": fmt.num(busiest / sched["bytes"]),
-        "bus-factor": fmt.num(sched["bus_factor"]),
+        "sent-over-buffer": fmt.num(busiest / sched.bytes),
+        "bus-factor": fmt.num(sched.bus_factor),
     }
     return {
         "controls": {"ranks": str(n), "algorithm": algorithm, "count": count, "step": str(shown)},
@@ -189,7 +189,7 @@ def render_ring(controls: dict, lang: str) -> dict:
         },
         "values": values,
         "notes": {"convention": label("note.ring_convention", count=fmt.integer(count),
-                                      elem_bytes=fmt.integer(ELEM_BYTES), bytes=fmt.nbytes(sched["bytes"])),
+                                      elem_bytes=fmt.integer(ELEM_BYTES), bytes=fmt.nbytes(sched.bytes)),
                   "algorithm": label(f"note.algorithm_{algorithm}")},
         "figures": {"ring": figure_ring(n, algorithm, sched, shown, step_bytes)},
     }
