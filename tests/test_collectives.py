@@ -206,9 +206,10 @@ def test_bad_input_raises_with_value(kwargs, match):
 
 def test_run_collective_keys():
     res = run_collective("gather", [[1, 2], [3, 4]], root=1)
-    assert set(res) >= {"name", "op", "root", "inputs", "outputs"}
-    assert res["outputs"][0] is None and res["outputs"][1].tolist() == [1, 2, 3, 4]
-    assert res["uses_root"] and not res["uses_op"]
+    assert res.name == "gather" and res.op == "sum" and res.root == 1 and res.n == 2
+    assert [b.tolist() for b in res.inputs] == [[1, 2], [3, 4]]
+    assert res.outputs[0] is None and res.outputs[1].tolist() == [1, 2, 3, 4]
+    assert res.uses_root and not res.uses_op
 
 
 # ------------------------------------------------------------ properties

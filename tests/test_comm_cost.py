@@ -61,7 +61,7 @@ def test_matches_ring_simulation(tp):
     B, L, H, K = 3, 5, 24, 2
     res = comm_cost(B, L, H, tp, K)
     sched = ring_all_reduce(tp, B * L * H, K)
-    busiest = max(r["bytes_sent"] for r in sched["per_rank"])
+    busiest = max(r.bytes_sent for r in sched.per_rank)
     assert all(r["bytes_per_rank"] == busiest for r in res["per_layer"])
     assert res["per_layer_bytes"] == pytest.approx(4 * 2 * (tp - 1) / tp * B * L * H * K)
 

@@ -71,9 +71,9 @@ def test_mlp_fuzz(B, D, F, tp, data):
         return
     assert 1 <= tp and F % tp == 0
     for key in ("Y", "G_X", "G_W1", "G_W2"):
-        assert np.all(np.isfinite(out["sharded"][key]))
-        ref = out["reference"][key]
-        assert np.allclose(out["sharded"][key], ref, rtol=1e-9, atol=1e-9 * (1 + np.max(np.abs(ref))))
+        assert np.all(np.isfinite(getattr(out.sharded, key)))
+        ref = getattr(out.reference, key)
+        assert np.allclose(getattr(out.sharded, key), ref, rtol=1e-9, atol=1e-9 * (1 + np.max(np.abs(ref))))
 
 
 @given(V=st.integers(1, 12), shards=st.integers(-1, 9), data=st.data())
@@ -113,10 +113,10 @@ def test_collective_fuzz(n, count, name, op, root, data):
     except TPMathError as err:
         assert str(err)
         return
-    assert len(out["outputs"]) == n
+    assert len(out.outputs) == n
     if name == "all-reduce" and op == "sum":
         ref = np.sum(np.array(inputs, dtype=float), axis=0)
-        for o in out["outputs"]:
+        for o in out.outputs:
             assert np.allclose(o, ref)
 
 

@@ -81,9 +81,9 @@ def test_default_inputs_are_the_seed_numbers_and_have_no_zeros():
     assert d["G"].tolist() == [[0.2, -0.4], [0.6, 0.1]]
     assert d["W1"].shape == (2, 4) and d["W2"].shape == (4, 2)
     r = run_mlp(tp=2)
-    for rank in r["ranks"]:
+    for rank in r.ranks:
         for key in ("W1", "W2", "Z", "H", "Y_partial", "G_H", "G_Z", "G_W1", "G_W2", "G_X_partial"):
-            assert np.all(np.abs(rank[key]) > 1e-2), (rank["rank"], key, rank[key])
+            assert np.all(np.abs(getattr(rank, key)) > 1e-2), (rank.rank, key, getattr(rank, key))
 
 
 @pytest.mark.parametrize("tp", (1, 2, 4))
@@ -92,10 +92,10 @@ def test_seed_numbers_match_pure_python_loops(tp):
     ref = loops_forward_backward(*(d[k].tolist() for k in ("X", "W1", "W2", "G")))
     r = run_mlp(tp=tp)
     for key in ("Y", "G_X", "G_W1", "G_W2"):
-        assert maxdiff(r["sharded"][key], ref[key]) < 1e-15, key
-        assert maxdiff(r["reference"][key], ref[key]) < 1e-15, key
-    assert abs(r["sharded"]["loss"] - ref["loss"]) < 1e-15
-    assert r["max_abs_err"]["Y"] < 1e-15 and r["within_tolerance"]
+        assert maxdiff(getattr(r.sharded, key), ref[key]) < 1e-15, key
+        assert maxdiff(getattr(r.reference, key), ref[key]) < 1e-15, key
+    assert abs(r.sharded.loss - ref["loss"]) < 1e-15
+    assert r.max_abs_err["Y"] < 1e-15 and r.within_tolerance
 
 
 # -------------------------------------------------------------- sharded == reference
@@ -107,10 +107,10 @@ def test_sharded_equals_reference_random_d_ff_24(tp, seed):
     r = run_mlp(**inp, tp=tp)
     ref = numpy_reference(inp["X"], inp["W1"], inp["W2"], inp["G"])
     for key in ("Y", "G_X", "G_W1", "G_W2"):
-        assert maxdiff(r["sharded"][key], ref[key]) < 1e-13, key
-        assert r["max_abs_err"][key] <= r["tolerances"][key]
-    assert abs(r["sharded"]["loss"] - ref["loss"]) < 1e-13
-    assert len(r["ranks"]) == tp
+        assert maxdiff(getattr(r.sharded, key), ref[key]) < 1e-13, key
+        assert r.max_abs_err[key] <= r.tolerances[key]
+    assert abs(r.sharded.loss - ref["loss"]) < 1e-13
+    assert len(r.ranks) == tp
 
 
 @pytest.mark.parametrize("tp", TPS)
@@ -118,17 +118,17 @@ def test_per_rank_shards_and_collectives(tp):
     inp = random_inputs(7, batch=2, d_model=3, d_ff=24)
     r = run_mlp(**inp, tp=tp)
     w = 24 // tp
-    for rk in r["ranks"]:
-        s = slice(rk["rank"] * w, (rk["rank"] + 1) * w)
-        assert np.array_equal(rk["W1"], inp["W1"][:, s])          # column parallel: W1 columns
-        assert np.array_equal(rk["W2"], inp["W2"][s, :])          # row parallel: W2 rows
-        assert rk["Z"].shape == (2, w) and rk["Y_partial"].shape == (2, 3)
-        assert np.allclose(rk["H"], np.tanh(inp["X"] @ inp["W1"][:, s]), atol=1e-15)
-        assert np.allclose(rk["G_Z"], rk["G_H"] * (1 - rk["H"] ** 2), atol=1e-15)
-        assert np.allclose(rk["G_H"], inp["G"] @ inp["W2"][s, :].T, atol=1e-15)  # G_Y = G, used once
+    for rk in r.ranks:
+        s = slice(rk.rank * w, (rk.rank + 1) * w)
+        assert np.array_equal(rk.W1, inp["W1"][:, s])          # column parallel: W1 columns
+        assert np.array_equal(rk.W2, inp["W2"][s, :])          # row parallel: W2 rows
+        assert rk.Z.shape == (2, w) and rk.Y_partial.shape == (2, 3)
+        assert np.allclose(rk.H, np.tanh(inp["X"] @ inp["W1"][:, s]), atol=1e-15)
+        assert np.allclose(rk.G_Z, rk.G_H * (1 - rk.H ** 2), atol=1e-15)
+        assert np.allclose(rk.G_H, inp["G"] @ inp["W2"][s, :].T, atol=1e-15)  # G_Y = G, used once
     # forward AllReduce (g) and backward AllReduce (f) are sums of the partials
-    assert maxdiff(sum(rk["Y_partial"] for rk in r["ranks"]), r["sharded"]["Y"]) < 1e-14
-    assert maxdiff(sum(rk["G_X_partial"] for rk in r["ranks"]), r["sharded"]["G_X"]) < 1e-14
+    assert maxdiff(sum(rk.Y_partial for rk in r.ranks), r.sharded.Y) < 1e-14
+    assert maxdiff(sum(rk.G_X_partial for rk in r.ranks), r.sharded.G_X) < 1e-14
 
 
 def test_replicated_gy_not_double_counted():
@@ -137,7 +137,7 @@ def test_replicated_gy_not_double_counted():
     for tp in (2, 4, 8):
         r = run_mlp(**inp, tp=tp)
         ref = numpy_reference(inp["X"], inp["W1"], inp["W2"], inp["G"])
-        ratio = np.sum(r["sharded"]["G_W2"] * ref["G_W2"]) / np.sum(ref["G_W2"] ** 2)
+        ratio = np.sum(r.sharded.G_W2 * ref["G_W2"]) / np.sum(ref["G_W2"] ** 2)
         assert abs(ratio - 1) < 1e-12
 
 
@@ -149,9 +149,9 @@ def test_gradients_against_complex_step_and_reported_fd(tp):
     r = run_mlp(**inp, tp=tp)
     cs = complex_step_grads(inp["X"], inp["W1"], inp["W2"], inp["G"])
     for key in ("G_X", "G_W1", "G_W2"):
-        assert maxdiff(r["sharded"][key], cs[key]) < 1e-13, key
+        assert maxdiff(getattr(r.sharded, key), cs[key]) < 1e-13, key
         # the core's own central differences (h = 1e-6): truncation ~h², rounding ~eps·|L|/h
-        assert 0 <= r["finite_difference"][key] < 1e-8, key
+        assert 0 <= r.finite_difference[key] < 1e-8, key
 
 
 def test_fd_of_seed_numbers():
@@ -159,8 +159,8 @@ def test_fd_of_seed_numbers():
     d = default_inputs()
     cs = complex_step_grads(d["X"], d["W1"], d["W2"], d["G"])
     for key in ("G_X", "G_W1", "G_W2"):
-        assert maxdiff(r["sharded"][key], cs[key]) < 1e-15
-        assert r["finite_difference"][key] < 1e-9
+        assert maxdiff(getattr(r.sharded, key), cs[key]) < 1e-15
+        assert r.finite_difference[key] < 1e-9
 
 
 # ------------------------------------------------------------------------- dtypes
@@ -170,14 +170,14 @@ def test_fd_of_seed_numbers():
 def test_dtypes_within_stated_tolerance(dtype, tp):
     inp = random_inputs(5, batch=4, d_model=4, d_ff=24)
     r = run_mlp(**inp, tp=tp, dtype=dtype)
-    assert r["dtype"] == dtype
-    assert r["sharded"]["Y"].dtype == np.dtype(dtype) and r["reference"]["G_W1"].dtype == np.dtype(dtype)
-    for key, err in r["max_abs_err"].items():
-        assert err <= r["tolerances"][key], (key, err, r["tolerances"][key])
-    assert r["within_tolerance"] is True
+    assert r.dtype == dtype
+    assert r.sharded.Y.dtype == np.dtype(dtype) and r.reference.G_W1.dtype == np.dtype(dtype)
+    for key, err in r.max_abs_err.items():
+        assert err <= r.tolerances[key], (key, err, r.tolerances[key])
+    assert r.within_tolerance is True
     # the low-precision result is still close to the exact (float64) gradient
     exact = numpy_reference(inp["X"], inp["W1"], inp["W2"], inp["G"])
-    assert maxdiff(r["sharded"]["G_W1"], exact["G_W1"]) < {"float64": 1e-13, "float32": 1e-5, "float16": 2e-2}[dtype]
+    assert maxdiff(r.sharded.G_W1, exact["G_W1"]) < {"float64": 1e-13, "float32": 1e-5, "float16": 2e-2}[dtype]
 
 
 def test_tolerance_scales_with_eps_and_size():
@@ -206,13 +206,13 @@ def test_property_sharded_equals_unsharded(batch, d_model, d_ff, seed, data):
     r = run_mlp(**inp, tp=tp)
     ref = numpy_reference(inp["X"], inp["W1"], inp["W2"], inp["G"])
     for key in ("Y", "G_X", "G_W1", "G_W2"):
-        assert maxdiff(r["sharded"][key], ref[key]) <= r["tolerances"][key]
+        assert maxdiff(getattr(r.sharded, key), ref[key]) <= r.tolerances[key]
     for key in ("G_X", "G_W1", "G_W2"):
-        assert r["finite_difference"][key] < 1e-7
+        assert r.finite_difference[key] < 1e-7
     # linearity in the upstream gradient: G -> 2G doubles every gradient, leaves Y alone
     r2 = run_mlp(**{**inp, "G": 2 * inp["G"]}, tp=tp)
-    assert maxdiff(r2["sharded"]["G_W1"], 2 * r["sharded"]["G_W1"]) < 1e-13
-    assert maxdiff(r2["sharded"]["Y"], r["sharded"]["Y"]) == 0
+    assert maxdiff(r2.sharded.G_W1, 2 * r.sharded.G_W1) < 1e-13
+    assert maxdiff(r2.sharded.Y, r.sharded.Y) == 0
 
 
 # --------------------------------------------------------------------- validation

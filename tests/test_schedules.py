@@ -40,8 +40,8 @@ def test_ring_executes_to_all_reduce(n, op):
         xs = data(n, count, seed=n * 100 + count)
         ref = NUMPY_OP[op](np.stack(xs), axis=0)
         sim = simulate_ring_all_reduce(xs, op)
-        assert len(sim["steps"]) == 2 * (n - 1)
-        for out in sim["outputs"]:
+        assert len(sim.steps) == 2 * (n - 1)
+        for out in sim.outputs:
             np.testing.assert_allclose(out, ref, rtol=1e-13, atol=0)
 
 
@@ -51,7 +51,7 @@ def test_tree_executes_to_all_reduce(n, op):
     for count in (1, 4, 7):
         xs = data(n, count, seed=n + count)
         ref = NUMPY_OP[op](np.stack(xs), axis=0)
-        for out in simulate_tree_all_reduce(xs, op)["outputs"]:
+        for out in simulate_tree_all_reduce(xs, op).outputs:
             np.testing.assert_allclose(out, ref, rtol=1e-13, atol=0)
 
 
@@ -61,7 +61,7 @@ def test_ring_reduce_scatter_phase_leaves_block_r_on_rank_r(n):
     xs = data(n, count, seed=n)
     total = np.sum(np.stack(xs), axis=0)
     sim = simulate_ring_all_reduce(xs)
-    after_rs = sim["steps"][n - 2]
+    after_rs = sim.steps[n - 2]
     sizes = chunk_sizes(count, n)
     start = 0
     for r in range(n):
@@ -72,15 +72,15 @@ def test_ring_reduce_scatter_phase_leaves_block_r_on_rank_r(n):
 @pytest.mark.parametrize("n", range(1, 9))
 def test_ring_structure(n):
     sched = ring_all_reduce(n, 4 * n, 2)
-    for step in sched["steps"]:
-        assert sorted(t["src"] for t in step["transfers"]) == list(range(n))  # each rank sends once
-        assert sorted(t["dst"] for t in step["transfers"]) == list(range(n))  # and receives once
-        assert all(t["dst"] == (t["src"] + 1) % n for t in step["transfers"])
-    phases = [s["phase"] for s in sched["steps"]]
+    for step in sched.steps:
+        assert sorted(t.src for t in step.transfers) == list(range(n))  # each rank sends once
+        assert sorted(t.dst for t in step.transfers) == list(range(n))  # and receives once
+        assert all(t.dst == (t.src + 1) % n for t in step.transfers)
+    phases = [s.phase for s in sched.steps]
     assert phases == ["reduce-scatter"] * (n - 1) + ["all-gather"] * (n - 1)
     for r in range(n):  # in each phase a rank forwards every chunk but one
-        rs = [t["chunk"] for s in sched["steps"][: n - 1] for t in s["transfers"] if t["src"] == r]
-        ag = [t["chunk"] for s in sched["steps"][n - 1:] for t in s["transfers"] if t["src"] == r]
+        rs = [t.chunk for s in sched.steps[: n - 1] for t in s.transfers if t.src == r]
+        ag = [t.chunk for s in sched.steps[n - 1:] for t in s.transfers if t.src == r]
         assert sorted(rs + [r]) == list(range(n))
         assert sorted(ag + [(r + 1) % n]) == list(range(n))
 
@@ -91,20 +91,20 @@ def test_ring_bytes_closed_form_when_divisible(n, elem_bytes):
     count = 6 * n
     S = count * elem_bytes
     sched = ring_all_reduce(n, count, elem_bytes)
-    for row in sched["per_rank"]:
-        assert row["bytes_sent"] == row["bytes_received"] == 2 * (n - 1) * S // n
-        assert row["messages_sent"] == row["messages_received"] == 2 * (n - 1)
-        assert row["bytes_sent"] == pytest.approx(bus_bandwidth_factor("all-reduce", n) * S)
+    for row in sched.per_rank:
+        assert row.bytes_sent == row.bytes_received == 2 * (n - 1) * S // n
+        assert row.messages_sent == row.messages_received == 2 * (n - 1)
+        assert row.bytes_sent == pytest.approx(bus_bandwidth_factor("all-reduce", n) * S)
 
 
 @pytest.mark.parametrize("n", range(2, 9))
 def test_ring_bytes_uneven_counts(n):
     for count in (n + 1, 2 * n - 1, 5 * n + 3):
         sched = ring_all_reduce(n, count, 4)
-        sent = [r["bytes_sent"] for r in sched["per_rank"]]
+        sent = [r.bytes_sent for r in sched.per_rank]
         # every chunk is forwarded n−1 times in each phase
         assert sum(sent) == 2 * (n - 1) * count * 4
-        assert sum(r["bytes_received"] for r in sched["per_rank"]) == sum(sent)
+        assert sum(r.bytes_received for r in sched.per_rank) == sum(sent)
         assert max(sent) - min(sent) <= 2 * 4  # chunk sizes differ by at most one element
         sizes = chunk_sizes(count, n)
         assert max(sizes) - min(sizes) <= 1 and sum(sizes) == count
@@ -113,33 +113,33 @@ def test_ring_bytes_uneven_counts(n):
 def test_ring_example_n3_count7():
     # chunks [3, 2, 2]; rank r sends all chunks but r (RS) and all but r+1 (AG)
     sched = ring_all_reduce(3, 7, 4)
-    assert [c["elements"] for c in sched["chunks"]] == [3, 2, 2]
-    assert [r["bytes_sent"] for r in sched["per_rank"]] == [(14 - 3 - 2) * 4, (14 - 2 - 2) * 4, (14 - 2 - 3) * 4]
-    first = sched["steps"][0]["transfers"]
-    assert [(t["src"], t["dst"], t["chunk"]) for t in first] == [(0, 1, 2), (1, 2, 0), (2, 0, 1)]
+    assert [c.elements for c in sched.chunks] == [3, 2, 2]
+    assert [r.bytes_sent for r in sched.per_rank] == [(14 - 3 - 2) * 4, (14 - 2 - 2) * 4, (14 - 2 - 3) * 4]
+    first = sched.steps[0].transfers
+    assert [(t.src, t.dst, t.chunk) for t in first] == [(0, 1, 2), (1, 2, 0), (2, 0, 1)]
 
 
 def test_ring_count_smaller_than_n_skips_empty_chunks():
     sched = ring_all_reduce(4, 2, 4)
-    assert sum(r["bytes_sent"] for r in sched["per_rank"]) == 2 * 3 * 2 * 4
-    assert all(r["messages_sent"] < 6 for r in sched["per_rank"])
+    assert sum(r.bytes_sent for r in sched.per_rank) == 2 * 3 * 2 * 4
+    assert all(r.messages_sent < 6 for r in sched.per_rank)
 
 
 @pytest.mark.parametrize("n", range(1, 9))
 def test_tree_messages_and_bytes(n):
     count, k = 10, 4
     sched = tree_all_reduce(n, count, k)
-    total_msgs = sum(r["messages_sent"] for r in sched["per_rank"])
+    total_msgs = sum(r.messages_sent for r in sched.per_rank)
     assert total_msgs == 2 * (n - 1)  # n−1 edges, used once up and once down
-    for row in sched["per_rank"]:
-        r = row["rank"]
+    for row in sched.per_rank:
+        r = row.rank
         children = len([c for c in (2 * r + 1, 2 * r + 2) if c < n])
         up = 1 if r else 0
-        assert row["messages_sent"] == row["messages_received"] == up + children
-        assert row["bytes_sent"] == (up + children) * count * k
+        assert row.messages_sent == row.messages_received == up + children
+        assert row.bytes_sent == (up + children) * count * k
     depth = int(np.floor(np.log2(n)))
-    assert len(sched["steps"]) == 2 * depth
-    assert [t["parent"] for t in sched["tree"]] == [None] + [(r - 1) // 2 for r in range(1, n)]
+    assert len(sched.steps) == 2 * depth
+    assert [t.parent for t in sched.tree] == [None] + [(r - 1) // 2 for r in range(1, n)]
 
 
 @pytest.mark.parametrize("n, factors", [
@@ -171,10 +171,10 @@ def test_property_ring_and_tree_equal_sum(n, count, seed):
     xs = list(np.random.default_rng(seed).integers(-50, 50, (n, count)).astype(np.float64))
     ref = np.sum(np.stack(xs), axis=0)  # integers: exact in any order
     for sim in (simulate_ring_all_reduce(xs), simulate_tree_all_reduce(xs)):
-        for out in sim["outputs"]:
+        for out in sim.outputs:
             np.testing.assert_array_equal(out, ref)
     sched = ring_all_reduce(n, count, 2)
-    assert sum(r["bytes_sent"] for r in sched["per_rank"]) == 2 * (n - 1) * count * 2
+    assert sum(r.bytes_sent for r in sched.per_rank) == 2 * (n - 1) * count * 2
 
 
 def cli(*args):

@@ -41,8 +41,8 @@ def test_seed_numbers_against_torch_autograd(tp):
     t = torch_mlp(d["X"], d["W1"], d["W2"], d["G"])
     r = run_mlp(tp=tp)
     for key in ("Y", "G_X", "G_W1", "G_W2"):
-        assert maxdiff(r["sharded"][key], t[key]) < 1e-15, key
-    assert abs(r["sharded"]["loss"] - t["loss"]) < 1e-15
+        assert maxdiff(getattr(r.sharded, key), t[key]) < 1e-15, key
+    assert abs(r.sharded.loss - t["loss"]) < 1e-15
 
 
 @pytest.mark.parametrize("tp", TPS)
@@ -52,8 +52,8 @@ def test_random_sharded_against_torch_autograd(tp, seed):
     t = torch_mlp(inp["X"], inp["W1"], inp["W2"], inp["G"])
     r = run_mlp(**inp, tp=tp)
     for key in ("Y", "G_X", "G_W1", "G_W2"):
-        assert maxdiff(r["sharded"][key], t[key]) < 1e-13, key
-    assert abs(r["sharded"]["loss"] - t["loss"]) < 1e-13
+        assert maxdiff(getattr(r.sharded, key), t[key]) < 1e-13, key
+    assert abs(r.sharded.loss - t["loss"]) < 1e-13
 
 
 @pytest.mark.parametrize("tp", (1, 2, 4))
@@ -99,4 +99,4 @@ def test_low_precision_forward_close_to_torch(dtype, tdtype):
     r = run_mlp(tp=2, dtype=dtype)
     x, w1, w2 = (torch.tensor(d[k], dtype=tdtype) for k in ("X", "W1", "W2"))
     y = (torch.tanh(x @ w1) @ w2).numpy()
-    assert maxdiff(r["sharded"]["Y"], y) <= r["tolerances"]["Y"]
+    assert maxdiff(r.sharded.Y, y) <= r.tolerances["Y"]

@@ -305,23 +305,27 @@ NAMES = tuple(REGISTRY)
 NCCL_NAMES = {name: c.nccl for name, c in REGISTRY.items()}
 
 
-def run_collective(name: str, inputs: Any, op: str = "sum", root: int = 0) -> dict:
-    """``collective`` plus its echo: ``{"name","op","root","inputs","outputs"}``.
+@dataclass(frozen=True, eq=False)
+class CollectiveResult:
+    """One collective run on per-rank buffers: what was asked, then what every rank holds."""
+    name: str                            # ours (``all-reduce``)
+    nccl_name: str                       # NCCL's (``AllReduce``)
+    op: str
+    root: int
+    # whether op / root had any effect, so a table need not show an op for a broadcast or a
+    # root for an all-reduce
+    uses_op: bool
+    uses_root: bool
+    n: int                               # ranks
+    inputs: list[np.ndarray]             # n × (count,)
+    outputs: list[np.ndarray | None]     # n × (what the rank receives), None = nothing
 
-    ``uses_op`` / ``uses_root`` say whether the argument had any effect, so a
-    table need not show an op for a broadcast or a root for an all-reduce.
-    """
+
+def run_collective(name: str, inputs: Any, op: str = "sum", root: int = 0) -> CollectiveResult:
+    """``collective`` plus its echo (:class:`CollectiveResult`)."""
     outputs = collective(name, inputs, op, root)
     spec = REGISTRY[name]
     bufs = as_inputs(inputs)
-    return {
-        "name": name,
-        "nccl_name": spec.nccl,
-        "op": op,
-        "root": as_int("root", root, 0),
-        "uses_op": spec.reduces,
-        "uses_root": spec.root is not None,
-        "n": len(bufs),
-        "inputs": bufs,
-        "outputs": outputs,
-    }
+    return CollectiveResult(name=name, nccl_name=spec.nccl, op=op, root=as_int("root", root, 0),
+                            uses_op=spec.reduces, uses_root=spec.root is not None, n=len(bufs), inputs=bufs,
+                            outputs=outputs)

@@ -33,7 +33,7 @@ import numpy as np
 
 from .errors import TPMathError
 from .i18n import Text
-from .mlp import MAX_BATCH, MAX_D_FF, MAX_D_MODEL, all_reduce_sum, reference_mlp, sharded_mlp
+from .mlp import MAX_BATCH, MAX_D_FF, MAX_D_MODEL, MlpOutputs, all_reduce_sum, reference_mlp, sharded_mlp
 from .validate import as_int, check_divides
 
 MAX_DP = 8
@@ -53,11 +53,11 @@ def make_inputs(tp: int, dp: int, seed: int, batch: int, d_model: int, d_ff: int
     return {"W1": W1, "W2": W2, "X": Xs, "G": Gs}
 
 
-def replica_grads(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G_Y: np.ndarray, tp: int) -> tuple[list, dict]:
+def replica_grads(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G_Y: np.ndarray, tp: int) -> tuple[list, MlpOutputs]:
     """One replica's TP group: per-rank gradients from its upstream gradient G_Y."""
     ranks, assembled = sharded_mlp(X, W1, W2, G_Y, tp)
     keep = ("rank", "G_W1", "G_W2", "G_X_partial")
-    return [{k: rk[k] for k in keep} for rk in ranks], assembled
+    return [{k: getattr(rk, k) for k in keep} for rk in ranks], assembled
 
 
 def dp_reduce(per_replica: list[list[np.ndarray]], divisor: int) -> list[np.ndarray]:
@@ -72,10 +72,10 @@ def assemble(w1_shards: list[np.ndarray], w2_shards: list[np.ndarray]) -> dict[s
             "G_W2": np.concatenate(w2_shards, axis=0)}   # (F, D)
 
 
-def compare(grads: dict, ref: dict) -> tuple[float, float]:
+def compare(grads: dict, ref: MlpOutputs) -> tuple[float, float]:
     """Max abs error vs the reference and the least-squares scale s (grads ≈ s·ref)."""
     v = np.concatenate([grads["G_W1"].ravel(), grads["G_W2"].ravel()])
-    r = np.concatenate([ref["G_W1"].ravel(), ref["G_W2"].ravel()])
+    r = np.concatenate([ref.G_W1.ravel(), ref.G_W2.ravel()])
     rr = float(r @ r)
     if rr == 0.0:
         # An all-zero reference gradient has no scale to compare against: every variant
@@ -112,10 +112,10 @@ def run_dp_tp(tp: Any = 2, dp: Any = 2, seed: Any = 0, batch: Any = 2, d_model: 
         doubled.append(ranks_twice)
         local_ref = reference_mlp(X, W1, W2, G_Y)
         replicas.append({
-            "replica": k, "X": X, "G": G, "G_Y": G_Y, "loss": asm["loss"], "ranks": ranks,
-            "G_X": asm["G_X"],                          # TP AllReduce(sum) of the partial G_X
-            "G_X_reference": local_ref["G_X"],
-            "max_abs_err_G_X": float(np.max(np.abs(asm["G_X"] - local_ref["G_X"]))),
+            "replica": k, "X": X, "G": G, "G_Y": G_Y, "loss": asm.loss, "ranks": ranks,
+            "G_X": asm.G_X,                          # TP AllReduce(sum) of the partial G_X
+            "G_X_reference": local_ref.G_X,
+            "max_abs_err_G_X": float(np.max(np.abs(asm.G_X - local_ref.G_X))),
         })
 
     # Unsharded reference: the whole global batch on one device, mean loss.
@@ -142,6 +142,6 @@ def run_dp_tp(tp: Any = 2, dp: Any = 2, seed: Any = 0, batch: Any = 2, d_model: 
     return {
         "tp": tp, "dp": dp, "seed": seed, "batch": b, "d_model": d, "d_ff": f,
         "W1": W1, "W2": W2, "replicas": replicas,
-        "reference": {"loss": ref["loss"], "G_W1": ref["G_W1"], "G_W2": ref["G_W2"]},
+        "reference": {"loss": ref.loss, "G_W1": ref.G_W1, "G_W2": ref.G_W2},
         "variants": variants,
     }

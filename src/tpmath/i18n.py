@@ -24,8 +24,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-# The string files Python prints from: content/i18n/<lang>.<part>.toml.
-PARTS = ("errors", "core")
+# The string files Python prints from: content/i18n/<lang>.<part>.toml (cli: the command line's help).
+PARTS = ("errors", "core", "cli")
 # The command lines' language unless --lang says otherwise.
 DEFAULT_LANG = "en"
 PLACEHOLDER = re.compile(r"\{(\w+)\}")      # the page's rule too (app.js): only {name} is replaced

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .i18n import Text, text
+from .record import fields_of
 
 
 def to_jsonable(obj: Any, lang: str | None = None) -> Any:
@@ -22,7 +23,9 @@ def to_jsonable(obj: Any, lang: str | None = None) -> Any:
     if lang is not None and isinstance(obj, Text):
         return text(obj, lang)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name), lang) for f in dataclasses.fields(obj)}
+        # A result record is the JSON object of its fields, in declaration order: the keys and
+        # their order are those of the dicts the core returned before it had records.
+        return {name: to_jsonable(value, lang) for name, value in fields_of(obj).items()}
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v, lang) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,53 @@ def command_line_inputs(X: Any = None, W1: Any = None, W2: Any = None, G: Any = 
         return given
     rnd = random_inputs(**{k: (v if v is not None else d) for (k, v), d in zip(sizes.items(), (0, 4, 4, 24))})
     return {k: (v if v is not None else rnd[k]) for k, v in given.items()}
+
+
+# -------------------------------------------------------------------- results
+
+@dataclass(frozen=True, eq=False)
+class MlpRank:
+    """What rank ``rank`` holds and computes: its weight shards, then forward, then backward."""
+    rank: int
+    W1: np.ndarray              # (D, F/tp)  own columns of W1
+    W2: np.ndarray              # (F/tp, D)  own rows of W2
+    # forward, no communication
+    Z: np.ndarray               # (B, F/tp)
+    H: np.ndarray               # (B, F/tp)
+    Y_partial: np.ndarray       # (B, D)     a partial sum: g's AllReduce adds the ranks'
+    # backward from the replicated upstream gradient
+    G_H: np.ndarray             # (B, F/tp)
+    G_Z: np.ndarray             # (B, F/tp)
+    G_W1: np.ndarray            # (D, F/tp)  complete locally
+    G_W2: np.ndarray            # (F/tp, D)  complete locally
+    G_X_partial: np.ndarray     # (B, D)     a partial sum: f's backward AllReduce adds the ranks'
+
+
+@dataclass(frozen=True, eq=False)
+class MlpOutputs:
+    """The whole output, loss and gradients: assembled from the ranks, or the unsharded reference."""
+    Y: np.ndarray               # (B, D)
+    loss: Any                   # 0-d, in the run's dtype
+    G_X: np.ndarray             # (B, D)
+    G_W1: np.ndarray            # (D, F)
+    G_W2: np.ndarray            # (F, D)
+
+
+@dataclass(frozen=True, eq=False)
+class MlpResult:
+    """One run of the MLP sharded over ``tp`` ranks next to its unsharded reference."""
+    tp: int
+    dtype: str
+    inputs: dict[str, np.ndarray]        # X (B, D), W1 (D, F), W2 (F, D), G (B, D), cast to dtype
+    ranks: list[MlpRank]                 # one per rank, in rank order
+    sharded: MlpOutputs
+    reference: MlpOutputs
+    # the checks: per quantity (Y, loss, G_X, G_W1, G_W2), max |sharded − reference| and its bound
+    max_abs_err: dict[str, float]
+    finite_difference: dict[str, float]  # G_X, G_W1, G_W2: max |sharded − central difference|
+    tolerance: float                     # the largest of ``tolerances``
+    tolerances: dict[str, float]
+    within_tolerance: bool
 
 
 # ----------------------------------------------------------------- validation
@@ -180,11 +228,12 @@ def backward_rank(X: np.ndarray, W1_r: np.ndarray, W2_r: np.ndarray, H: np.ndarr
     return {"G_H": G_H, "G_Z": G_Z, "G_W1": G_W1, "G_W2": G_W2, "G_X_partial": G_X_partial}
 
 
-def sharded_mlp(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, tp: int) -> tuple[list[dict], dict]:
-    """The tensor-parallel computation: per-rank dicts and the assembled results.
+def sharded_mlp(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray,
+                tp: int) -> tuple[list[MlpRank], MlpOutputs]:
+    """The tensor-parallel computation: per-rank records and the assembled results.
 
     All ranks run in one numpy call per step: the shards are views stacked on a leading rank
-    axis (no copies of the weights), and rank r's arrays in the returned dicts are views [r].
+    axis (no copies of the weights), and rank r's arrays in the returned records are views [r].
     """
     d, f = W1.shape
     W1s = stack_columns(W1, tp)   # (tp, D, F/tp)
@@ -201,12 +250,12 @@ def sharded_mlp(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, tp
     # Weight gradients are not reduced: each rank owns its shard. Assembled only to compare
     # (G_W1 was written in place, G_W2 is a view: neither needs a copy).
     G_W2 = bwd["G_W2"].reshape(f, d)                           # (F, D) a view: rank blocks are rows
-    ranks = [{"rank": r, "W1": W1s[r], "W2": W2s[r], **{k: v[r] for k, v in fwd.items()},
-              **{k: v[r] for k, v in bwd.items()}} for r in range(tp)]
-    return ranks, {"Y": Y, "loss": loss, "G_X": G_X, "G_W1": G_W1, "G_W2": G_W2}
+    ranks = [MlpRank(rank=r, W1=W1s[r], W2=W2s[r], **{k: v[r] for k, v in fwd.items()},
+                     **{k: v[r] for k, v in bwd.items()}) for r in range(tp)]
+    return ranks, MlpOutputs(Y=Y, loss=loss, G_X=G_X, G_W1=G_W1, G_W2=G_W2)
 
 
-def reference_mlp(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray) -> dict:
+def reference_mlp(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray) -> MlpOutputs:
     """The unsharded computation (one device), same formulas, no splitting."""
     Z = matmul(X, W1)             # (B, F)
     H = tanh(Z)                   # (B, F)
@@ -214,8 +263,8 @@ def reference_mlp(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray) 
     one = np.ones((), dtype=H.dtype)
     G_H = matmul(G, W2.T)         # (B, F)
     G_Z = G_H * (one - H * H)     # (B, F)
-    return {"Y": Y, "loss": total(Y * G), "G_X": matmul(G_Z, W1.T), "G_W1": matmul(X.T, G_Z),
-            "G_W2": matmul(H.T, G)}
+    return MlpOutputs(Y=Y, loss=total(Y * G), G_X=matmul(G_Z, W1.T), G_W1=matmul(X.T, G_Z),
+                      G_W2=matmul(H.T, G))
 
 
 def loss64(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray) -> float:
@@ -320,7 +369,7 @@ def cast_inputs(inputs: dict[str, np.ndarray], dt: np.dtype) -> dict[str, np.nda
 
 
 def run_mlp(X: Any = None, W1: Any = None, W2: Any = None, G: Any = None, tp: Any = 2,
-            dtype: Any = "float64") -> dict:
+            dtype: Any = "float64") -> MlpResult:
     """Run the column→row MLP sharded over tp ranks and unsharded, in ``dtype``.
 
     ``finite_difference`` holds max |analytic − numerical| for G_X, G_W1, G_W2,
@@ -338,24 +387,16 @@ def run_mlp(X: Any = None, W1: Any = None, W2: Any = None, G: Any = None, tp: An
     check_finite(dt.name, sharded, reference)
     fd = finite_difference_grads(inp["X"], inp["W1"], inp["W2"], inp["G"])
     tols = tolerances(inp["X"], inp["W1"], inp["W2"], inp["G"], dt)
-    errs = {k: _max_abs(sharded[k], reference[k]) for k in ("Y", "loss", "G_X", "G_W1", "G_W2")}
-    return {
-        "tp": tp,
-        "dtype": dt.name,
-        "inputs": inp,
-        "ranks": ranks,
-        "sharded": sharded,
-        "reference": reference,
-        "max_abs_err": errs,
-        "finite_difference": {k: _max_abs(sharded[k], fd[k]) for k in ("G_X", "G_W1", "G_W2")},
-        "tolerance": max(tols.values()),
-        "tolerances": tols,
-        "within_tolerance": all(errs[k] <= tols[k] for k in errs),
-    }
+    errs = {k: _max_abs(getattr(sharded, k), getattr(reference, k)) for k in ("Y", "loss", "G_X", "G_W1", "G_W2")}
+    return MlpResult(
+        tp=tp, dtype=dt.name, inputs=inp, ranks=ranks, sharded=sharded, reference=reference, max_abs_err=errs,
+        finite_difference={k: _max_abs(getattr(sharded, k), fd[k]) for k in ("G_X", "G_W1", "G_W2")},
+        tolerance=max(tols.values()), tolerances=tols, within_tolerance=all(errs[k] <= tols[k] for k in errs),
+    )
 
 
 @functools.lru_cache(maxsize=None)
-def default_run(tp: int, dtype: str = "float64") -> dict:
+def default_run(tp: int, dtype: str = "float64") -> MlpResult:
     """:func:`run_mlp` on :func:`default_inputs`, computed once per (tp, dtype): several page
     sections and their real-ranks blocks show it, and a stage change must not recompute the
     finite differences.  The result is shared: callers must not modify it."""

@@ -46,8 +46,8 @@ def sgd_step(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, tp: i
     """One SGD step, sharded (each rank updates its own shard) and unsharded."""
     ranks, sharded = sharded_mlp(X, W1, W2, G, tp)
     # Each rank owns a disjoint shard and its complete gradient: the update needs no communication.
-    W1_new = [rk["W1"] - lr * rk["G_W1"] for rk in ranks]     # tp × (D, F/tp)
-    W2_new = [rk["W2"] - lr * rk["G_W2"] for rk in ranks]     # tp × (F/tp, D)
+    W1_new = [rk.W1 - lr * rk.G_W1 for rk in ranks]     # tp × (D, F/tp)
+    W2_new = [rk.W2 - lr * rk.G_W2 for rk in ranks]     # tp × (F/tp, D)
     W1_sharded = np.concatenate(W1_new, axis=1)                # (D, F) assembled to compare
     W2_sharded = np.concatenate(W2_new, axis=0)                # (F, D)
     # Unsharded reference: one device, whole matrices, gradients by the plain formulas.
@@ -63,8 +63,8 @@ def sgd_step(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, tp: i
         "W2_sharded": W2_sharded, "W2_reference": W2_ref,
         "max_abs_err": {"W1": float(np.max(np.abs(W1_sharded - W1_ref))),
                         "W2": float(np.max(np.abs(W2_sharded - W2_ref)))},
-        "loss_before": float(sharded["loss"]),
-        "loss_after": float(after["loss"]),
+        "loss_before": float(sharded.loss),
+        "loss_after": float(after.loss),
         "loss_after_reference": after_ref,
     }
 
@@ -85,14 +85,14 @@ def run_precision(tp: Any = 2, lr: Any = 0.1, X: Any = None, W1: Any = None, W2:
         ce = run_vocab_ce(shards=tp, dtype=name)
         t = sum(float(r["target_shifted"]) for r in ce["ranks"])    # z_y − m (one rank is non-zero)
         ce_tol = ce_tolerance(ce["vocab"], float(ce["global_sum_exp"]), t, float(ce["loss"]), name)
-        tols = {**mlp["tolerances"], "ce": ce_tol}
-        within = mlp["within_tolerance"] and ce["abs_diff"] <= ce_tol
+        tols = {**mlp.tolerances, "ce": ce_tol}
+        within = mlp.within_tolerance and ce["abs_diff"] <= ce_tol
         rows.append({
             "dtype": name,
-            "tolerance": mlp["tolerance"],
+            "tolerance": mlp.tolerance,
             "tolerances": tols,
-            "max_abs_err": mlp["max_abs_err"],
-            "finite_difference": mlp["finite_difference"],
+            "max_abs_err": mlp.max_abs_err,
+            "finite_difference": mlp.finite_difference,
             "ce_abs_diff": ce["abs_diff"],
             "ce_tolerance": ce_tol,
             "within_tolerance": bool(within),

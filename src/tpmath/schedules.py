@@ -50,6 +50,7 @@ link under an optimal algorithm, which is why a ring reaches it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -82,8 +83,97 @@ def _validate(n: Any, count: Any, elem_bytes: Any) -> tuple[int, int, int]:
     return as_int("ranks", n, 1, 256), as_int("count", count, 1), as_int("elem_bytes", elem_bytes, 1, 64)
 
 
-def ring_steps(n: int, count: int) -> list[dict]:
-    """The 2(n−1) steps of ring AllReduce, each a list of (src, dst, chunk, elements)."""
+# ---------------------------------------------------------------- results
+
+@dataclass(frozen=True, eq=False)
+class Transfer:
+    """One message of a step: chunk ``chunk`` (``elements`` elements, ``bytes`` bytes) from src to dst."""
+    src: int
+    dst: int
+    chunk: int
+    elements: int
+    bytes: int
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    """The messages sent at once in step ``step`` (``phase_step`` within its phase)."""
+    step: int
+    phase: str                  # reduce-scatter / all-gather (ring), reduce / broadcast (tree)
+    phase_step: int
+    transfers: list[Transfer]
+
+
+@dataclass(frozen=True, eq=False)
+class Chunk:
+    """Elements [start, stop) of every rank's buffer, moved as one message."""
+    chunk: int
+    start: int
+    stop: int
+    elements: int
+
+
+@dataclass(frozen=True, eq=False)
+class RankTraffic:
+    """What one rank sends and receives over the whole schedule (empty chunks are not sent)."""
+    rank: int
+    messages_sent: int
+    messages_received: int
+    bytes_sent: int
+    bytes_received: int
+
+
+@dataclass(frozen=True, eq=False)
+class TreeNode:
+    """A rank's place in the heap-ordered binary tree rooted at rank 0."""
+    rank: int
+    parent: int | None
+    children: list[int]
+    depth: int
+
+
+@dataclass(frozen=True, eq=False)
+class RingSchedule:
+    """Ring AllReduce of ``count`` elements of ``elem_bytes`` bytes on n ranks."""
+    algorithm: str                  # "ring"
+    n: int
+    count: int
+    elem_bytes: int
+    bytes: int                      # one rank's buffer
+    chunks: list[Chunk]             # n chunks
+    steps: list[Step]               # 2(n−1) steps
+    per_rank: list[RankTraffic]
+    closed_form_bytes_sent: float   # 2(n−1)/n · bytes, exact when n divides count
+    bus_factor: float
+
+
+@dataclass(frozen=True, eq=False)
+class TreeSchedule:
+    """Binary-tree AllReduce (reduce to rank 0, then broadcast) of one whole-buffer chunk."""
+    algorithm: str                  # "tree"
+    n: int
+    count: int
+    elem_bytes: int
+    bytes: int
+    chunks: list[Chunk]             # one chunk: the whole buffer
+    tree: list[TreeNode]
+    steps: list[Step]               # 2 · depth steps
+    per_rank: list[RankTraffic]
+    bus_factor: float
+
+
+@dataclass(frozen=True, eq=False)
+class Simulation:
+    """A schedule run on real buffers: every rank's buffer after each step, and at the end."""
+    schedule: RingSchedule | TreeSchedule
+    steps: list[list[np.ndarray]]   # steps × n × (count,)
+    outputs: list[np.ndarray]       # n × (the input's shape)
+
+
+# ---------------------------------------------------------------- ring
+
+def ring_steps(n: int, count: int, elem_bytes: int = 1) -> list[Step]:
+    """The 2(n−1) steps of ring AllReduce, each a list of transfers."""
     sizes = chunk_sizes(count, n)
     steps = []
     for phase, offset in (("reduce-scatter", 1), ("all-gather", 0)):
@@ -91,51 +181,41 @@ def ring_steps(n: int, count: int) -> list[dict]:
             transfers = []
             for r in range(n):
                 k = (r - offset - s) % n  # RS: chunk r−1−s, AG: chunk r−s
-                transfers.append({"src": r, "dst": (r + 1) % n, "chunk": k, "elements": sizes[k]})
-            steps.append({"step": len(steps), "phase": phase, "phase_step": s, "transfers": transfers})
+                transfers.append(Transfer(src=r, dst=(r + 1) % n, chunk=k, elements=sizes[k],
+                                          bytes=sizes[k] * elem_bytes))
+            steps.append(Step(step=len(steps), phase=phase, phase_step=s, transfers=transfers))
     return steps
 
 
-def _per_rank(n: int, steps: list[dict], elem_bytes: int) -> list[dict]:
+def _per_rank(n: int, steps: list[Step]) -> list[RankTraffic]:
     """Messages and bytes sent / received per rank, summed over ``steps``."""
-    rows = [{"rank": r, "messages_sent": 0, "messages_received": 0, "bytes_sent": 0, "bytes_received": 0}
-            for r in range(n)]
+    count = {k: [0] * n for k in ("messages_sent", "messages_received", "bytes_sent", "bytes_received")}
     for step in steps:
-        for t in step["transfers"]:
-            if t["elements"] == 0:
+        for t in step.transfers:
+            if t.elements == 0:
                 continue  # an empty chunk (count < n) is not sent
-            nbytes = t["elements"] * elem_bytes
-            rows[t["src"]]["messages_sent"] += 1
-            rows[t["src"]]["bytes_sent"] += nbytes
-            rows[t["dst"]]["messages_received"] += 1
-            rows[t["dst"]]["bytes_received"] += nbytes
-    return rows
+            count["messages_sent"][t.src] += 1
+            count["bytes_sent"][t.src] += t.bytes
+            count["messages_received"][t.dst] += 1
+            count["bytes_received"][t.dst] += t.bytes
+    return [RankTraffic(rank=r, **{k: v[r] for k, v in count.items()}) for r in range(n)]
 
 
-def _with_bytes(steps: list[dict], elem_bytes: int) -> list[dict]:
-    for step in steps:
-        for t in step["transfers"]:
-            t["bytes"] = t["elements"] * elem_bytes
-    return steps
-
-
-def ring_all_reduce(n: int, count: int, elem_bytes: int = 4) -> dict:
+def ring_all_reduce(n: int, count: int, elem_bytes: int = 4) -> RingSchedule:
     """Ring AllReduce schedule on n ranks and its per-rank traffic (see module docstring)."""
     n, count, elem_bytes = _validate(n, count, elem_bytes)
-    steps = _with_bytes(ring_steps(n, count), elem_bytes)
+    steps = ring_steps(n, count, elem_bytes)
     size = count * elem_bytes
-    return {
-        "algorithm": "ring", "n": n, "count": count, "elem_bytes": elem_bytes, "bytes": size,
-        "chunks": [{"chunk": k, "start": a, "stop": b, "elements": b - a}
-                   for k, (a, b) in enumerate(chunk_bounds(count, n))],
-        "steps": steps,
-        "per_rank": _per_rank(n, steps, elem_bytes),
-        "closed_form_bytes_sent": 2.0 * (n - 1) / n * size,  # exact when n divides count
-        "bus_factor": bus_bandwidth_factor("all-reduce", n),
-    }
+    return RingSchedule(
+        algorithm="ring", n=n, count=count, elem_bytes=elem_bytes, bytes=size,
+        chunks=[Chunk(chunk=k, start=a, stop=b, elements=b - a) for k, (a, b) in enumerate(chunk_bounds(count, n))],
+        steps=steps, per_rank=_per_rank(n, steps),
+        closed_form_bytes_sent=2.0 * (n - 1) / n * size,  # exact when n divides count
+        bus_factor=bus_bandwidth_factor("all-reduce", n),
+    )
 
 
-def simulate_ring_all_reduce(inputs: Any, op: str = "sum") -> dict:
+def simulate_ring_all_reduce(inputs: Any, op: str = "sum") -> Simulation:
     """Execute the ring schedule on real per-rank buffers (1-D).
 
     Every rank keeps a working copy of its (flattened) buffer; in a
@@ -143,7 +223,6 @@ def simulate_ring_all_reduce(inputs: Any, op: str = "sum") -> dict:
     copy, in an AllGather step it overwrites its copy.  The reduction order per
     chunk is the ring order, not rank order, so float sums may differ from
     ``collective("all-reduce")`` in the last bits (as NCCL's do).
-    Returns ``{"schedule", "steps": [[buffer per rank] after each step], "outputs"}``.
     """
     op = as_choice("op", op, OPS)
     bufs = as_inputs(inputs)
@@ -155,18 +234,18 @@ def simulate_ring_all_reduce(inputs: Any, op: str = "sum") -> dict:
     combine = BINARY_OPS[op]
     snapshots = []
     for step in ring_steps(n, count):
-        sent = [(t, work[t["src"]][slice(*bounds[t["chunk"]])].copy()) for t in step["transfers"]]
+        sent = [(t, work[t.src][slice(*bounds[t.chunk])].copy()) for t in step.transfers]
         for t, payload in sent:  # all sends of a step happen "at once": read before writing
-            sl = slice(*bounds[t["chunk"]])
-            if step["phase"] == "reduce-scatter":
-                work[t["dst"]][sl] = combine(payload, work[t["dst"]][sl])
+            sl = slice(*bounds[t.chunk])
+            if step.phase == "reduce-scatter":
+                work[t.dst][sl] = combine(payload, work[t.dst][sl])
             else:
-                work[t["dst"]][sl] = payload
+                work[t.dst][sl] = payload
         snapshots.append([w.copy() for w in work])
     if op == "avg":
         work = [w / n for w in work]  # ncclAvg: divide the sum by n
-    return {"schedule": ring_all_reduce(n, count, bufs[0].itemsize), "steps": snapshots,
-            "outputs": [w.reshape(shape) for w in work]}
+    return Simulation(schedule=ring_all_reduce(n, count, bufs[0].itemsize), steps=snapshots,
+                      outputs=[w.reshape(shape) for w in work])
 
 
 # ---------------------------------------------------------------- tree
@@ -185,38 +264,36 @@ def tree_depth(r: int) -> int:
     return (r + 1).bit_length() - 1
 
 
-def tree_steps(n: int, count: int) -> list[dict]:
+def tree_steps(n: int, count: int, elem_bytes: int = 1) -> list[Step]:
     """Reduce up the tree level by level, then broadcast down it."""
     max_depth = tree_depth(n - 1)
+    size = count * elem_bytes
     steps = []
     for d in range(max_depth, 0, -1):  # reduce: ranks at depth d send to their parents
-        transfers = [{"src": r, "dst": tree_parent(r), "chunk": 0, "elements": count}
+        transfers = [Transfer(src=r, dst=tree_parent(r), chunk=0, elements=count, bytes=size)
                      for r in range(n) if tree_depth(r) == d]
-        steps.append({"step": len(steps), "phase": "reduce", "phase_step": max_depth - d,
-                      "transfers": transfers})
+        steps.append(Step(step=len(steps), phase="reduce", phase_step=max_depth - d, transfers=transfers))
     for d in range(0, max_depth):  # broadcast: ranks at depth d send to their children
-        transfers = [{"src": r, "dst": c, "chunk": 0, "elements": count}
+        transfers = [Transfer(src=r, dst=c, chunk=0, elements=count, bytes=size)
                      for r in range(n) if tree_depth(r) == d for c in tree_children(r, n)]
-        steps.append({"step": len(steps), "phase": "broadcast", "phase_step": d, "transfers": transfers})
+        steps.append(Step(step=len(steps), phase="broadcast", phase_step=d, transfers=transfers))
     return steps
 
 
-def tree_all_reduce(n: int, count: int, elem_bytes: int = 4) -> dict:
+def tree_all_reduce(n: int, count: int, elem_bytes: int = 4) -> TreeSchedule:
     """Binary-tree AllReduce (reduce to rank 0, then broadcast) and its per-rank traffic."""
     n, count, elem_bytes = _validate(n, count, elem_bytes)
-    steps = _with_bytes(tree_steps(n, count), elem_bytes)
-    return {
-        "algorithm": "tree", "n": n, "count": count, "elem_bytes": elem_bytes, "bytes": count * elem_bytes,
-        "chunks": [{"chunk": 0, "start": 0, "stop": count, "elements": count}],
-        "tree": [{"rank": r, "parent": tree_parent(r), "children": tree_children(r, n), "depth": tree_depth(r)}
-                 for r in range(n)],
-        "steps": steps,
-        "per_rank": _per_rank(n, steps, elem_bytes),
-        "bus_factor": bus_bandwidth_factor("all-reduce", n),
-    }
+    steps = tree_steps(n, count, elem_bytes)
+    return TreeSchedule(
+        algorithm="tree", n=n, count=count, elem_bytes=elem_bytes, bytes=count * elem_bytes,
+        chunks=[Chunk(chunk=0, start=0, stop=count, elements=count)],
+        tree=[TreeNode(rank=r, parent=tree_parent(r), children=tree_children(r, n), depth=tree_depth(r))
+              for r in range(n)],
+        steps=steps, per_rank=_per_rank(n, steps), bus_factor=bus_bandwidth_factor("all-reduce", n),
+    )
 
 
-def simulate_tree_all_reduce(inputs: Any, op: str = "sum") -> dict:
+def simulate_tree_all_reduce(inputs: Any, op: str = "sum") -> Simulation:
     """Execute the tree schedule on real per-rank buffers; same return shape as the ring."""
     op = as_choice("op", op, OPS)
     bufs = as_inputs(inputs)
@@ -227,20 +304,21 @@ def simulate_tree_all_reduce(inputs: Any, op: str = "sum") -> dict:
     combine = BINARY_OPS[op]
     snapshots = []
     for step in tree_steps(n, count):
-        sent = [(t, work[t["src"]].copy()) for t in step["transfers"]]
+        sent = [(t, work[t.src].copy()) for t in step.transfers]
         for t, payload in sent:
-            if step["phase"] == "reduce":
-                work[t["dst"]] = combine(work[t["dst"]], payload)
+            if step.phase == "reduce":
+                work[t.dst] = combine(work[t.dst], payload)
             else:
-                work[t["dst"]] = payload
+                work[t.dst] = payload
         snapshots.append([w.copy() for w in work])
     if op == "avg":
         work = [w / n for w in work]
-    return {"schedule": tree_all_reduce(n, count, bufs[0].itemsize), "steps": snapshots,
-            "outputs": [w.reshape(shape) for w in work]}
+    return Simulation(schedule=tree_all_reduce(n, count, bufs[0].itemsize), steps=snapshots,
+                      outputs=[w.reshape(shape) for w in work])
 
 
-def all_reduce_schedule(n: int, count: int, elem_bytes: int = 4, algorithm: str = "ring") -> dict:
+def all_reduce_schedule(n: int, count: int, elem_bytes: int = 4,
+                        algorithm: str = "ring") -> RingSchedule | TreeSchedule:
     """``ring_all_reduce`` or ``tree_all_reduce`` by name."""
     algorithm = as_choice("algorithm", algorithm, ALGORITHMS)
     return (ring_all_reduce if algorithm == "ring" else tree_all_reduce)(n, count, elem_bytes)

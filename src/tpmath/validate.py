@@ -15,6 +15,7 @@ import numpy as np
 
 from . import fmt
 from .errors import TPMathError, name as field_name
+from .record import fields_of
 
 DTYPES = ("float64", "float32", "float16")
 
@@ -176,15 +177,15 @@ def check_shape(name: str, arr: np.ndarray, shape: tuple) -> None:
         raise _err("wrong_shape", name, want=fmt.shape(shape), shape=fmt.shape(arr.shape))
 
 
-def check_finite(dtype_name: str, *results: dict, field: str | None = "dtype") -> None:
-    """Raise if any array in ``results`` overflowed (inf/NaN) when computed in ``dtype_name``.
+def check_finite(dtype_name: str, *results: Any, field: str | None = "dtype") -> None:
+    """Raise if any array in ``results`` (dicts or result records) overflowed (inf/NaN) when computed in ``dtype_name``.
 
     Inputs are validated finite, but products of large finite inputs can still
     overflow (float16 above 65504, float64 above 1.8e308); a shown number must
     never be inf or NaN, so the overflow is reported instead.
     """
     for res in results:
-        for key, val in res.items():
+        for key, val in fields_of(res).items():
             if val is None:
                 continue
             arr = np.asarray(val)

@@ -4,7 +4,8 @@ Layout::
 
     content/<lang>/<slug>.md        +++ TOML front matter +++ then Markdown
     content/i18n/<lang>.toml        nested TOML, keys used flattened with dots
-    content/i18n/<lang>.*.toml      more strings for <lang>, merged (a key twice = error)
+    content/i18n/<lang>.*.toml      more strings for <lang>, merged (a key twice = error);
+                                    <lang>.cli.toml is the command line's help (checked, not on pages)
     content/demos/<name>.py         runnable demos ({{pydemo name}}); content/demos/<lang>/<name>.py,
                                     when present, is the page language's copy (comments, labels)
 
@@ -28,6 +29,7 @@ SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TOML_POS_RE = re.compile(r"\(at line (\d+), column \d+\)")
 PLACEHOLDER = re.compile(r"\{(\w+)\}")   # what the page and tpmath.i18n fill in
 
+CLI_PART = "cli"            # <lang>.cli.toml: the command line's help, for tpmath only (not the pages)
 TAG_KEY = "site.lang_tag"   # each language's BCP 47 tag (<html lang>, hreflang) is content, like its name
 
 
@@ -231,4 +233,8 @@ def load_content(root: Path) -> Content:
     for lang in langs:
         strings[lang], origins[lang] = load_strings(root / "i18n", lang)
     check_same_keys(strings, origins)
+    # The command line's help is checked like every string but is no page's: the pages embed
+    # their strings, and these would only make them larger.
+    for lang in langs:
+        strings[lang] = {k: v for k, v in strings[lang].items() if origins[lang][k].name != f"{lang}.{CLI_PART}.toml"}
     return Content(root=root, langs=langs, pages=pages, strings=strings)

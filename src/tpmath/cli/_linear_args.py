@@ -10,15 +10,15 @@ from ..errors import TPMathError
 
 def add_linear_arguments(parser: argparse.ArgumentParser) -> None:
     """--tp, explicit matrices (--x --a --dy --bias) or random ones (--seed --batch --d-in --d-out)."""
-    parser.add_argument("--tp", default="2", help="tensor-parallel size (default 2)")
-    parser.add_argument("--x", help="input X (B, in) as JSON")
-    parser.add_argument("--a", help="weight A (in, out) as JSON, Megatron's orientation Y = X A")
-    parser.add_argument("--dy", help="upstream gradient dY (B, out) as JSON")
-    parser.add_argument("--bias", help="bias (out,) as JSON (added once)")
-    parser.add_argument("--seed", help="random inputs from this seed (instead of --x/--a/--dy)")
-    parser.add_argument("--batch", default="2", help="random inputs: batch B (default 2)")
-    parser.add_argument("--d-in", dest="d_in", default="4", help="random inputs: in (default 4)")
-    parser.add_argument("--d-out", dest="d_out", default="4", help="random inputs: out (default 4)")
+    parser.add_argument("--tp", default="2")
+    parser.add_argument("--x")
+    parser.add_argument("--a")
+    parser.add_argument("--dy")
+    parser.add_argument("--bias")
+    parser.add_argument("--seed")
+    parser.add_argument("--batch", default="2")
+    parser.add_argument("--d-in", dest="d_in", default="4")
+    parser.add_argument("--d-out", dest="d_out", default="4")
 
 
 def linear_inputs(args: argparse.Namespace, random_inputs: Callable) -> tuple:

@@ -11,15 +11,15 @@ from ..collectives import NAMES, OPS, run_collective
 from ..validate import as_array, as_choice
 
 NAME = "collective"
-HELP = "run one collective (NCCL layouts) on per-rank buffers: " + ", ".join(NAMES)
+# what the help strings (content/i18n/<lang>.cli.toml) quote, per option
+HELP_ARGS = {"about": {"names": NAMES}, "name": {"choices": NAMES}, "op": {"choices": OPS}}
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("name", metavar="NAME", help="one of: " + " ".join(NAMES))
-    parser.add_argument("--inputs", required=True, metavar="M",
-                        help="JSON matrix, row r = rank r's buffer, e.g. [[1,2,3,4],[10,20,30,40]]")
-    parser.add_argument("--op", default="sum", help="reduction: " + " ".join(OPS) + " (default sum)")
-    parser.add_argument("--root", default="0", help="root rank for reduce/broadcast/gather/scatter (default 0)")
+    parser.add_argument("name", metavar="NAME")
+    parser.add_argument("--inputs", required=True, metavar="M")
+    parser.add_argument("--op", default="sum")
+    parser.add_argument("--root", default="0")
 
 
 def run(args) -> dict:

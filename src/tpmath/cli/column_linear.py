@@ -8,13 +8,11 @@ from ..row_linear import random_inputs, run_column_linear
 from ._linear_args import add_linear_arguments, linear_inputs
 
 NAME = "column-linear"
-HELP = "column-parallel linear Y = X A: slices of Y, optional AllGather, AllReduce of dX backward"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_linear_arguments(parser)
-    parser.add_argument("--no-gather-output", dest="gather_output", action="store_false",
-                        help="keep each rank's slice of Y (no AllGather forward)")
+    parser.add_argument("--no-gather-output", dest="gather_output", action="store_false")
 
 
 def run(args: argparse.Namespace) -> dict:

@@ -15,21 +15,22 @@ from ..errors import TPMathError
 from ..validate import as_choice
 
 NAME = "comm-cost"
-HELP = "per-rank bytes of the TP collectives of a transformer layer (ring), optional time model"
+# what the help strings (content/i18n/<lang>.cli.toml) quote, per option
+HELP_ARGS = {"preset": {"choices": tuple(PRESETS)}}
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--batch", default="1", metavar="B", help="micro-batch size (default 1)")
-    parser.add_argument("--seq", metavar="L", help="sequence length")
-    parser.add_argument("--hidden", metavar="H", help="hidden size")
-    parser.add_argument("--tp", required=True, metavar="N", help="tensor-parallel size")
-    parser.add_argument("--dtype-bytes", default="2", metavar="K", help="bytes per element (default 2)")
-    parser.add_argument("--layers", metavar="N", help="number of layers (default 1, or the preset's)")
-    parser.add_argument("--heads", metavar="A", help="attention heads, checked against tp (default: the preset's)")
-    parser.add_argument("--kv-heads", metavar="A_KV", help="key/value heads (default: --heads, or the preset's)")
-    parser.add_argument("--link-gbps", metavar="G", help="link bandwidth per direction, Gbit/s")
-    parser.add_argument("--tflops", metavar="T", help="sustained TFLOP/s per GPU")
-    parser.add_argument("--preset", metavar="NAME", help="one of: " + " ".join(PRESETS))
+    parser.add_argument("--batch", default="1", metavar="B")
+    parser.add_argument("--seq", metavar="L")
+    parser.add_argument("--hidden", metavar="H")
+    parser.add_argument("--tp", required=True, metavar="N")
+    parser.add_argument("--dtype-bytes", default="2", metavar="K")
+    parser.add_argument("--layers", metavar="N")
+    parser.add_argument("--heads", metavar="A")
+    parser.add_argument("--kv-heads", metavar="A_KV")
+    parser.add_argument("--link-gbps", metavar="G")
+    parser.add_argument("--tflops", metavar="T")
+    parser.add_argument("--preset", metavar="NAME")
 
 
 def run(args) -> dict:

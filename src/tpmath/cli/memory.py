@@ -7,32 +7,31 @@ import argparse
 from ..memory import ARCHS, OPTIMIZERS, PRESETS, RECOMPUTE, memory
 
 NAME = "memory"
-HELP = "memory per rank: activations (Korthikanti et al. 2022, Table 2), parameters, gradients, optimizer"
+# what the help strings (content/i18n/<lang>.cli.toml) quote, per option
+HELP_ARGS = {"preset": {"choices": tuple(PRESETS)}, "arch": {"choices": ARCHS}, "recompute": {"choices": RECOMPUTE},
+             "optimizer": {"choices": tuple(OPTIMIZERS)}}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Sizes (or --preset), parallel settings and the optimizer convention."""
-    parser.add_argument("--preset", help="one of: " + " ".join(PRESETS) + " (explicit flags win)")
-    parser.add_argument("--seq", help="sequence length s")
-    parser.add_argument("--batch", help="micro-batch size b (default 1)")
-    parser.add_argument("--hidden", help="hidden size h")
-    parser.add_argument("--heads", help="attention heads a")
-    parser.add_argument("--kv-heads", dest="kv_heads", help="KV heads (GQA; default = heads)")
-    parser.add_argument("--ffn", help="MLP width (default 4h)")
-    parser.add_argument("--vocab", help="vocabulary size (parameters of the embedding, §4.3 extra activations)")
-    parser.add_argument("--layers", help="number of layers L (default 1)")
-    parser.add_argument("--arch", help=f"parameter layout: {', '.join(ARCHS)} (default gpt)")
-    parser.add_argument("--tp", help="tensor-parallel size t (default 1)")
-    parser.add_argument("--pp", help="pipeline-parallel size p (default 1); the first stage is reported")
-    parser.add_argument("--dp", default="1", help="data-parallel size d (for --distributed-optimizer)")
-    parser.add_argument("--sp", action="store_true", help="sequence parallelism")
-    parser.add_argument("--recompute", default="none", help=f"{' | '.join(RECOMPUTE)} (default none)")
-    parser.add_argument("--optimizer", default="megatron-bf16",
-                        help=f"bytes per parameter: {', '.join(OPTIMIZERS)} (default megatron-bf16)")
-    parser.add_argument("--distributed-optimizer", dest="distributed_optimizer", action="store_true",
-                        help="shard the optimizer states over the d data-parallel ranks")
-    parser.add_argument("--no-extras", dest="extras", action="store_false",
-                        help="leave out the embedding / output-layer activations (§4.3)")
+    parser.add_argument("--preset")
+    parser.add_argument("--seq")
+    parser.add_argument("--batch")
+    parser.add_argument("--hidden")
+    parser.add_argument("--heads")
+    parser.add_argument("--kv-heads", dest="kv_heads")
+    parser.add_argument("--ffn")
+    parser.add_argument("--vocab")
+    parser.add_argument("--layers")
+    parser.add_argument("--arch")
+    parser.add_argument("--tp")
+    parser.add_argument("--pp")
+    parser.add_argument("--dp", default="1")
+    parser.add_argument("--sp", action="store_true")
+    parser.add_argument("--recompute", default="none")
+    parser.add_argument("--optimizer", default="megatron-bf16")
+    parser.add_argument("--distributed-optimizer", dest="distributed_optimizer", action="store_true")
+    parser.add_argument("--no-extras", dest="extras", action="store_false")
 
 
 def run(args: argparse.Namespace) -> dict:

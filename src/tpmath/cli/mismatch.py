@@ -13,12 +13,13 @@ from ..mismatch import SCENARIOS, check_calls
 from ..validate import as_choice
 
 NAME = "mismatch"
-HELP = "replay per-rank collective calls and report which rank hangs where and why"
+# what the help strings (content/i18n/<lang>.cli.toml) quote, per option
+HELP_ARGS = {"scenario": {"choices": tuple(SCENARIOS)}}
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--scenario", metavar="NAME", help="one of: " + " ".join(SCENARIOS))
-    parser.add_argument("--calls", metavar="JSON", help="per-rank call lists (see module docstring)")
+    parser.add_argument("--scenario", metavar="NAME")
+    parser.add_argument("--calls", metavar="JSON")
 
 
 def run(args) -> dict:

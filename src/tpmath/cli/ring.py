@@ -9,14 +9,15 @@ from __future__ import annotations
 from ..schedules import ALGORITHMS, all_reduce_schedule
 
 NAME = "ring"
-HELP = "AllReduce schedule (ring or binary tree): steps, per-rank messages and bytes, bus factor"
+# what the help strings (content/i18n/<lang>.cli.toml) quote, per option
+HELP_ARGS = {"algorithm": {"choices": ALGORITHMS}}
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--ranks", required=True, metavar="N", help="number of ranks n")
-    parser.add_argument("--count", required=True, metavar="C", help="elements per rank")
-    parser.add_argument("--elem-bytes", default="4", metavar="K", help="bytes per element (default 4)")
-    parser.add_argument("--algorithm", default="ring", help="one of: " + " ".join(ALGORITHMS))
+    parser.add_argument("--ranks", required=True, metavar="N")
+    parser.add_argument("--count", required=True, metavar="C")
+    parser.add_argument("--elem-bytes", default="4", metavar="K")
+    parser.add_argument("--algorithm", default="ring")
 
 
 def run(args) -> dict:

@@ -8,7 +8,6 @@ from ..row_linear import random_inputs, run_row_linear
 from ._linear_args import add_linear_arguments, linear_inputs
 
 NAME = "row-linear"
-HELP = "row-parallel linear Y = X A: partial sums, AllReduce forward, local backward"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,13 +7,12 @@ import argparse
 from ..vocab_ce import vocab_pad_table
 
 NAME = "vocab-pad"
-HELP = "Megatron's padded vocabulary size (multiple of MULTIPLE × tp) and per-rank id ranges"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--vocab", required=True, help="true vocabulary size V (e.g. GPT-2: 50257)")
-    parser.add_argument("--tp", required=True, help="tensor-parallel size")
-    parser.add_argument("--multiple", default="128", help="make-vocab-size-divisible-by (default 128)")
+    parser.add_argument("--vocab", required=True)
+    parser.add_argument("--tp", required=True)
+    parser.add_argument("--multiple", default="128")
 
 
 def run(args: argparse.Namespace) -> dict:

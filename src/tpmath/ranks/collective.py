@@ -18,7 +18,7 @@ def _plan_collective(o: dict) -> dict:
     n = as_int("ranks", o["ranks"], 1, MAX_RANKS)
     inputs = collectives.example_inputs(n)                  # n × (L,)
     res = collectives.run_collective(o["name"], inputs, op=o["op"], root=o["root"])
-    return {"world": n, "name": res["name"], "op": res["op"], "root": res["root"], "dtype": "float64",
+    return {"world": n, "name": res.name, "op": res.op, "root": res.root, "dtype": "float64",
             "inputs": inputs, "core": res}
 
 
@@ -75,10 +75,10 @@ def _expected_collective(p: dict) -> tuple[list, list]:
     res = p["core"]
     call = collective_call(p["name"], p["op"], p["root"])
     per_rank = [[("input", x), (f"output ← {call}", NOTHING if y is None else y)]
-                for x, y in zip(res["inputs"], res["outputs"])]
-    ref = reference_collective(p["name"], res["inputs"], p["op"], p["root"])
-    err = collective_check(res["outputs"], ref)
-    return per_rank, [("max|Δ| outputs", collective_verdict(err, p["name"], p["op"], res["inputs"]))]
+                for x, y in zip(res.inputs, res.outputs)]
+    ref = reference_collective(p["name"], res.inputs, p["op"], p["root"])
+    err = collective_check(res.outputs, ref)
+    return per_rank, [("max|Δ| outputs", collective_verdict(err, p["name"], p["op"], res.inputs))]
 
 
 

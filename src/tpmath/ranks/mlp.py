@@ -6,6 +6,7 @@ Letters as in :mod:`tpmath.mlp`: B batch, D d_model, F d_ff, tp ranks.
 from __future__ import annotations
 
 from .. import mlp
+from ..record import fields_of
 from ..validate import as_choice, as_dtype
 from .output import cols, rows, verdict
 from .topic import DTYPE_HELP, JSON, Topic, opts
@@ -21,7 +22,7 @@ def _plan_mlp(o: dict) -> dict:
         res = mlp.default_run(mlp.validate_tp(o["tp"], d_ff), as_dtype("dtype", o["dtype"]).name)
     else:
         res = mlp.run_mlp(**inputs, tp=o["tp"], dtype=o["dtype"])
-    return {"world": res["tp"], "stage": stage, "dtype": res["dtype"], "inputs": res["inputs"], "core": res}
+    return {"world": res.tp, "stage": stage, "dtype": res.dtype, "inputs": res.inputs, "core": res}
 
 
 MLP_RECORDS = {
@@ -48,13 +49,13 @@ def mlp_names(r: int, tp: int, d_ff: int) -> dict[str, str]:
 
 def _expected_mlp(p: dict) -> tuple[list, list]:
     res = p["core"]
-    tp, d_ff = res["tp"], res["inputs"]["W1"].shape[1]
+    tp, d_ff = res.tp, res.inputs["W1"].shape[1]
     per_rank = []
-    for rk in res["ranks"]:
-        values = {**rk, "Y": res["sharded"]["Y"], "loss": res["sharded"]["loss"], "G_X": res["sharded"]["G_X"]}
-        names = mlp_names(rk["rank"], tp, d_ff)
+    for rk in res.ranks:
+        values = {**fields_of(rk), "Y": res.sharded.Y, "loss": res.sharded.loss, "G_X": res.sharded.G_X}
+        names = mlp_names(rk.rank, tp, d_ff)
         per_rank.append([(names[k], values[k]) for k in MLP_RECORDS[p["stage"]]])
-    check = [(f"max|Δ| {k}", verdict(res["max_abs_err"][k], res["tolerances"][k]))
+    check = [(f"max|Δ| {k}", verdict(res.max_abs_err[k], res.tolerances[k]))
              for k in ("loss", "Y", "G_X", "G_W1", "G_W2")]
     return per_rank, check
 

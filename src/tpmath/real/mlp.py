@@ -49,7 +49,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
         return records, None
     ref = _unsharded(ctx, inp)
     got = {"loss": loss, "Y": Y, "G_X": X.grad, "G_W1": G_W1, "G_W2": G_W2}
-    tols = p["core"]["tolerances"]
+    tols = p["core"].tolerances
     check = [(f"max|Δ| {key}", ranks.verdict(max_abs(got[key], ref[key]), tols[key]))
              for key in ("loss", "Y", "G_X", "G_W1", "G_W2")]
     return records, check

@@ -44,16 +44,16 @@ def render_backward(controls: dict, lang: str) -> dict:
     res = mlp.default_run(tp)
     keys = ("G_H", "G_Z", "G_W1", "G_W2", "G_X_partial")
     # One shading scale per column; G_X_partial reads against the summed G_X.
-    whole = {"G_X_partial": [res["sharded"]["G_X"]]}
-    scales = {k: tree.scale_of(*(rk[k] for rk in res["ranks"]), *whole.get(k, [])) for k in keys}
-    rows = [[tree.rank_tag(rk["rank"])] + [tree.grid(rk[k], rank=rk["rank"], scale=scales[k]) for k in keys]
-            for rk in res["ranks"]]
+    whole = {"G_X_partial": [res.sharded.G_X]}
+    scales = {k: tree.scale_of(*(getattr(rk, k) for rk in res.ranks), *whole.get(k, [])) for k in keys}
+    rows = [[tree.rank_tag(rk.rank)] + [tree.grid(getattr(rk, k), rank=rk.rank, scale=scales[k]) for k in keys]
+            for rk in res.ranks]
     # Assembled from the ranks' shards: G_W₁'s column blocks and G_W₂'s row blocks tinted by
     # the rank that computed them; G_X is a sum (grey).
-    blocks = {"G_W1": {"cols": tree.block_ranks(res["sharded"]["G_W1"].shape[1], tp)},
-              "G_W2": {"rows": tree.block_ranks(res["sharded"]["G_W2"].shape[0], tp)}}
-    check = [[label(name_key), label(how_key), tree.grid(res["sharded"][key], **blocks.get(key, {})),
-              fmt.err(res["max_abs_err"][key]), fmt.within(res["finite_difference"][key], FD_TOL)]
+    blocks = {"G_W1": {"cols": tree.block_ranks(res.sharded.G_W1.shape[1], tp)},
+              "G_W2": {"rows": tree.block_ranks(res.sharded.G_W2.shape[0], tp)}}
+    check = [[label(name_key), label(how_key), tree.grid(getattr(res.sharded, key), **blocks.get(key, {})),
+              fmt.err(res.max_abs_err[key]), fmt.within(res.finite_difference[key], FD_TOL)]
              for key, name_key, how_key in _GRADS]
     return {
         "controls": {"tp": str(tp)},

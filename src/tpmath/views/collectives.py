@@ -55,10 +55,10 @@ def render_collectives(controls: dict, lang: str) -> dict:
     inputs = core.example_inputs(n)
     res = core.run_collective(name, inputs, op=op, root=root)
     # One shading scale for inputs and outputs: a reduction's result reads darker than its inputs.
-    top = tree.scale_of(*inputs, *(b for b in res["outputs"] if b is not None))
+    top = tree.scale_of(*inputs, *(b for b in res.outputs if b is not None))
     plan = plan_collective(res)
     sources = output_sources(plan)
-    rows = [[tree.rank_tag(r), tree.grid(inputs[r], rank=r, scale=top), _out(res["outputs"][r], r, top, sources[r])]
+    rows = [[tree.rank_tag(r), tree.grid(inputs[r], rank=r, scale=top), _out(res.outputs[r], r, top, sources[r])]
             for r in range(n)]
 
     # ReduceScatter leaves block r of op(inputs) on rank r; AllGather puts rank r's block
@@ -76,10 +76,10 @@ def render_collectives(controls: dict, lang: str) -> dict:
     notes = {"what": label(core.REGISTRY[name].note_key, root=rank(root), op=op)}
     # Controls this collective ignores are disabled on the page, with the reason next to them.
     state = {}
-    if not res["uses_op"]:
+    if not res.uses_op:
         state["op"] = {"disabled": True, "why": label("note.op_unused", op=op)}
-    if not res["uses_root"]:
-        state["root"] = {"disabled": True, "why": label("note.root_unused", name=res["nccl_name"])}
+    if not res.uses_root:
+        state["root"] = {"disabled": True, "why": label("note.root_unused", name=res.nccl_name)}
     return {
         "control_state": state,
         "controls": {"collective": name, "op": op, "ranks": str(n), "root": str(root)},
@@ -88,7 +88,7 @@ def render_collectives(controls: dict, lang: str) -> dict:
             "rs-ag": table("cap.rs_ag", ["col.rank", "col.rs_out", "col.ag_out", "col.ar_out", "col.max_abs_diff"],
                            rs_rows),
         },
-        "values": {"nccl-name": res["nccl_name"],
+        "values": {"nccl-name": res.nccl_name,
                    "bus-factor": fmt.num(schedules.bus_bandwidth_factor(name, n))},
         "notes": notes,
         "figures": {"collectives": figure_collective(res, plan)},
@@ -138,13 +138,13 @@ def _bytes(n: int) -> str:
     return fmt.integer(n) + "\u00a0B"
 
 
-def _transfers(step: dict) -> str:
+def _transfers(step: schedules.Step) -> str:
     """R0→R1 [#3, 8 B] · …: source, destination, chunk, bytes of every message of a step.
 
     A message never breaks across lines (no-break spaces inside it): on a phone, beside the
     buffers' grid, the column wraps between messages only."""
-    parts = [f"{rank(t['src'])}→{rank(t['dst'])}\u00a0[#{fmt.integer(t['chunk'])},\u00a0{fmt.nbytes(t['bytes'])}]"
-             for t in step["transfers"] if t["elements"] > 0]
+    parts = [f"{rank(t.src)}→{rank(t.dst)}\u00a0[#{fmt.integer(t.chunk)},\u00a0{fmt.nbytes(t.bytes)}]"
+             for t in step.transfers if t.elements > 0]
     return "\u00a0· ".join(parts) if parts else "—"
 
 
@@ -159,33 +159,33 @@ def render_ring(controls: dict, lang: str) -> dict:
         # Run the schedule on real data (rank r holds 10^r·[1..count]) to show what moves.
         data = [np.arange(1, count + 1, dtype=np.float64) * 10.0 ** r for r in range(n)]   # n × (count,)
         sim = (schedules.simulate_ring_all_reduce if algorithm == "ring" else schedules.simulate_tree_all_reduce)(data)
-        buffers = sim["steps"]
+        buffers = sim.steps
     # The step shown in the figure; its options are those of the most ranks, so clamp to this schedule.
     state = {}
-    if shown > len(sched["steps"]):
-        state["step"] = {"disabled": False, "value": str(len(sched["steps"])),
+    if shown > len(sched.steps):
+        state["step"] = {"disabled": False, "value": str(len(sched.steps)),
                          "why": label("note.ring_step_clamped", step=fmt.integer(shown),
-                                      steps=fmt.integer(len(sched["steps"])))}
-        shown = len(sched["steps"])
-    step_bytes = [_bytes(sum(t["bytes"] for t in step["transfers"] if t["elements"] > 0)) for step in sched["steps"]]
+                                      steps=fmt.integer(len(sched.steps)))}
+        shown = len(sched.steps)
+    step_bytes = [_bytes(sum(t.bytes for t in step.transfers if t.elements > 0)) for step in sched.steps]
     # One shading scale for every step: chunks darken as they collect contributions.
     top = tree.scale_of(*(b for bufs in buffers for b in bufs)) if buffers else 0.0
     step_rows = []
-    for i, step in enumerate(sched["steps"]):
+    for i, step in enumerate(sched.steps):
         cell = tree.rank_stack(buffers[i], scale=top) if buffers else label("label.buffers_hidden")
-        number = fmt.integer(step["step"] + 1)
+        number = fmt.integer(step.step + 1)
         step_rows.append([label("label.step_shown", step=number) if i + 1 == shown else number,
-                          label(f"label.phase_{step['phase'].replace('-', '_')}"), _transfers(step), step_bytes[i],
+                          label(f"label.phase_{step.phase.replace('-', '_')}"), _transfers(step), step_bytes[i],
                           cell])
-    byte_rows = [[tree.rank_tag(p["rank"]), fmt.integer(p["messages_sent"]), _bytes(p["bytes_sent"]),
-                  fmt.integer(p["messages_received"]), _bytes(p["bytes_received"])] for p in sched["per_rank"]]
-    busiest = max(p["bytes_sent"] for p in sched["per_rank"])
+    byte_rows = [[tree.rank_tag(p.rank), fmt.integer(p.messages_sent), _bytes(p.bytes_sent),
+                  fmt.integer(p.messages_received), _bytes(p.bytes_received)] for p in sched.per_rank]
+    busiest = max(p.bytes_sent for p in sched.per_rank)
     values = {
-        "steps": fmt.integer(len(sched["steps"])),
-        "buffer-bytes": _bytes(sched["bytes"]),
+        "steps": fmt.integer(len(sched.steps)),
+        "buffer-bytes": _bytes(sched.bytes),
         "max-bytes-sent": _bytes(busiest),
-        "sent-over-buffer": fmt.num(busiest / sched["bytes"]),
-        "bus-factor": fmt.num(sched["bus_factor"]),
+        "sent-over-buffer": fmt.num(busiest / sched.bytes),
+        "bus-factor": fmt.num(sched.bus_factor),
     }
     return {
         "controls": {"ranks": str(n), "algorithm": algorithm, "count": count, "step": str(shown)},
@@ -198,7 +198,7 @@ def render_ring(controls: dict, lang: str) -> dict:
         },
         "values": values,
         "notes": {"convention": label("note.ring_convention", count=fmt.integer(count),
-                                      elem_bytes=fmt.integer(ELEM_BYTES), bytes=fmt.nbytes(sched["bytes"])),
+                                      elem_bytes=fmt.integer(ELEM_BYTES), bytes=fmt.nbytes(sched.bytes)),
                   "algorithm": label(f"note.algorithm_{algorithm}")},
         "figures": {"ring": figure_ring(n, algorithm, sched, shown, step_bytes)},
     }

@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from .. import fmt
+from ..mlp import MlpResult
 from .fig_kit import PAD, group, key, line, mid_text, rank_name, rect, single
 from .tree import CELL_H, CELL_W, LABEL_H, Panel, arrow_panel, el, figure, n, rank_attrs, shades, text
 
@@ -104,26 +105,26 @@ def _merged(m: np.ndarray, err: float, scale: float) -> Panel:
     return Panel(max(m.shape[1] * CELL_W, 190.0), h + 18, nodes, part="G_X.merged")
 
 
-def figure_backward(res: dict) -> dict:
+def figure_backward(res: MlpResult) -> dict:
     """The ``backward`` figure of one ``mlp.run_mlp`` result."""
-    tp = res["tp"]
-    ranks = res["ranks"]
-    sharded = res["sharded"]
-    width = ranks[0]["G_W1"].shape[1]              # F/tp columns of G_W₁ (rows of G_W₂) per rank
+    tp = res.tp
+    ranks = res.ranks
+    sharded = res.sharded
+    width = ranks[0].G_W1.shape[1]              # F/tp columns of G_W₁ (rows of G_W₂) per rank
 
     def rows():
-        w1 = _weight_panel(sharded["G_W1"], "G_W₁", lambda i, j: j // width, True, "bw_w1_where", "G_W1",
-                           float(np.max(np.abs(sharded["G_W1"]))))
-        w2 = _weight_panel(sharded["G_W2"], "G_W₂", lambda i, j: i // width, False, "bw_w2_where", "G_W2",
-                           float(np.max(np.abs(sharded["G_W2"]))))
-        scale = float(np.max(np.abs([rk["G_X_partial"] for rk in ranks])))
+        w1 = _weight_panel(sharded.G_W1, "G_W₁", lambda i, j: j // width, True, "bw_w1_where", "G_W1",
+                           float(np.max(np.abs(sharded.G_W1))))
+        w2 = _weight_panel(sharded.G_W2, "G_W₂", lambda i, j: i // width, False, "bw_w2_where", "G_W2",
+                           float(np.max(np.abs(sharded.G_W2))))
+        scale = float(np.max(np.abs([rk.G_X_partial for rk in ranks])))
         parts = []
         for rk in ranks:
             if parts:
                 parts.append(_plus(parts[-1].h))
-            parts.append(_partial_panel(rk["G_X_partial"], rk["rank"], scale))
+            parts.append(_partial_panel(rk.G_X_partial, rk.rank, scale))
         h = parts[-1].h
-        merged = _merged(sharded["G_X"], res["max_abs_err"]["G_X"], float(np.max(np.abs(sharded["G_X"]))))
+        merged = _merged(sharded.G_X, res.max_abs_err["G_X"], float(np.max(np.abs(sharded.G_X))))
         return [[w1, w2], parts + [arrow_panel(None, w=30, h=h), _allreduce(tp, h), arrow_panel(None, w=30, h=h),
                                    merged]]
 

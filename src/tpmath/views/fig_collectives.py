@@ -25,6 +25,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import collectives as core
+from ..collectives import CollectiveResult
 from .. import mismatch
 from .. import fmt
 from .fig_kit import (PAD, ROW_H, arrow, badge, cell_w, curve, group, key, line, mid_text, rank_name, rect,
@@ -97,21 +98,21 @@ def _provenance(blocks_in: list[list[np.ndarray]], out_blocks: list[np.ndarray])
     return found
 
 
-def _plan(res: dict) -> dict:
+def _plan(res: CollectiveResult) -> dict:
     """Blocks, provenance and participation of a collective result (no geometry).
 
     ``src`` of an output block: ("copy", rank, block) of the input it equals, or ("op", k) for
     block k of a reduction (ReduceScatter: rank j's block is block j; otherwise block 0).
     """
-    name, nr = res["name"], res["n"]
-    inputs = [np.asarray(b, dtype=np.float64).ravel() for b in res["inputs"]]
+    name, nr = res.name, res.n
+    inputs = [np.asarray(b, dtype=np.float64).ravel() for b in res.inputs]
     length = inputs[0].size
     size = length // nr if name in _SPLIT_IN else length          # the block a collective moves
     blocks_in = [_blocks(b, size) for b in inputs]
     reduces = core.REGISTRY[name].reduces
     lanes = []
-    for j, out in enumerate(res["outputs"]):
-        used = name not in _ROOT_ONLY_INPUT or j == res["root"]
+    for j, out in enumerate(res.outputs):
+        used = name not in _ROOT_ONLY_INPUT or j == res.root
         if out is None:
             lanes.append({"in_used": used, "out": None, "src": []})
             continue
@@ -215,7 +216,7 @@ def _draw_collective(res: dict, plan: dict, max_w: float) -> tuple[list[dict], f
     width = x_out + w_out + PAD
 
     back, lanes, ports_in, ports_out, y = [], [], {}, {}, HEAD_H
-    for r in range(res["n"]):
+    for r in range(res.n):
         in_nodes, in_mid, out_nodes, out_mid, h = _lane(plan, r, per_in, per_out, cw_in, cw_out)
         back.append(rect(PAD - 4, y - 4, width - 2 * PAD + 8, h + 8, rank_attrs(r, "lane"), rx="6"))
         lanes.append(group(badge(r, PAD, y), part=f"rank{r}"))
@@ -229,11 +230,11 @@ def _draw_collective(res: dict, plan: dict, max_w: float) -> tuple[list[dict], f
     bottom = y - LANE_GAP
 
     if plan["reduces"]:
-        moves = _reductions(plan, res["op"], ports_in, ports_out, x_out - 28 - OP_W / 2, HEAD_H, bottom)
+        moves = _reductions(plan, res.op, ports_in, ports_out, x_out - 28 - OP_W / 2, HEAD_H, bottom)
     else:
         moves = _copies(plan, ports_in, ports_out)
-    name = (key("co_root", name=res["nccl_name"], root=rank_name(res["root"])) if res["uses_root"]
-            else res["nccl_name"])
+    name = (key("co_root", name=res.nccl_name, root=rank_name(res.root)) if res.uses_root
+            else res.nccl_name)
     head = [text(x_band + band / 2, 14, name, "coll-t", "middle"),
             text(x_in, 32, key("co_before"), "cap"),
             text(x_in, 46, key("co_partial" if plan["reduces"] else "co_own"), "dimtext"),
@@ -242,7 +243,7 @@ def _draw_collective(res: dict, plan: dict, max_w: float) -> tuple[list[dict], f
     return back + head + moves + lanes, width, bottom + PAD
 
 
-def plan_collective(res: dict) -> dict:
+def plan_collective(res: CollectiveResult) -> dict:
     """What the figure draws of a core result: blocks, where each output block came from."""
     return _plan(res)
 
@@ -261,10 +262,10 @@ def output_sources(plan: dict) -> list[list[int | None] | None]:
     return out
 
 
-def figure_collective(res: dict, plan: dict | None = None) -> dict:
+def figure_collective(res: CollectiveResult, plan: dict | None = None) -> dict:
     """The ``collectives`` figure of one core result (``collectives.run_collective``)."""
     plan = _plan(res) if plan is None else plan
-    title = key("co_title", name=res["nccl_name"], n=fmt.integer(res["n"]))
+    title = key("co_title", name=res.nccl_name, n=fmt.integer(res.n))
     return two_widths("collectives", title, lambda w: _draw_collective(res, plan, w))
 
 

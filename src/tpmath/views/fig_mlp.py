@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fmt
+from ..mlp import MlpOutputs, MlpRank, MlpResult
 from .tree import (CELL_H, Panel, Row, arrow_panel, el, figure, matrix_panel, n, rank_attrs, text)
 
 # stage -> the operation written on the arrow from one column of the table to the next
@@ -50,15 +51,16 @@ def _caption(key: str) -> object:
     return {"key": "fig.partial_of", "args": {"name": symbol}} if key in _MERGED else symbol
 
 
-def _lane(stage: str, rk: dict, cols: tuple, scales: dict) -> Row:
-    r = rk["rank"]
+def _lane(stage: str, rk: MlpRank, cols: tuple, scales: dict) -> Row:
+    r = rk.rank
     panels = []
     for i, (key, _, _) in enumerate(cols):
         if i:
             op = _OPS[stage][i - 1]
             panels.append(arrow_panel(op, w=64 if len(op or "") > 4 else 44, h=CELL_H * 2) if op
                           else Panel(4, 1))
-        panels.append(matrix_panel(rk[key], _caption(key), r, f"{key}.{r}", scales[key], shape=_shape(rk[key])))
+        local = getattr(rk, key)
+        panels.append(matrix_panel(local, _caption(key), r, f"{key}.{r}", scales[key], shape=_shape(local)))
     return Row([_badge(r, max(p.h for p in panels))] + panels, rank=r, hang=True)
 
 
@@ -71,11 +73,11 @@ def _replicated(stage: str, inputs: dict) -> list[Panel]:
                          shape=_shape(inputs[key]))]
 
 
-def _merge(stage: str, res: dict, ref: dict, tp: int, merged_key: str) -> list[Panel]:
+def _merge(stage: str, res: MlpResult, ref: MlpOutputs, tp: int, merged_key: str) -> list[Panel]:
     """The AllReduce of the partial results and what every rank holds after it."""
     name, op = _MERGED[merged_key]
-    total = res["sharded"][name]
-    err = float(np.max(np.abs(total - ref[name])))
+    total = getattr(res.sharded, name)
+    err = float(np.max(np.abs(total - getattr(ref, name))))
     box = Panel(126, 2 * CELL_H + 18, [
         el("rect", {"class": "coll", "x": "0", "y": "18", "width": "126", "height": n(2 * CELL_H), "rx": "6"}),
         text(63, 18 + CELL_H * 0.75, {"key": "fig.allreduce_op", "args": {"op": op}}, "coll-t", "middle"),
@@ -114,17 +116,17 @@ def _strip(stage: str):
     return head
 
 
-def figure_mlp(stage: str, tp: int, cols: tuple, res: dict, one: dict) -> dict:
+def figure_mlp(stage: str, tp: int, cols: tuple, res: MlpResult, one: MlpRank) -> dict:
     """The ``mlp`` figure for one stage and tp (``cols``: the stage's table columns)."""
-    scales = {key: float(np.max(np.abs(one[key]))) for key, _, _ in cols}
-    ref = res["reference"]
+    scales = {key: float(np.max(np.abs(getattr(one, key)))) for key, _, _ in cols}
+    ref = res.reference
 
     def rows():
         out = []
-        top = _replicated(stage, res["inputs"])
+        top = _replicated(stage, res.inputs)
         if top:
             out.append(top)
-        for rk in res["ranks"]:
+        for rk in res.ranks:
             out.append(_lane(stage, rk, cols, scales))
         last = cols[-1][0]
         if last in _MERGED:

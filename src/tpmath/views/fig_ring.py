@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .. import schedules
+from ..schedules import RingSchedule, Step, TreeSchedule
 from .. import fmt
 from .fig_kit import PAD, arrow, group, key, mid_text, rank_name, rect, single
 from .tree import TreeError, arrow_head, el, n, rank_attrs, text
@@ -40,7 +41,7 @@ def contributions(n_ranks: int, algorithm: str, step: int) -> list[list[frozense
         return [[frozenset({r})] * width for r in range(n_ranks)]
     masks = [np.full(width, float(1 << r)) for r in range(n_ranks)]          # n × (chunks,)
     sim = (schedules.simulate_ring_all_reduce if ring else schedules.simulate_tree_all_reduce)(masks)
-    return [[_ranks_of(v, n_ranks) for v in buf.tolist()] for buf in sim["steps"][step - 1]]
+    return [[_ranks_of(v, n_ranks) for v in buf.tolist()] for buf in sim.steps[step - 1]]
 
 
 def _ranks_of(value: float, n_ranks: int) -> frozenset:
@@ -111,21 +112,21 @@ def _arc(a1: float, a2: float, cls: str, label: str | None, part: str) -> dict:
     return group(nodes, part=part)
 
 
-def _ring_drawing(n_ranks: int, state: list, step: dict | None, sizes: list[int]) -> list[dict]:
+def _ring_drawing(n_ranks: int, state: list, step: Step | None, sizes: list[int]) -> list[dict]:
     pos = _ring_positions(n_ranks)
     nodes = [el("circle", {"class": "strip", "cx": n(W / 2), "cy": n(CENTRE_Y), "r": n(ARC_R)})]
     gap = math.radians(9 if n_ranks > 2 else 14)
     fresh: dict[int, set] = {r: set() for r in range(n_ranks)}
     if step is not None:
-        for t in step["transfers"]:
-            if t["elements"] == 0:
+        for t in step.transfers:
+            if t.elements == 0:
                 continue                    # an empty chunk (count < n) is not sent
-            fresh[t["dst"]].add(t["chunk"])
-            a1, a2 = pos[t["src"]][2], pos[t["dst"]][2]
+            fresh[t.dst].add(t.chunk)
+            a1, a2 = pos[t.src][2], pos[t.dst][2]
             if a2 <= a1:
                 a2 += 2 * math.pi
-            nodes.append(_arc(a1 + gap, a2 - gap, "arrow go", "#" + fmt.integer(t["chunk"]),
-                              f"send.{t['src']}.{t['dst']}.{t['chunk']}"))
+            nodes.append(_arc(a1 + gap, a2 - gap, "arrow go", "#" + fmt.integer(t.chunk),
+                              f"send.{t.src}.{t.dst}.{t.chunk}"))
     empty = [s == 0 for s in sizes]
     for r, (x, y, _) in enumerate(pos):
         nodes.append(_node(r, x, y, state[r], empty, n_ranks, fresh[r])[0])
@@ -142,7 +143,7 @@ def _tree_positions(n_ranks: int) -> list[tuple[float, float]]:
     return out
 
 
-def _tree_drawing(n_ranks: int, state: list, step: dict | None) -> list[dict]:
+def _tree_drawing(n_ranks: int, state: list, step: Step | None) -> list[dict]:
     pos = _tree_positions(n_ranks)
     nodes = []
     for r in range(1, n_ranks):
@@ -151,22 +152,22 @@ def _tree_drawing(n_ranks: int, state: list, step: dict | None) -> list[dict]:
     fresh: dict[int, set] = {r: set() for r in range(n_ranks)}
     sends = []
     if step is not None:
-        for t in step["transfers"]:
-            fresh[t["dst"]].add(0)
-            (x1, y1), (x2, y2) = pos[t["src"]], pos[t["dst"]]
+        for t in step.transfers:
+            fresh[t.dst].add(0)
+            (x1, y1), (x2, y2) = pos[t.src], pos[t.dst]
             sends.append(group(arrow(x1, y1, x2, y2, "arrow go", "arrowhead go", gap=24),
-                               part=f"send.{t['src']}.{t['dst']}.0"))
+                               part=f"send.{t.src}.{t.dst}.0"))
     for r, (x, y) in enumerate(pos):
         nodes.append(_node(r, x, y, state[r], [False], n_ranks, fresh[r])[0])
     return nodes + sends
 
 
-def _strip(steps: list[dict], current: int, step_bytes: list[str], top: float) -> tuple[list[dict], float]:
+def _strip(steps: list[Step], current: int, step_bytes: list[str], top: float) -> tuple[list[dict], float]:
     """Steps 0…T as numbered circles, the bytes each step sends as bars, the phases below."""
     total = len(steps)
     gap = min(48.0, (W - 2 * PAD - 24) / (total + 1))
     x0 = PAD + 12 + max(0.0, (W - 2 * PAD - 24 - gap * total) / 2)
-    sent = [sum(t["bytes"] for t in s["transfers"] if t["elements"] > 0) for s in steps]
+    sent = [sum(t.bytes for t in s.transfers if t.elements > 0) for s in steps]
     most = max(sent) or 1
     bar_h = 26.0
     y = top + bar_h + 14
@@ -182,10 +183,10 @@ def _strip(steps: list[dict], current: int, step_bytes: list[str], top: float) -
     # the phases: a bracket under their steps, the name below (second phase one line lower)
     phases: list[tuple[str, int, int]] = []
     for i, s in enumerate(steps, start=1):
-        if phases and phases[-1][0] == s["phase"]:
-            phases[-1] = (s["phase"], phases[-1][1], i)
+        if phases and phases[-1][0] == s.phase:
+            phases[-1] = (s.phase, phases[-1][1], i)
         else:
-            phases.append((s["phase"], i, i))
+            phases.append((s.phase, i, i))
     for row, (phase, a, b) in enumerate(phases):
         xa, xb = x0 + gap * a - 9, x0 + gap * b + 9
         yb = y + 15
@@ -195,7 +196,7 @@ def _strip(steps: list[dict], current: int, step_bytes: list[str], top: float) -
     return [group(nodes, part="steps")], height
 
 
-def _centre(algorithm: str, current: int, steps: list[dict], step_bytes: list[str], y: float) -> list[dict]:
+def _centre(algorithm: str, current: int, steps: list[Step], step_bytes: list[str], y: float) -> list[dict]:
     """What the selected step does, in words: its number, its phase, the bytes it sends."""
     total = len(steps)
     lines = [mid_text(W / 2, y - 20, key("ri_step", s=fmt.integer(current), t=fmt.integer(total)), "cap")]
@@ -203,7 +204,7 @@ def _centre(algorithm: str, current: int, steps: list[dict], step_bytes: list[st
         lines.append(mid_text(W / 2, y, key("ri_start"), "dimtext"))
     else:
         step = steps[current - 1]
-        lines.append(mid_text(W / 2, y, key("ri_" + step["phase"].replace("-", "_")), "dimtext"))
+        lines.append(mid_text(W / 2, y, key("ri_" + step.phase.replace("-", "_")), "dimtext"))
         lines.append(mid_text(W / 2, y + 16, key("ri_sent"), "dimtext"))
         lines.append(mid_text(W / 2, y + 31, step_bytes[current - 1], "num em"))
     return [group(lines, part="now")]
@@ -226,14 +227,14 @@ def _legend(n_ranks: int, algorithm: str, top: float) -> tuple[list[dict], float
     return [group(nodes, part="legend")], 40.0
 
 
-def figure_ring(n_ranks: int, algorithm: str, sched: dict, current: int, step_bytes: list[str]) -> dict:
+def figure_ring(n_ranks: int, algorithm: str, sched: RingSchedule | TreeSchedule, current: int, step_bytes: list[str]) -> dict:
     """The ``ring`` figure after step ``current`` (0: before the first step) of ``sched``
     (``schedules.all_reduce_schedule``); ``step_bytes``: the table's bytes-per-step cells."""
-    steps = sched["steps"]
+    steps = sched.steps
     state = contributions(n_ranks, algorithm, current)
     step = steps[current - 1] if current else None
     if algorithm == "ring":
-        sizes = [c["elements"] for c in sched["chunks"]]
+        sizes = [c.elements for c in sched.chunks]
         body = _ring_drawing(n_ranks, state, step, sizes)
         body += _centre(algorithm, current, steps, step_bytes, CENTRE_Y)
         top = CENTRE_Y + ARC_R + 26
@@ -249,11 +250,11 @@ def figure_ring(n_ranks: int, algorithm: str, sched: dict, current: int, step_by
     return single("ring", title, body + strip + legend, W, top + strip_h + 6 + legend_h + PAD)
 
 
-def _tree_caption(current: int, steps: list[dict], step_bytes: list[str]) -> list[dict]:
+def _tree_caption(current: int, steps: list[Step], step_bytes: list[str]) -> list[dict]:
     """The tree's step in words, in its top left corner (the tree fills the middle)."""
     out = [text(PAD, 14, key("ri_step", s=fmt.integer(current), t=fmt.integer(len(steps))), "cap")]
     if current:
-        phase = steps[current - 1]["phase"]
+        phase = steps[current - 1].phase
         out += [text(PAD, 30, key("ri_" + phase), "dimtext"),
                 text(W - PAD, 14, key("ri_sent"), "dimtext", "end"),
                 text(W - PAD, 30, step_bytes[current - 1], "num em", "end")]

@@ -56,7 +56,7 @@ def _whole_grid(a: np.ndarray, how: str, tp: int, scale: float | None = None) ->
     return tree.grid(a, scale=scale)
 
 
-def _run(tp: int) -> dict:
+def _run(tp: int) -> core.MlpResult:
     """run_mlp on the fixed default inputs: a pure function of tp, computed once per tp
     (a stage change only picks other columns; nothing here modifies the result)."""
     return core.default_run(tp)
@@ -80,25 +80,25 @@ def render_mlp(controls: dict, lang: str) -> dict:
     c = parse_controls(SECTIONS["mlp"].controls, controls)
     stage, tp = c["stage"], c["tp"]
     res = _run(tp)
-    one = _run(1)["ranks"][0]                   # the unsharded computation, every intermediate
+    one = _run(1).ranks[0]                   # the unsharded computation, every intermediate
     cols = _COLUMNS[stage]
-    width = one["W1"].shape[1] // tp            # F/tp hidden columns per rank
+    width = one.W1.shape[1] // tp            # F/tp hidden columns per rank
     # One shading scale per column, that of the unsharded value (as the figure): a rank's
     # block or partial sum reads against the whole.
-    scales = {key: tree.scale_of(one[key]) for key, _, _ in cols}
+    scales = {key: tree.scale_of(getattr(one, key)) for key, _, _ in cols}
     rows = []
-    for rk in res["ranks"]:
-        r = rk["rank"]
+    for rk in res.ranks:
+        r = rk.rank
         row = [tree.rank_tag(r)]
         if stage == "shards":
             row.append(id_range(r * width, (r + 1) * width))
-        row += [tree.grid(rk[key], rank=r, scale=scales[key]) for key, _, _ in cols]
+        row += [tree.grid(getattr(rk, key), rank=r, scale=scales[key]) for key, _, _ in cols]
         rows.append(row)
     columns = ["col.rank"] + (["col.f_columns"] if stage == "shards" else []) + [c for _, c, _ in cols]
     foot = []
     if stage != "shards":
-        ref = [one[key] for key, _, _ in cols]   # with tp = 1 the "partial" Y, G_X are whole
-        merged = [_merge([rk[key] for rk in res["ranks"]], how) for key, _, how in cols]
+        ref = [getattr(one, key) for key, _, _ in cols]   # with tp = 1 the "partial" Y, G_X are whole
+        merged = [_merge([getattr(rk, key) for rk in res.ranks], how) for key, _, how in cols]
         foot = [
             [label("label.reference")] + [tree.grid(a, scale=scales[key]) for a, (key, _, _) in zip(ref, cols)],
             [label("label.merged")] + [_whole_grid(a, how, tp, scales[key]) for a, (key, _, how) in zip(merged, cols)],
@@ -106,13 +106,13 @@ def render_mlp(controls: dict, lang: str) -> dict:
         ]
     return {
         "controls": {"stage": stage, "tp": str(tp)},
-        "tables": {"mlp-inputs": _inputs_table(res["inputs"], tp),
+        "tables": {"mlp-inputs": _inputs_table(res.inputs, tp),
                    "mlp-ranks": table("cap.mlp_ranks", columns, rows, foot)},
         "figures": {"mlp": figure_mlp(stage, tp, cols, res, one)},
         "values": {
-            "loss": fmt.num(res["sharded"]["loss"]),
-            "reference-loss": fmt.num(res["reference"]["loss"]),
-            "max-abs-err": fmt.err(max(res["max_abs_err"].values())),
+            "loss": fmt.num(res.sharded.loss),
+            "reference-loss": fmt.num(res.reference.loss),
+            "max-abs-err": fmt.err(max(res.max_abs_err.values())),
         },
         "notes": {"stage": label(f"note.stage_{stage.replace('-', '_')}", tp=fmt.integer(tp))},
     }

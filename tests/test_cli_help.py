@@ -1,0 +1,99 @@
+"""The command line's help is content: every option has a help string in every language
+(content/i18n/<lang>.cli.toml), ``--lang`` picks the language, and no help text is left in code."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tpmath import i18n
+from tpmath.cli import COMMAND_MODULES, build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI_DIR = ROOT / "src" / "tpmath" / "cli"
+HELP_KEYWORDS = {"help", "description", "epilog", "usage", "title"}
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run([sys.executable, "-m", "tpmath", *args], capture_output=True, text=True, timeout=120,
+                          env=env)
+
+
+def test_the_help_strings_are_in_every_language():
+    langs = i18n.languages()
+    assert len(langs) >= 2
+    keys = {lang: {k for k in i18n.strings(lang) if k.startswith("cli.")} for lang in langs}
+    assert keys["en"] and all(keys[lang] == keys["en"] for lang in langs)
+
+
+@pytest.mark.parametrize("lang", i18n.languages())
+def test_every_option_of_every_command_has_help_in_the_language(lang):
+    strings = i18n.strings(lang)
+    parser = build_parser(lang)
+    commands = _commands(parser)
+    assert len(commands) == len(COMMAND_MODULES)
+    for name, sub in [("", parser), *commands.items()]:
+        assert sub.description and not sub.description.startswith("cli."), name
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            shown = action.help
+            # every placeholder filled, never the bare key (a key without a string shows as itself)
+            assert shown and not shown.startswith("cli.") and not re.search(r"\{\w+\}", shown), (name, action.dest)
+        key = f"cli.{name}.options." if name else "cli."
+        for action in sub._actions:
+            if name and action.dest not in ("help", "json"):
+                assert f"{key}{action.dest}" in strings, (lang, name, action.dest)
+
+
+def test_lang_zh_prints_chinese_help_and_the_default_english():
+    zh, en = i18n.strings("zh"), i18n.strings("en")
+    out = run("--lang", "zh", "mlp", "--help")
+    assert out.returncode == 0 and not out.stderr
+    flat = " ".join(out.stdout.split())          # argparse wraps long lines
+    assert zh["cli.mlp.about"] in flat
+    assert zh["cli.mlp.options.tp"].replace("{default}", "2") in flat
+    assert zh["cli.help"] in flat and out.stdout.startswith(zh["cli.usage"])
+    assert en["cli.mlp.about"] not in flat
+    out = run("mlp", "--help")
+    flat = " ".join(out.stdout.split())
+    assert out.returncode == 0 and en["cli.mlp.about"] in flat and zh["cli.mlp.about"] not in flat
+    assert en["cli.mlp.options.dtype"].replace("{choices}", "float64, float32, float16").replace(
+        "{default}", "float64") in flat
+    # the top level too, --lang anywhere on the line
+    out = run("--help", "--lang=zh")
+    assert out.returncode == 0 and " ".join(zh["cli.description"].split()) in " ".join(out.stdout.split())
+
+
+def _is_text(node: ast.AST) -> bool:
+    """A literal sentence: a string constant, an f-string, or strings joined with +."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    return isinstance(node, ast.BinOp) and (_is_text(node.left) or _is_text(node.right))
+
+
+@pytest.mark.parametrize("path", sorted(CLI_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_no_help_text_left_in_the_cli_code(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in HELP_KEYWORDS:
+            assert not _is_text(node.value), f"{path.name}:{node.value.lineno}: {node.arg}= is text in code"
+        if isinstance(node, ast.Assign) and _is_text(node.value):     # HELP = "…", action.help = "…"
+            for target in node.targets:
+                name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+                assert name.lower() not in ("help", "epilog", "description"), f"{path.name}:{node.lineno}: {name}"
