@@ -30,7 +30,10 @@ export function setupUrl(list) {
   for (const a of langLinks()) a.addEventListener("click", () => updateLangLinks());
   window.addEventListener("hashchange", updateLangLinks);
   window.addEventListener("load", updateLangLinks);
-  updateLangLinks();
+  // Not now: it reads where the header is, and reading a position while the page is still being
+  // parsed lays out the whole document a second time (a long task on a phone).  The next frame
+  // lays it out anyway.
+  requestAnimationFrame(updateLangLinks);
 }
 
 function queryKey(demo, name) {
