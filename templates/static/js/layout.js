@@ -46,9 +46,19 @@ export function setupLayout() {
   }
   // An entry of width 0 sits in a block the browser skipped (content-visibility: auto, off
   // screen): measuring it would force that layout; it is reported again once it is laid out.
-  observer = new ResizeObserver((entries) => mark(entries.filter((e) => e.contentRect.width > 0).map((e) => e.target)));
+  const laidOut = new Set();
+  observer = new ResizeObserver((entries) => {
+    const shown = entries.filter((e) => e.contentRect.width > 0).map((e) => e.target);
+    for (const el of shown) laidOut.add(el);
+    mark(shown);
+  });
   for (const el of document.querySelectorAll(SELECTOR)) observer.observe(el);
   idle(() => mark(document.querySelectorAll("pre")));
+  // A font that arrives after a block was measured (the math font) widens its content but not the
+  // block itself, which the observer would not report: measure the laid-out blocks again.
+  if (document.fonts && document.fonts.addEventListener) {
+    document.fonts.addEventListener("loadingdone", () => idle(() => mark(Array.from(laidOut))));
+  }
 }
 
 /** After a demo's tables were replaced (once per idle period, however many demos). */
