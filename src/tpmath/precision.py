@@ -83,17 +83,17 @@ def run_precision(tp: Any = 2, lr: Any = 0.1, X: Any = None, W1: Any = None, W2:
     for name in DTYPES:
         mlp = run_mlp(**inp, tp=tp, dtype=name)
         ce = run_vocab_ce(shards=tp, dtype=name)
-        t = sum(float(r["target_shifted"]) for r in ce["ranks"])    # z_y − m (one rank is non-zero)
-        ce_tol = ce_tolerance(ce["vocab"], float(ce["global_sum_exp"]), t, float(ce["loss"]), name)
+        t = sum(float(r.target_shifted) for r in ce.ranks)          # z_y − m (one rank is non-zero)
+        ce_tol = ce_tolerance(ce.vocab, float(ce.global_sum_exp), t, float(ce.loss), name)
         tols = {**mlp.tolerances, "ce": ce_tol}
-        within = mlp.within_tolerance and ce["abs_diff"] <= ce_tol
+        within = mlp.within_tolerance and ce.abs_diff <= ce_tol
         rows.append({
             "dtype": name,
             "tolerance": mlp.tolerance,
             "tolerances": tols,
             "max_abs_err": mlp.max_abs_err,
             "finite_difference": mlp.finite_difference,
-            "ce_abs_diff": ce["abs_diff"],
+            "ce_abs_diff": ce.abs_diff,
             "ce_tolerance": ce_tol,
             "within_tolerance": bool(within),
         })
