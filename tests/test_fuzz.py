@@ -130,8 +130,8 @@ def test_row_linear_fuzz(tp, B, I, O, data):
             assert str(err)
             continue
         for key in ("Y", "dX", "dA"):
-            ref = out["reference"][key]
-            assert out["max_abs_err"][key] <= 1e-9 * (1 + float(np.max(np.abs(ref))))
+            ref = getattr(out.reference, key)
+            assert out.max_abs_err[key] <= 1e-9 * (1 + float(np.max(np.abs(ref))))
 
 
 CLI_VALUES = st.one_of(
