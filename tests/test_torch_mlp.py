@@ -71,11 +71,11 @@ def test_one_sgd_step_against_torch_optim_sgd(tp, lr):
     opt.step()
     with torch.no_grad():
         loss_after = ((torch.tanh(x @ w1) @ w2) * g).sum().item()
-    sgd = run_precision(tp=tp, lr=lr)["sgd"]
-    assert maxdiff(sgd["W1_sharded"], w1.detach().numpy()) < 1e-15
-    assert maxdiff(sgd["W2_sharded"], w2.detach().numpy()) < 1e-15
-    assert abs(sgd["loss_before"] - loss_before.item()) < 1e-15
-    assert abs(sgd["loss_after"] - loss_after) < 1e-15
+    sgd = run_precision(tp=tp, lr=lr).sgd
+    assert maxdiff(sgd.W1_sharded, w1.detach().numpy()) < 1e-15
+    assert maxdiff(sgd.W2_sharded, w2.detach().numpy()) < 1e-15
+    assert abs(sgd.loss_before - loss_before.item()) < 1e-15
+    assert abs(sgd.loss_after - loss_after) < 1e-15
 
 
 @pytest.mark.parametrize("tp, dp", [(2, 2), (4, 2), (3, 3)])

@@ -40,7 +40,7 @@ def test_row_parallel_vs_autograd(tp):
     k = 24 // tp
     for rank in r.ranks:
         s = slice(rank.rank * k, (rank.rank + 1) * k)
-        np.testing.assert_array_equal(rank["A_shard"].T, t["weight"][:, s])
+        np.testing.assert_array_equal(rank.A_shard.T, t["weight"][:, s])
 
 
 @pytest.mark.parametrize("tp", TPS)
@@ -54,4 +54,4 @@ def test_column_parallel_vs_autograd(tp):
     k = 48 // tp
     for rank in r.ranks:
         s = slice(rank.rank * k, (rank.rank + 1) * k)
-        np.testing.assert_array_equal(rank["A_shard"].T, t["weight"][s, :])
+        np.testing.assert_array_equal(rank.A_shard.T, t["weight"][s, :])
