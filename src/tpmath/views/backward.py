@@ -75,15 +75,15 @@ def render_dp_tp(controls: dict, lang: str) -> dict:
     c = parse_controls(SECTIONS["dp-tp"].controls, controls)
     tp, dp = c["tp"], c["dp"]
     res = dp_tp.run_dp_tp(tp=tp, dp=dp)
-    rows = [[label(f"label.variant_{v['name']}"), v["description"],
-             fmt.err(v["max_abs_err"]), fmt.num(v["scale"])] for v in res["variants"]]
+    rows = [[label(f"label.variant_{v.name}"), v.description,
+             fmt.err(v.max_abs_err), fmt.num(v.scale)] for v in res.variants]
     return {
         "controls": {"tp": str(tp), "dp": str(dp)},
         "tables": {"dp-tp": table("cap.dp_tp", ["col.variant", "col.what_it_does", "col.max_abs_err", "col.scale"],
                                   rows)},
-        "values": {"world-size": fmt.integer(dp * tp), "global-batch": fmt.integer(dp * res["batch"])},
+        "values": {"world-size": fmt.integer(dp * tp), "global-batch": fmt.integer(dp * res.batch)},
         "notes": {"setup": label("note.dp_tp_setup", dp=fmt.integer(dp), tp=fmt.integer(tp),
-                                 batch=fmt.integer(res["batch"]), seed=fmt.integer(res["seed"]))},
+                                 batch=fmt.integer(res.batch), seed=fmt.integer(res.seed))},
         "figures": {"dp-tp": figure_dp_tp(res)},
     }
 
