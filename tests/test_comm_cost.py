@@ -18,6 +18,7 @@ import pytest
 from tpmath import TPMathError
 from tpmath.i18n import text
 from tpmath.comm_cost import PRESETS, comm_cost, comm_cost_preset
+from tpmath.record import fields_of
 from tpmath.schedules import ring_all_reduce
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -26,23 +27,23 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 def test_small_example_by_hand():
     # B=2, L=4, H=8, K=2: S = 2·4·8·2 = 128 bytes; tp=2 ring AllReduce sends 2·1/2·128 = 128 per rank
     res = comm_cost(2, 4, 8, 2, dtype_bytes=2, layers=3)
-    assert res["algorithm"] == "ring"
-    assert [r["collective"] for r in res["per_layer"]] == ["all-reduce"] * 4
-    assert [r["phase"] for r in res["per_layer"]] == ["forward", "forward", "backward", "backward"]
-    assert [r["operator"] for r in res["per_layer"]] == ["g", "g", "f", "f"]
-    assert all(r["elements"] == 64 and r["bytes_per_rank"] == 128 for r in res["per_layer"])
-    assert res["per_layer_bytes"] == 512 and res["per_step_bytes"] == 1536
+    assert res.algorithm == "ring"
+    assert [r.collective for r in res.per_layer] == ["all-reduce"] * 4
+    assert [r.phase for r in res.per_layer] == ["forward", "forward", "backward", "backward"]
+    assert [r.operator for r in res.per_layer] == ["g", "g", "f", "f"]
+    assert all(r.elements == 64 and r.bytes_per_rank == 128 for r in res.per_layer)
+    assert res.per_layer_bytes == 512 and res.per_step_bytes == 1536
 
 
 def test_h1600_tp8_by_hand():
     # No heads given: only tp | h is checked (GPT-2 XL's 25 heads would refuse tp 8, see below).
     # S = 1·1024·1600·2 = 3 276 800 B; 2·7/8·S = 5 734 400 B per AllReduce; ×4 = 22 937 600
     res = comm_cost(1, 1024, 1600, 8, 2, 48)
-    assert res["per_layer"][0]["bytes_per_rank"] == 5_734_400
-    assert res["per_layer_bytes"] == 22_937_600
-    assert res["per_layer_forward_bytes"] == res["per_layer_backward_bytes"] == 2 * 5_734_400
-    assert res["per_step_bytes"] == 22_937_600 * 48
-    assert res["per_layer"][0]["bus_factor"] == 1.75
+    assert res.per_layer[0].bytes_per_rank == 5_734_400
+    assert res.per_layer_bytes == 22_937_600
+    assert res.per_layer_forward_bytes == res.per_layer_backward_bytes == 2 * 5_734_400
+    assert res.per_step_bytes == 22_937_600 * 48
+    assert res.per_layer[0].bus_factor == 1.75
 
 
 def test_interview_question_4_subtotals_by_hand():
@@ -50,10 +51,10 @@ def test_interview_question_4_subtotals_by_hand():
     # 2 forward = 448 MiB, 2 backward = 448 MiB, 896 MiB per layer.
     MiB = 2 ** 20
     res = comm_cost(8, 2048, 4096, 8, 2, 1, heads=32)
-    assert res["activation_bytes"] == 128 * MiB
-    assert [r["bytes_per_rank"] for r in res["per_layer"]] == [224 * MiB] * 4
-    assert res["per_layer_forward_bytes"] == 448 * MiB and res["per_layer_backward_bytes"] == 448 * MiB
-    assert res["per_layer_bytes"] == res["per_step_bytes"] == 896 * MiB
+    assert res.activation_bytes == 128 * MiB
+    assert [r.bytes_per_rank for r in res.per_layer] == [224 * MiB] * 4
+    assert res.per_layer_forward_bytes == 448 * MiB and res.per_layer_backward_bytes == 448 * MiB
+    assert res.per_layer_bytes == res.per_step_bytes == 896 * MiB
 
 
 @pytest.mark.parametrize("tp", [1, 2, 3, 4, 6, 8])
@@ -62,26 +63,26 @@ def test_matches_ring_simulation(tp):
     res = comm_cost(B, L, H, tp, K)
     sched = ring_all_reduce(tp, B * L * H, K)
     busiest = max(r.bytes_sent for r in sched.per_rank)
-    assert all(r["bytes_per_rank"] == busiest for r in res["per_layer"])
-    assert res["per_layer_bytes"] == pytest.approx(4 * 2 * (tp - 1) / tp * B * L * H * K)
+    assert all(r.bytes_per_rank == busiest for r in res.per_layer)
+    assert res.per_layer_bytes == pytest.approx(4 * 2 * (tp - 1) / tp * B * L * H * K)
 
 
 def test_tp1_needs_no_communication():
     res = comm_cost(4, 128, 256, 1)
-    assert res["per_layer_bytes"] == 0 and res["per_step_bytes"] == 0
+    assert res.per_layer_bytes == 0 and res.per_step_bytes == 0
 
 
 def test_sequence_parallel_same_bytes():
     res = comm_cost(2, 8, 16, 4, 2, 2)
-    sp = res["sequence_parallel"]
-    assert sp["available"]
-    assert [r["collective"] for r in sp["per_layer"]].count("all-gather") == 4
-    assert [r["collective"] for r in sp["per_layer"]].count("reduce-scatter") == 4
+    sp = res.sequence_parallel
+    assert sp.available
+    assert [r.collective for r in sp.per_layer].count("all-gather") == 4
+    assert [r.collective for r in sp.per_layer].count("reduce-scatter") == 4
     # (n−1)/n · S per AG or RS: 3/4 · 2·8·16·2 = 384; 8 of them = 3072 = the four AllReduces
-    assert all(r["bytes_per_rank"] == 384 for r in sp["per_layer"])
-    assert sp["per_layer_bytes"] == res["per_layer_bytes"] == 3072
-    assert sp["recompute_all_gather_bytes_per_layer"] == 768
-    assert not comm_cost(1, 6, 16, 4)["sequence_parallel"]["available"]
+    assert all(r.bytes_per_rank == 384 for r in sp.per_layer)
+    assert sp.per_layer_bytes == res.per_layer_bytes == 3072
+    assert sp.recompute_all_gather_bytes_per_layer == 768
+    assert not comm_cost(1, 6, 16, 4).sequence_parallel.available
 
 
 def enumerated_forward_flops(B, L, H, heads):
@@ -99,7 +100,7 @@ def enumerated_forward_flops(B, L, H, heads):
 @pytest.mark.parametrize("B, L, H, heads", [(1, 1024, 1600, 25), (2, 8, 16, 4), (4, 2048, 12288, 96)])
 def test_flop_formula_equals_enumeration(B, L, H, heads):
     res = comm_cost(B, L, H, 1)
-    assert res["flops_per_layer_forward"] == enumerated_forward_flops(B, L, H, heads)
+    assert res.flops_per_layer_forward == enumerated_forward_flops(B, L, H, heads)
 
 
 def test_time_model_by_hand():
@@ -108,17 +109,18 @@ def test_time_model_by_hand():
     t_comm = 22_937_600 * 48 / 3e11
     flops = 3 * 48 * 69_625_446_400 / 8          # 24·1024·1600² + 4·1024²·1600 = 69 625 446 400
     t_calc = flops / 150e12
-    assert res["t_comm_s"] == pytest.approx(t_comm, rel=1e-12)
-    assert res["t_calc_s"] == pytest.approx(t_calc, rel=1e-12)
-    assert res["t_overlap_s"] == pytest.approx(max(t_comm, t_calc), rel=1e-12)
-    assert res["t_serial_s"] == pytest.approx(t_comm + t_calc, rel=1e-12)
+    assert res.t_comm_s == pytest.approx(t_comm, rel=1e-12)
+    assert res.t_calc_s == pytest.approx(t_calc, rel=1e-12)
+    assert res.t_overlap_s == pytest.approx(max(t_comm, t_calc), rel=1e-12)
+    assert res.t_serial_s == pytest.approx(t_comm + t_calc, rel=1e-12)
     only_link = comm_cost(1, 1024, 1600, 8, 2, 48, link_gbps=2400)
-    assert "t_comm_s" in only_link and "t_calc_s" not in only_link and "t_overlap_s" not in only_link
+    keys = fields_of(only_link)          # the JSON's keys: no time that was not asked for
+    assert "t_comm_s" in keys and "t_calc_s" not in keys and "t_overlap_s" not in keys
 
 
 def test_conventions_bilingual():
     res = comm_cost(1, 8, 8, 2)
-    en, zh = text(res["convention"], "en"), text(res["convention"], "zh")
+    en, zh = text(res.convention, "en"), text(res.convention, "zh")
     assert "ring" in en.lower() and "2(n−1)/n" in en and "Ring" in zh and "发送" in zh
 
 
@@ -149,7 +151,7 @@ def test_preset_tp_must_divide_the_heads(preset):
         if megatron_accepts(tp, heads, kv, hidden):
             res = comm_cost_preset(preset, batch=1, tp=tp)
             S = seq * hidden                                      # B = 1
-            assert res["per_layer_bytes"] == pytest.approx(4 * 2 * (tp - 1) / tp * S * 2)
+            assert res.per_layer_bytes == pytest.approx(4 * 2 * (tp - 1) / tp * S * 2)
             accepted.append(tp)
             continue
         with pytest.raises(TPMathError) as info:
@@ -169,7 +171,7 @@ def test_gpt2_xl_at_tp8_names_its_25_heads():
     assert "25 个注意力头" in zh and "tp=8" in zh
     # tp = 5 divides the 25 heads: S·k = 1024·1600·2 B, 2·4/5 of it per AllReduce
     res = comm_cost_preset("gpt2-xl", batch=1, tp=5)
-    assert res["per_layer"][0]["bytes_per_rank"] == 2 * 4 * 1024 * 1600 * 2 // 5 == 5_242_880
+    assert res.per_layer[0].bytes_per_rank == 2 * 4 * 1024 * 1600 * 2 // 5 == 5_242_880
 
 
 @pytest.mark.parametrize("heads, kv, hidden, tp, field, code", [
@@ -188,7 +190,7 @@ def test_custom_heads_checked_as_megatron_does(heads, kv, hidden, tp, field, cod
 def test_kv_heads_a_multiple_or_a_divisor_of_tp_pass(heads, kv, tp):
     assert megatron_accepts(tp, heads, kv, 4096)
     res = comm_cost(1, 8, 4096, tp, heads=heads, kv_heads=kv)
-    assert res["inputs"]["heads"] == heads and res["inputs"]["kv_heads"] == kv
+    assert res.inputs["heads"] == heads and res.inputs["kv_heads"] == kv
 
 
 def test_presets_cited_values():
@@ -198,7 +200,7 @@ def test_presets_cited_values():
     assert (PRESETS["llama-2-70b"]["hidden"], PRESETS["llama-2-70b"]["layers"]) == (8192, 80)
     res = comm_cost_preset("gpt-3-175b", batch=1, tp=8)
     # S = 2048·12288·2 = 50 331 648; 4 · 1.75 · S = 352 321 536 per layer
-    assert res["per_layer_bytes"] == 352_321_536 and res["per_step_bytes"] == 352_321_536 * 96
+    assert res.per_layer_bytes == 352_321_536 and res.per_step_bytes == 352_321_536 * 96
 
 
 @pytest.mark.parametrize("kwargs, field, match", [

@@ -47,51 +47,51 @@ def complex_step_w2(Xs, Gs, W1, W2, h=1e-30):
 @pytest.mark.parametrize("dp", (1, 2, 3))
 def test_correct_variant_is_gradient_of_global_mean_loss(tp, dp):
     r = run_dp_tp(tp=tp, dp=dp, seed=tp * 10 + dp)
-    Xs = [rep["X"] for rep in r["replicas"]]
-    Gs = [rep["G"] for rep in r["replicas"]]
-    ref = global_mean_grads(Xs, Gs, r["W1"], r["W2"])
-    correct = next(v for v in r["variants"] if v["name"] == "correct")
+    Xs = [rep.X for rep in r.replicas]
+    Gs = [rep.G for rep in r.replicas]
+    ref = global_mean_grads(Xs, Gs, r.W1, r.W2)
+    correct = next(v for v in r.variants if v.name == "correct")
     for key in ("G_W1", "G_W2"):
-        assert np.max(np.abs(correct[key] - ref[key])) < 1e-15
-        assert np.max(np.abs(r["reference"][key] - ref[key])) < 1e-15
-    assert np.max(np.abs(complex_step_w2(Xs, Gs, r["W1"], r["W2"]) - ref["G_W2"])) < 1e-15
-    assert correct["max_abs_err"] < 1e-15 and correct["scale"] == pytest.approx(1, abs=1e-13)
+        assert np.max(np.abs(getattr(correct, key) - ref[key])) < 1e-15
+        assert np.max(np.abs(getattr(r.reference, key) - ref[key])) < 1e-15
+    assert np.max(np.abs(complex_step_w2(Xs, Gs, r.W1, r.W2) - ref["G_W2"])) < 1e-15
+    assert correct.max_abs_err < 1e-15 and correct.scale == pytest.approx(1, abs=1e-13)
 
 
 @pytest.mark.parametrize("tp, dp", [(2, 2), (4, 2), (3, 3), (8, 2), (1, 4)])
 def test_wrong_variants_scale_by_tp_or_dp(tp, dp):
     r = run_dp_tp(tp=tp, dp=dp, seed=1)
-    v = {x["name"]: x for x in r["variants"]}
+    v = {x.name: x for x in r.variants}
     assert set(v) == {"correct", "divide_by_tp_too", "double_count_gy", "dp_sum_no_mean"}
-    ref = r["reference"]
+    ref = r.reference
     expected = {"divide_by_tp_too": 1 / tp, "double_count_gy": tp, "dp_sum_no_mean": dp}
     for name, s in expected.items():
-        assert v[name]["scale"] == pytest.approx(s, rel=1e-12), name
+        assert v[name].scale == pytest.approx(s, rel=1e-12), name
         for key in ("G_W1", "G_W2"):
-            assert np.allclose(v[name][key], s * ref[key], rtol=1e-12, atol=1e-16)
-        err = max(np.max(np.abs(v[name][k] - ref[k])) for k in ("G_W1", "G_W2"))
-        assert v[name]["max_abs_err"] == pytest.approx(err, rel=1e-12, abs=1e-17)
+            assert np.allclose(getattr(v[name], key), s * getattr(ref, key), rtol=1e-12, atol=1e-16)
+        err = max(np.max(np.abs(getattr(v[name], k) - getattr(ref, k))) for k in ("G_W1", "G_W2"))
+        assert v[name].max_abs_err == pytest.approx(err, rel=1e-12, abs=1e-17)
         if s != 1:
-            assert v[name]["max_abs_err"] > 1e-3   # visibly wrong
-        assert text(v[name]["description"], "en") != text(v[name]["description"], "zh")   # both languages
+            assert v[name].max_abs_err > 1e-3   # visibly wrong
+        assert text(v[name].description, "en") != text(v[name].description, "zh")   # both languages
 
 
 def test_replicas_have_different_micro_batches_and_tp_sums_partial_gx():
     r = run_dp_tp(tp=4, dp=2, seed=5)
-    a, b = r["replicas"]
-    assert not np.array_equal(a["X"], b["X"]) and not np.array_equal(a["G"], b["G"])
-    for rep in r["replicas"]:
-        assert len(rep["ranks"]) == 4
+    a, b = r.replicas
+    assert not np.array_equal(a.X, b.X) and not np.array_equal(a.G, b.G)
+    for rep in r.replicas:
+        assert len(rep.ranks) == 4
         # TP: the partial G_X are summed (AllReduce); summing them here must give the replica's G_X
-        total = sum(rk["G_X_partial"] for rk in rep["ranks"])
-        assert np.max(np.abs(total - rep["G_X"])) < 1e-15
+        total = sum(rk.G_X_partial for rk in rep.ranks)
+        assert np.max(np.abs(total - rep.G_X)) < 1e-15
         # unsharded gradient of the replica's micro-batch mean loss w.r.t. its X
-        X, G = rep["X"], rep["G"] / rep["X"].shape[0]
-        H = np.tanh(X @ r["W1"])
-        gx = ((G @ r["W2"].T) * (1 - H**2)) @ r["W1"].T
-        assert np.max(np.abs(rep["G_X"] - gx)) < 1e-15
+        X, G = rep.X, rep.G / rep.X.shape[0]
+        H = np.tanh(X @ r.W1)
+        gx = ((G @ r.W2.T) * (1 - H**2)) @ r.W1.T
+        assert np.max(np.abs(rep.G_X - gx)) < 1e-15
         # each TP rank owns a disjoint shard: shard r has F/tp columns of G_W1
-        assert rep["ranks"][0]["G_W1"].shape == (r["d_model"], r["d_ff"] // 4)
+        assert rep.ranks[0].G_W1.shape == (r.d_model, r.d_ff // 4)
 
 
 @pytest.mark.parametrize("kwargs, field, needle", [

@@ -315,7 +315,7 @@ def test_mismatch_figure_follows_the_checker(scenario):
     svg = drawings(fig)[0]
     boxes = parts(svg, "call.")
     assert set(boxes) == {f"call.{r}.{i}" for r, seq in enumerate(calls) for i in range(len(seq))}
-    stuck = {h["rank"]: h["call_index"] for h in check["hangs"]}
+    stuck = {h.rank: h.call_index for h in check.hangs}
     for r, seq in enumerate(calls):
         end = stuck.get(r, len(seq))
         for i in range(len(seq)):
@@ -326,8 +326,8 @@ def test_mismatch_figure_follows_the_checker(scenario):
             else:
                 assert classes(box) & {"wait", "bad"}, (scenario, r, i)
     bonds = {p: g for p, g in parts(svg, "bond.").items()}
-    done = {"bond." + ".".join(f"{g}-{i}" for g, i in sorted((int(a), b) for a, b in c["call_index"].items()))
-            for c in check["completed"]}
+    done = {"bond." + ".".join(f"{g}-{i}" for g, i in sorted((int(a), b) for a, b in c.call_index.items()))
+            for c in check.completed}
     assert {p for p, g in bonds.items() if "ok" in classes(g["c"][0])} == done
 
 

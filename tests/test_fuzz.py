@@ -87,8 +87,8 @@ def test_vocab_ce_fuzz(V, shards, data):
     except TPMathError as err:
         assert str(err) and err.message("zh")
         return
-    assert _finite_tree({k: out[k] for k in ("loss", "reference_loss", "abs_diff", "grad", "global_sum_exp")})
-    assert abs(out["loss"] - out["reference_loss"]) <= 1e-9 * (1 + abs(out["reference_loss"]))
+    assert _finite_tree({k: getattr(out, k) for k in ("loss", "reference_loss", "abs_diff", "grad", "global_sum_exp")})
+    assert abs(out.loss - out.reference_loss) <= 1e-9 * (1 + abs(out.reference_loss))
 
 
 @given(V=st.integers(2, 9), shards=st.integers(1, 6), N=st.integers(1, 4), data=st.data())
@@ -100,8 +100,8 @@ def test_vocab_ce_shift_invariance(V, shards, N, data):
     base = vocab_ce.run_vocab_ce(logits, targets, shards=shards)
     moved = vocab_ce.run_vocab_ce(logits, targets, shards=shards, shift=shift)
     scale = 1 + abs(shift) + max(abs(x) for row in logits for x in row)
-    assert abs(base["loss"] - moved["loss"]) <= 1e-12 * scale * 10
-    assert np.all(np.isfinite(moved["grad"]))
+    assert abs(base.loss - moved.loss) <= 1e-12 * scale * 10
+    assert np.all(np.isfinite(moved.grad))
 
 
 @given(n=st.integers(0, 5), count=st.integers(0, 6), name=st.sampled_from(collectives.NAMES + ("all_reduce", "bogus")),
@@ -130,8 +130,8 @@ def test_row_linear_fuzz(tp, B, I, O, data):
             assert str(err)
             continue
         for key in ("Y", "dX", "dA"):
-            ref = out["reference"][key]
-            assert out["max_abs_err"][key] <= 1e-9 * (1 + float(np.max(np.abs(ref))))
+            ref = getattr(out.reference, key)
+            assert out.max_abs_err[key] <= 1e-9 * (1 + float(np.max(np.abs(ref))))
 
 
 CLI_VALUES = st.one_of(

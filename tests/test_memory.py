@@ -46,7 +46,7 @@ SETTINGS = {"tp": (False, "none"), "tp-sp": (True, "none"), "tp-selective": (Fal
 
 
 def per_layer(preset=None, **kw):
-    return memory(preset=preset, **kw)["activation_bytes_per_layer"]
+    return memory(preset=preset, **kw).activation_bytes_per_layer
 
 
 @pytest.mark.parametrize("name", TABLE_3)
@@ -55,10 +55,10 @@ def test_table_2_at_the_table_3_configurations(name, row):
     a, h, L, t, p, b = TABLE_3[name]
     sp, rc = SETTINGS[row]
     got = memory(preset=name, sp=sp, recompute=rc)
-    assert got["inputs"]["tp"] == t and got["inputs"]["batch"] == b and got["inputs"]["seq"] == 2048
-    assert got["activation_bytes_per_layer"] == pytest.approx(TABLE_2[row](2048, b, h, a, t), rel=1e-15)
-    assert got["table2"][row] == pytest.approx(TABLE_2[row](2048, b, h, a, t), rel=1e-15)
-    assert got["table2"]["none"] == pytest.approx(TABLE_2["none"](2048, b, h, a, 1), rel=1e-15)
+    assert got.inputs["tp"] == t and got.inputs["batch"] == b and got.inputs["seq"] == 2048
+    assert got.activation_bytes_per_layer == pytest.approx(TABLE_2[row](2048, b, h, a, t), rel=1e-15)
+    assert got.table2[row] == pytest.approx(TABLE_2[row](2048, b, h, a, t), rel=1e-15)
+    assert got.table2["none"] == pytest.approx(TABLE_2["none"](2048, b, h, a, 1), rel=1e-15)
 
 
 @settings(max_examples=200, deadline=None)
@@ -80,11 +80,11 @@ def test_per_block_terms_of_section_4_1():
     items = layer_breakdown(s, b, h, a, 1, False, "none")
     by_block = {}
     for i in items:
-        by_block[i["block"]] = by_block.get(i["block"], 0) + i["bytes"]
+        by_block[i.block] = by_block.get(i.block, 0) + i.bytes
     sbh, as2b = s * b * h, a * s * s * b
     assert by_block == {"attention": 11 * sbh + 5 * as2b, "mlp": 19 * sbh, "layernorm": 4 * sbh}
     # 10 of the 34 are outside the TP region (§4.2.2: "the 10sbh part of Equation 2")
-    assert sum(i["bytes"] for i in items if i["region"] == "seq") == 10 * sbh
+    assert sum(i.bytes for i in items if i.region == "seq") == 10 * sbh
 
 
 def test_full_recomputation_stores_the_layer_input():
@@ -101,11 +101,11 @@ def test_section_5_gpt3_and_mt_nlg():
     we can save 70% and 65% of the required memory for activations"."""
     for preset, coef, saved in (("paper-175b", 80, 70), ("paper-530b", 64, 65)):
         r = memory(preset=preset, tp=1)
-        s, b, h = r["inputs"]["seq"], r["inputs"]["batch"], r["inputs"]["hidden"]
-        t2 = r["table2"]
+        s, b, h = r.inputs["seq"], r.inputs["batch"], r.inputs["hidden"]
+        t2 = r.table2
         assert (t2["none"] - t2["tp-selective"]) / (s * b * h) == coef
         r8 = memory(preset=preset)
-        assert round(100 * (1 - r8["table2"]["tp-sp-selective"] / r8["table2"]["tp-sp"])) == saved
+        assert round(100 * (1 - r8.table2["tp-sp-selective"] / r8.table2["tp-sp"])) == saved
         assert round(100 * (1 - t2["tp-selective"] / t2["none"])) == saved
 
 
@@ -116,7 +116,7 @@ def test_section_6_1_figure_7_statements(name):
     requirements to under 20%. This is only ∼2× of the full activation recomputation which is at
     10% of the baseline."  The figure's bars are not given as numbers; these are the text's
     statements checked with its own rounding (our 530B/1T combined value is 20.2%)."""
-    t2 = memory(preset=name)["table2"]
+    t2 = memory(preset=name).table2
     base = t2["tp"]
     for row in ("tp-sp", "tp-selective"):
         assert 0.45 <= t2[row] / base <= 0.70, row             # "nearly in half"
@@ -133,22 +133,22 @@ def test_section_4_3_extra_terms_for_the_22b_model():
     Table 3 22B model (p = 1, L = 48, v = 51200): below 0.01 as a *fraction*, not as a percent."""
     r = memory(preset="paper-22b", sp=True)
     s, b, h, t, L = 2048, 4, 6144, 8, 48
-    extra = sum(e["bytes"] for e in r["activation_extra"])
+    extra = sum(e.bytes for e in r.activation_extra)
     assert extra == pytest.approx(s * b * h * L / t * (1 / L + 4 / L * (1 + 51200 / h)), rel=1e-15)
-    ratio = extra / r["activation_layers_bytes"]
+    ratio = extra / r.activation_layers_bytes
     assert 0.005 < ratio < 0.01
     # with p > 1 only the embedding dropout mask (sbhp/t) remains
     r = memory(preset="paper-175b", sp=True)
-    assert [e["item"] for e in r["activation_extra"]] == ["embedding-dropout-mask"]
-    assert r["activation_extra"][0]["bytes"] == 2048 * 1 * 12288 * 8 // 8
+    assert [e.item for e in r.activation_extra] == ["embedding-dropout-mask"]
+    assert r.activation_extra[0].bytes == 2048 * 1 * 12288 * 8 // 8
 
 
 def test_pipeline_first_stage_holds_L_layers_of_activations():
     """Eq. 5: the first stage stores p micro-batches of L/p layers = L layers, whatever p."""
     a = memory(preset="paper-175b", sp=True, pp=1, extras=False)
     b = memory(preset="paper-175b", sp=True, pp=8, extras=False)
-    assert a["activation_bytes"] == b["activation_bytes"] == 96 * TABLE_2["tp-sp"](2048, 1, 12288, 96, 8)
-    assert b["parameters"]["per_rank"] < a["parameters"]["per_rank"] / 7
+    assert a.activation_bytes == b.activation_bytes == 96 * TABLE_2["tp-sp"](2048, 1, 12288, 96, 8)
+    assert b.parameters.per_rank < a.parameters.per_rank / 7
 
 
 def test_figure_1_fits_in_80_gb_only_with_both_techniques():
@@ -159,7 +159,7 @@ def test_figure_1_fits_in_80_gb_only_with_both_techniques():
     precision") on the Table 3 configurations: a qualitative check, the figure gives no numbers."""
     gib80 = 80 * 2**30
     for name in TABLE_3:
-        total = {row: memory(preset=name, sp=sp, recompute=rc, optimizer="megatron-fp16")["per_rank_bytes"]["total"]
+        total = {row: memory(preset=name, sp=sp, recompute=rc, optimizer="megatron-fp16").per_rank_bytes["total"]
                  for row, (sp, rc) in SETTINGS.items()}
         assert total["tp"] > gib80 and total["tp-sp"] > gib80 and total["tp-selective"] > gib80, (name, total)
         assert total["tp-sp-selective"] < gib80, (name, total)
@@ -168,12 +168,12 @@ def test_figure_1_fits_in_80_gb_only_with_both_techniques():
 # --------------------------------------------------------------------------- model states
 
 def test_llama_2_parameter_counts_equal_the_released_checkpoints():
-    assert memory(preset="llama-2-7b")["parameters"]["model"] == 6_738_415_616
-    assert memory(preset="llama-2-70b")["parameters"]["model"] == 68_976_648_192
+    assert memory(preset="llama-2-7b").parameters.model == 6_738_415_616
+    assert memory(preset="llama-2-70b").parameters.model == 68_976_648_192
 
 
 def test_gpt_3_is_175b():
-    n = memory(preset="gpt-3-175b")["parameters"]["model"]
+    n = memory(preset="gpt-3-175b").parameters.model
     assert abs(n - 175.0e9) / 175.0e9 < 0.005            # Brown et al. Table 2.1: 175.0B
 
 
@@ -190,7 +190,7 @@ def test_rank_shares_add_up_to_the_model(preset, t):
     else:
         replicated = L * 6 * h + P["seq"] * h + 2 * h      # row-parallel biases, LayerNorms, positions
         padding = (padded_vocab(v, t) - v) * h
-    assert t * r["parameters"]["per_rank"] - (t - 1) * replicated == r["parameters"]["model"] + padding
+    assert t * r.parameters.per_rank - (t - 1) * replicated == r.parameters.model + padding
 
 
 def test_bytes_per_parameter_conventions():
@@ -202,8 +202,8 @@ def test_bytes_per_parameter_conventions():
              ("megatron-fp16", True): 4 + 16 / d, ("megatron-bf16", True): 6 + 12 / d, ("mixed-adam", True): 4 + 12 / d}
     for (opt, dist), want in cases.items():
         r = memory(preset="llama-2-7b", tp=8, dp=d, optimizer=opt, distributed_optimizer=dist)
-        pr = r["per_rank_bytes"]
-        n = r["parameters"]["per_rank"]
+        pr = r.per_rank_bytes
+        n = r.parameters.per_rank
         assert (pr["parameters"] + pr["gradients"] + pr["optimizer"]) / n == pytest.approx(want, rel=1e-15)
         assert pr["total"] == pr["parameters"] + pr["gradients"] + pr["optimizer"] + pr["activations"]
 
@@ -211,16 +211,16 @@ def test_bytes_per_parameter_conventions():
 def test_megatron_vocab_padding():
     """design.md: GPT-2's 50257 pads to 50304 at TP = 1 and 51200 at TP = 8 (multiple of 128·t)."""
     assert padded_vocab(50257, 1) == 50304 and padded_vocab(50257, 8) == 51200
-    assert memory(preset="gpt-3-175b", tp=8)["parameters"]["vocab_padded"] == 51200
+    assert memory(preset="gpt-3-175b", tp=8).parameters.vocab_padded == 51200
 
 
 def test_gqa_and_swiglu_presets_say_where_they_depart_from_the_formula():
     r = memory(preset="llama-2-70b", tp=8)
-    assert {"kv-heads", "ffn", "swiglu"} <= set(r["differs_from_formula"])
-    assert memory(preset="gpt-3-175b")["differs_from_formula"] == []
+    assert {"kv-heads", "ffn", "swiglu"} <= set(r.differs_from_formula)
+    assert memory(preset="gpt-3-175b").differs_from_formula == []
     # the formula counts K and V at full width: the activation bytes do not depend on kv_heads
-    a = memory(preset="llama-2-70b", tp=8, kv_heads=64)["activation_bytes_per_layer"]
-    assert a == r["activation_bytes_per_layer"]
+    a = memory(preset="llama-2-70b", tp=8, kv_heads=64).activation_bytes_per_layer
+    assert a == r.activation_bytes_per_layer
 
 
 # ---------------------------------------------------------------------------- bad input

@@ -28,7 +28,7 @@ def c(name="all-reduce", shape=(4,), dtype="float32", group=(0, 1)):
 
 
 def verdict(res):
-    return sorted((h["rank"], h["call_index"], h["code"], h["peer"]) for h in res["hangs"])
+    return sorted((h.rank, h.call_index, h.code, h.peer) for h in res.hangs)
 
 
 @pytest.mark.parametrize("name, ok, matched, expected", [
@@ -44,25 +44,25 @@ def verdict(res):
 ])
 def test_scenarios(name, ok, matched, expected):
     res = check_calls(SCENARIOS[name])
-    assert res["ok"] is ok and res["matched"] == matched
+    assert res.ok is ok and res.matched == matched
     assert verdict(res) == expected
-    for h in res["hangs"]:
-        en, zh = text(h["message"], "en"), text(h["message"], "zh")
-        assert f"rank {h['rank']}" in en and f"rank {h['rank']}" in zh
+    for h in res.hangs:
+        en, zh = text(h.message, "en"), text(h.message, "zh")
+        assert f"rank {h.rank}" in en and f"rank {h.rank}" in zh
         assert zh != en
 
 
 def test_early_exit_names_the_exited_rank_and_call_count():
     res = check_calls(SCENARIOS["early_exit"])
-    assert res["exited"] == [1]
-    msg = text(res["hangs"][0]["message"], "en")
+    assert res.exited == [1]
+    msg = text(res.hangs[0].message, "en")
     assert "rank 1 already exited after its 1 call" in msg and "call 1" in msg
-    assert "提前退出" in text(res["hangs"][0]["message"], "zh")
+    assert "提前退出" in text(res.hangs[0].message, "zh")
 
 
 def test_same_count_different_shape_is_fine():
     # NCCL sees a pointer and a count: (2, 2) and (4,) are the same AllReduce
-    assert check_calls([[c(shape=(2, 2))], [c(shape=(4,))]])["ok"]
+    assert check_calls([[c(shape=(2, 2))], [c(shape=(4,))]]).ok
 
 
 def test_independent_groups_interleave():
@@ -71,7 +71,7 @@ def test_independent_groups_interleave():
     dp = [(0, 2), (1, 3), (0, 2), (1, 3)]
     calls = [[c(group=tp[r]), c(group=dp[r])] for r in range(4)]
     res = check_calls(calls)
-    assert res["ok"] and res["matched"] == 4 and res["exited"] == [0, 1, 2, 3]
+    assert res.ok and res.matched == 4 and res.exited == [0, 1, 2, 3]
 
 
 def test_stuck_peer_blocks_a_third_rank():
@@ -84,23 +84,23 @@ def test_stuck_peer_blocks_a_third_rank():
 def test_mismatch_later_in_sequence():
     calls = [[c(), c(), c(dtype="bfloat16")], [c(), c(), c(dtype="float32")]]
     res = check_calls(calls)
-    assert res["matched"] == 2
+    assert res.matched == 2
     assert verdict(res) == [(0, 2, "dtype_mismatch", 1), (1, 2, "dtype_mismatch", 0)]
 
 
 def test_different_names_not_a_reordering():
     res = check_calls([[c("all-reduce")], [c("broadcast")]])
-    assert [h["code"] for h in res["hangs"]] == ["name_mismatch", "name_mismatch"]
+    assert [h.code for h in res.hangs] == ["name_mismatch", "name_mismatch"]
 
 
 def test_not_in_group():
     res = check_calls([[c(group=(1, 2))], [c(group=(1, 2))], [c(group=(1, 2))]])
-    assert ("not_in_group" in [h["code"] for h in res["hangs"] if h["rank"] == 0])
-    assert res["matched"] == 1  # ranks 1 and 2 complete theirs
+    assert ("not_in_group" in [h.code for h in res.hangs if h.rank == 0])
+    assert res.matched == 1  # ranks 1 and 2 complete theirs
 
 
 def test_group_order_inside_list_does_not_matter():
-    assert check_calls([[c(group=(1, 0))], [c(group=(0, 1))]])["ok"]
+    assert check_calls([[c(group=(1, 0))], [c(group=(0, 1))]]).ok
 
 
 @pytest.mark.parametrize("calls, match", [
@@ -126,13 +126,13 @@ def test_property_identical_sequences_never_hang(n, k, seed):
     seq = [c(rnd.choice(["all-reduce", "all-gather", "broadcast"]), (rnd.randint(1, 5),), "float32",
              tuple(range(n))) for _ in range(k)]
     res = check_calls([list(seq) for _ in range(n)])
-    assert res["ok"] and res["matched"] == k
+    assert res.ok and res.matched == k
     if n > 1 and k > 0:  # dropping the last call of one rank always hangs the others there
         cut = [list(seq) for _ in range(n)]
         cut[n - 1] = cut[n - 1][:-1]
         res = check_calls(cut)
-        assert not res["ok"] and {h["code"] for h in res["hangs"]} == {"early_exit"}
-        assert sorted(h["rank"] for h in res["hangs"]) == list(range(n - 1))
+        assert not res.ok and {h.code for h in res.hangs} == {"early_exit"}
+        assert sorted(h.rank for h in res.hangs) == list(range(n - 1))
 
 
 def cli(*args):

@@ -23,24 +23,24 @@ EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10}
 @pytest.mark.parametrize("tp", (1, 2, 4))
 def test_every_dtype_within_its_tolerance(tp):
     r = run_precision(tp=tp)
-    assert [row["dtype"] for row in r["dtypes"]] == ["float64", "float32", "float16"]
-    for row in r["dtypes"]:
-        assert set(row["max_abs_err"]) == {"Y", "loss", "G_X", "G_W1", "G_W2"}
-        for key, err in row["max_abs_err"].items():
-            assert 0 <= err <= row["tolerances"][key], (row["dtype"], key)
-        assert row["ce_abs_diff"] <= row["ce_tolerance"]
-        assert row["within_tolerance"] is True
+    assert [row.dtype for row in r.dtypes] == ["float64", "float32", "float16"]
+    for row in r.dtypes:
+        assert set(row.max_abs_err) == {"Y", "loss", "G_X", "G_W1", "G_W2"}
+        for key, err in row.max_abs_err.items():
+            assert 0 <= err <= row.tolerances[key], (row.dtype, key)
+        assert row.ce_abs_diff <= row.ce_tolerance
+        assert row.within_tolerance is True
         # each side is within a few ulps of its dtype: far inside the worst-case bound
-        assert row["max_abs_err"]["Y"] <= 8 * EPS[row["dtype"]]
-    tols = [row["tolerance"] for row in r["dtypes"]]
+        assert row.max_abs_err["Y"] <= 8 * EPS[row.dtype]
+    tols = [row.tolerance for row in r.dtypes]
     assert tols[0] < tols[1] < tols[2]
 
 
 def test_random_inputs_float16_and_float32():
     inp = random_inputs(9, batch=4, d_model=4, d_ff=24)
     r = run_precision(tp=6, **inp)
-    assert all(row["within_tolerance"] for row in r["dtypes"])
-    f64 = r["dtypes"][0]["max_abs_err"]
+    assert all(row.within_tolerance for row in r.dtypes)
+    f64 = r.dtypes[0].max_abs_err
     assert max(f64.values()) < 1e-14
 
 
@@ -56,21 +56,21 @@ def test_ce_tolerance_formula():
 @pytest.mark.parametrize("lr", (0.1, 0.5))
 def test_sgd_step_sharded_equals_unsharded(tp, lr):
     r = run_precision(tp=tp, lr=lr)
-    sgd = r["sgd"]
+    sgd = r.sgd
     d = default_inputs()
     X, W1, W2, G = d["X"], d["W1"], d["W2"], d["G"]
     # independent formulas (einsum)
     H = np.tanh(np.einsum("bd,df->bf", X, W1))
     gw2 = np.einsum("bf,bd->fd", H, G)
     gw1 = np.einsum("bd,bf->df", X, np.einsum("bd,fd->bf", G, W2) * (1 - H**2))
-    assert np.max(np.abs(sgd["W1_sharded"] - (W1 - lr * gw1))) < 1e-15
-    assert np.max(np.abs(sgd["W2_sharded"] - (W2 - lr * gw2))) < 1e-15
-    assert sgd["max_abs_err"]["W1"] < 1e-15 and sgd["max_abs_err"]["W2"] < 1e-15
+    assert np.max(np.abs(sgd.W1_sharded - (W1 - lr * gw1))) < 1e-15
+    assert np.max(np.abs(sgd.W2_sharded - (W2 - lr * gw2))) < 1e-15
+    assert sgd.max_abs_err["W1"] < 1e-15 and sgd.max_abs_err["W2"] < 1e-15
     loss = lambda a, b: float(np.sum((np.tanh(X @ a) @ b) * G))  # noqa: E731
-    assert sgd["loss_before"] == pytest.approx(loss(W1, W2), abs=1e-15)
-    assert sgd["loss_after"] == pytest.approx(loss(W1 - lr * gw1, W2 - lr * gw2), abs=1e-14)
-    assert sgd["loss_after"] < sgd["loss_before"]          # a descent step on this loss
-    assert sgd["lr"] == lr
+    assert sgd.loss_before == pytest.approx(loss(W1, W2), abs=1e-15)
+    assert sgd.loss_after == pytest.approx(loss(W1 - lr * gw1, W2 - lr * gw2), abs=1e-14)
+    assert sgd.loss_after < sgd.loss_before          # a descent step on this loss
+    assert sgd.lr == lr
 
 
 def test_bad_input():

@@ -187,7 +187,7 @@ def test_mismatch_is_reported_not_left_hanging(scenario):
     run = launch(n, ["mismatch", "--scenario", scenario, "--timeout", "3"], deadline=90)
     per, _ = rank_lines(run.stdout, n)
     want, _ = ranks.expected(p)
-    hangs = {h["rank"]: h["call_index"] for h in p["core"]["hangs"]}
+    hangs = {h.rank: h.call_index for h in p["core"].hangs}
     for r in range(n):
         checker = [line for line in per[r] if "checker:" in line]
         assert checker == ranks.format_rank(r, want[r]), run.stdout

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tpmath import TPMathError
+from tpmath.record import fields_of
 from tpmath.row_linear import default_inputs, random_inputs, run_column_linear, run_row_linear
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -46,32 +47,32 @@ def case(tp, seed=0):
 def test_row_parallel_matches_unsharded_and_fd(tp):
     X, A, dY, b = case(tp)
     r = run_row_linear(X, A, dY, tp=tp, bias=b)
-    np.testing.assert_allclose(r["Y"], X @ A + b, atol=1e-13, rtol=0)
-    np.testing.assert_allclose(r["sharded"]["dX"], central_fd(lambda M: loss(M, A, b, dY), X), atol=1e-10)
-    np.testing.assert_allclose(r["sharded"]["dA"], central_fd(lambda M: loss(X, M, b, dY), A), atol=1e-10)
-    np.testing.assert_allclose(r["sharded"]["db"], central_fd(lambda M: loss(X, A, M, dY), b), atol=1e-10)
-    assert max(r["max_abs_err"].values()) < 1e-13
+    np.testing.assert_allclose(r.Y, X @ A + b, atol=1e-13, rtol=0)
+    np.testing.assert_allclose(r.sharded.dX, central_fd(lambda M: loss(M, A, b, dY), X), atol=1e-10)
+    np.testing.assert_allclose(r.sharded.dA, central_fd(lambda M: loss(X, M, b, dY), A), atol=1e-10)
+    np.testing.assert_allclose(r.sharded.db, central_fd(lambda M: loss(X, A, M, dY), b), atol=1e-10)
+    assert max(r.max_abs_err.values()) < 1e-13
     k = 24 // tp
-    for rank in r["ranks"]:
-        s = slice(rank["rank"] * k, (rank["rank"] + 1) * k)
-        np.testing.assert_array_equal(rank["X_shard"], X[:, s])          # X split along its last dim
-        np.testing.assert_array_equal(rank["A_shard"], A[s, :])          # A split along its rows
-        np.testing.assert_allclose(rank["Y_partial"], X[:, s] @ A[s, :], atol=1e-13)
-        np.testing.assert_allclose(rank["dX_shard"], (dY @ A.T)[:, s], atol=1e-13)
-        np.testing.assert_allclose(rank["dA_shard"], (X.T @ dY)[s, :], atol=1e-13)
+    for rank in r.ranks:
+        s = slice(rank.rank * k, (rank.rank + 1) * k)
+        np.testing.assert_array_equal(rank.X_shard, X[:, s])          # X split along its last dim
+        np.testing.assert_array_equal(rank.A_shard, A[s, :])          # A split along its rows
+        np.testing.assert_allclose(rank.Y_partial, X[:, s] @ A[s, :], atol=1e-13)
+        np.testing.assert_allclose(rank.dX_shard, (dY @ A.T)[:, s], atol=1e-13)
+        np.testing.assert_allclose(rank.dA_shard, (X.T @ dY)[s, :], atol=1e-13)
     # the partial sums are partial: no single rank holds Y when tp > 1
     if tp > 1:
-        assert all(np.max(np.abs(rk["Y_partial"] - (X @ A))) > 1e-3 for rk in r["ranks"])
-    assert r["comm"] == [{"phase": "forward", "collective": "all-reduce", "elements": 3 * 24},
-                         {"phase": "backward", "collective": "none", "elements": 0}]
+        assert all(np.max(np.abs(rk.Y_partial - (X @ A))) > 1e-3 for rk in r.ranks)
+    assert [fields_of(c) for c in r.comm] == [{"phase": "forward", "collective": "all-reduce", "elements": 3 * 24},
+                                              {"phase": "backward", "collective": "none", "elements": 0}]
 
 
 def test_row_parallel_bias_added_once():
     X, A, dY, b = case(4)
     r = run_row_linear(X, A, dY, tp=4, bias=b)
     # adding the bias on each rank before the reduce would give X A + tp·b
-    assert np.max(np.abs(r["Y"] - (X @ A + 4 * b))) > 1e-3
-    np.testing.assert_allclose(r["Y"] - X @ A, np.broadcast_to(b, r["Y"].shape), atol=1e-13)
+    assert np.max(np.abs(r.Y - (X @ A + 4 * b))) > 1e-3
+    np.testing.assert_allclose(r.Y - X @ A, np.broadcast_to(b, r.Y.shape), atol=1e-13)
 
 
 @pytest.mark.parametrize("tp", TPS)
@@ -79,23 +80,23 @@ def test_row_parallel_bias_added_once():
 def test_column_parallel_matches_unsharded_and_fd(tp, gather):
     X, A, dY, b = case(tp, seed=50)
     r = run_column_linear(X, A, dY, tp=tp, gather_output=gather, bias=b)
-    np.testing.assert_allclose(r["Y"], X @ A + b, atol=1e-13, rtol=0)
-    np.testing.assert_allclose(r["sharded"]["dX"], central_fd(lambda M: loss(M, A, b, dY), X), atol=1e-10)
-    np.testing.assert_allclose(r["sharded"]["dA"], central_fd(lambda M: loss(X, M, b, dY), A), atol=1e-10)
-    np.testing.assert_allclose(r["sharded"]["db"], central_fd(lambda M: loss(X, A, M, dY), b), atol=1e-10)
-    assert max(r["max_abs_err"].values()) < 1e-13
+    np.testing.assert_allclose(r.Y, X @ A + b, atol=1e-13, rtol=0)
+    np.testing.assert_allclose(r.sharded.dX, central_fd(lambda M: loss(M, A, b, dY), X), atol=1e-10)
+    np.testing.assert_allclose(r.sharded.dA, central_fd(lambda M: loss(X, M, b, dY), A), atol=1e-10)
+    np.testing.assert_allclose(r.sharded.db, central_fd(lambda M: loss(X, A, M, dY), b), atol=1e-10)
+    assert max(r.max_abs_err.values()) < 1e-13
     k = 24 // tp
-    for rank in r["ranks"]:
-        s = slice(rank["rank"] * k, (rank["rank"] + 1) * k)
-        np.testing.assert_array_equal(rank["A_shard"], A[:, s])          # A split along its columns
-        np.testing.assert_allclose(rank["Y_shard"], X @ A[:, s] + b[s], atol=1e-13)
-        np.testing.assert_allclose(rank["dA_shard"], X.T @ dY[:, s], atol=1e-13)
-        np.testing.assert_allclose(rank["dX_partial"], dY[:, s] @ A[:, s].T, atol=1e-13)
+    for rank in r.ranks:
+        s = slice(rank.rank * k, (rank.rank + 1) * k)
+        np.testing.assert_array_equal(rank.A_shard, A[:, s])          # A split along its columns
+        np.testing.assert_allclose(rank.Y_shard, X @ A[:, s] + b[s], atol=1e-13)
+        np.testing.assert_allclose(rank.dA_shard, X.T @ dY[:, s], atol=1e-13)
+        np.testing.assert_allclose(rank.dX_partial, dY[:, s] @ A[:, s].T, atol=1e-13)
     if tp > 1:   # dX needs the AllReduce: every partial is incomplete
-        assert all(np.max(np.abs(rk["dX_partial"] - dY @ A.T)) > 1e-3 for rk in r["ranks"])
+        assert all(np.max(np.abs(rk.dX_partial - dY @ A.T)) > 1e-3 for rk in r.ranks)
     first = {"phase": "forward", "collective": "all-gather", "elements": 72} if gather else \
         {"phase": "forward", "collective": "none", "elements": 0}
-    assert r["comm"] == [first, {"phase": "backward", "collective": "all-reduce", "elements": 3 * 24}]
+    assert [fields_of(c) for c in r.comm] == [first, {"phase": "backward", "collective": "all-reduce", "elements": 3 * 24}]
 
 
 def test_defaults_have_no_zeros_in_inputs():
@@ -104,10 +105,10 @@ def test_defaults_have_no_zeros_in_inputs():
         assert np.all(M != 0)
     r = run_row_linear()
     X, A, dY = d["X"], d["A"], d["dY"]
-    np.testing.assert_allclose(r["Y"], X @ A, atol=1e-15)
-    assert r["tp"] == 2 and len(r["ranks"]) == 2
+    np.testing.assert_allclose(r.Y, X @ A, atol=1e-15)
+    assert r.tp == 2 and len(r.ranks) == 2
     c = run_column_linear(tp=4)
-    np.testing.assert_allclose(c["Y"], X @ A, atol=1e-15)
+    np.testing.assert_allclose(c.Y, X @ A, atol=1e-15)
 
 
 def test_random_inputs_shapes_and_determinism():
@@ -118,8 +119,8 @@ def test_random_inputs_shapes_and_determinism():
 
 def test_given_x_and_a_without_dy():
     r = run_row_linear([[1, 2, 3]], [[1], [2], [3]], tp=3)
-    assert r["inputs"]["dY"].shape == (1, 1) and r["inputs"]["dY"][0, 0] != 0
-    assert r["Y"][0, 0] == 14.0
+    assert r.inputs["dY"].shape == (1, 1) and r.inputs["dY"][0, 0] != 0
+    assert r.Y[0, 0] == 14.0
 
 
 @pytest.mark.parametrize("fn,tp,quoted", [(run_row_linear, 3, "d_in=4"), (run_column_linear, 3, "d_out=4"),

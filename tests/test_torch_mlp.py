@@ -71,25 +71,25 @@ def test_one_sgd_step_against_torch_optim_sgd(tp, lr):
     opt.step()
     with torch.no_grad():
         loss_after = ((torch.tanh(x @ w1) @ w2) * g).sum().item()
-    sgd = run_precision(tp=tp, lr=lr)["sgd"]
-    assert maxdiff(sgd["W1_sharded"], w1.detach().numpy()) < 1e-15
-    assert maxdiff(sgd["W2_sharded"], w2.detach().numpy()) < 1e-15
-    assert abs(sgd["loss_before"] - loss_before.item()) < 1e-15
-    assert abs(sgd["loss_after"] - loss_after) < 1e-15
+    sgd = run_precision(tp=tp, lr=lr).sgd
+    assert maxdiff(sgd.W1_sharded, w1.detach().numpy()) < 1e-15
+    assert maxdiff(sgd.W2_sharded, w2.detach().numpy()) < 1e-15
+    assert abs(sgd.loss_before - loss_before.item()) < 1e-15
+    assert abs(sgd.loss_after - loss_after) < 1e-15
 
 
 @pytest.mark.parametrize("tp, dp", [(2, 2), (4, 2), (3, 3)])
 def test_dp_tp_reference_against_torch_mean_loss(tp, dp):
     r = run_dp_tp(tp=tp, dp=dp, seed=2)
-    X = torch.tensor(np.concatenate([rep["X"] for rep in r["replicas"]]), dtype=torch.float64)
-    G = torch.tensor(np.concatenate([rep["G"] for rep in r["replicas"]]), dtype=torch.float64)
-    w1 = torch.tensor(r["W1"], dtype=torch.float64, requires_grad=True)
-    w2 = torch.tensor(r["W2"], dtype=torch.float64, requires_grad=True)
+    X = torch.tensor(np.concatenate([rep.X for rep in r.replicas]), dtype=torch.float64)
+    G = torch.tensor(np.concatenate([rep.G for rep in r.replicas]), dtype=torch.float64)
+    w1 = torch.tensor(r.W1, dtype=torch.float64, requires_grad=True)
+    w2 = torch.tensor(r.W2, dtype=torch.float64, requires_grad=True)
     # mean over the global batch of the per-sample loss Σ_d Y_d G_d
     ((torch.tanh(X @ w1) @ w2) * G).sum(dim=1).mean().backward()
-    correct = next(v for v in r["variants"] if v["name"] == "correct")
-    assert maxdiff(correct["G_W1"], w1.grad.numpy()) < 1e-15
-    assert maxdiff(correct["G_W2"], w2.grad.numpy()) < 1e-15
+    correct = next(v for v in r.variants if v.name == "correct")
+    assert maxdiff(correct.G_W1, w1.grad.numpy()) < 1e-15
+    assert maxdiff(correct.G_W2, w2.grad.numpy()) < 1e-15
 
 
 @pytest.mark.parametrize("dtype, tdtype", [("float32", torch.float32), ("float16", torch.float16)])

@@ -35,12 +35,12 @@ def test_row_parallel_vs_autograd(tp):
     t = torch_linear(X, A, dY, b)
     r = run_row_linear(X, A, dY, tp=tp, bias=b)
     for key in ("Y", "dX", "dA", "db"):
-        assert np.max(np.abs(r["sharded"][key] - t[key])) < 1e-13, key
+        assert np.max(np.abs(getattr(r.sharded, key) - t[key])) < 1e-13, key
     # Megatron's row parallel splits A along its rows = nn.Linear's weight along dim 1
     k = 24 // tp
-    for rank in r["ranks"]:
-        s = slice(rank["rank"] * k, (rank["rank"] + 1) * k)
-        np.testing.assert_array_equal(rank["A_shard"].T, t["weight"][:, s])
+    for rank in r.ranks:
+        s = slice(rank.rank * k, (rank.rank + 1) * k)
+        np.testing.assert_array_equal(rank.A_shard.T, t["weight"][:, s])
 
 
 @pytest.mark.parametrize("tp", TPS)
@@ -49,9 +49,9 @@ def test_column_parallel_vs_autograd(tp):
     t = torch_linear(X, A, dY, b)
     r = run_column_linear(X, A, dY, tp=tp, bias=b)
     for key in ("Y", "dX", "dA", "db"):
-        assert np.max(np.abs(r["sharded"][key] - t[key])) < 1e-13, key
+        assert np.max(np.abs(getattr(r.sharded, key) - t[key])) < 1e-13, key
     # Megatron's column parallel splits A along its columns = nn.Linear's weight along dim 0 (rows)
     k = 48 // tp
-    for rank in r["ranks"]:
-        s = slice(rank["rank"] * k, (rank["rank"] + 1) * k)
-        np.testing.assert_array_equal(rank["A_shard"].T, t["weight"][s, :])
+    for rank in r.ranks:
+        s = slice(rank.rank * k, (rank.rank + 1) * k)
+        np.testing.assert_array_equal(rank.A_shard.T, t["weight"][s, :])

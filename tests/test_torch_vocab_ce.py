@@ -33,20 +33,20 @@ def test_matches_f_cross_entropy(shards, eps, V):
     y[[1, 4]] = -100
     r = run_vocab_ce(Z, y.tolist(), shards=shards, label_smoothing=eps)
     loss, grad = torch_ce(Z, y, eps)
-    assert r["padded_vocab"] % shards == 0
+    assert r.padded_vocab % shards == 0
     if V % shards:
-        assert r["padded_vocab"] > V                       # this case really pads
-    assert abs(r["loss"] - loss) < 1e-14
-    assert np.max(np.abs(r["grad"] - grad)) < 1e-14
-    assert np.all(r["grad"][[1, 4]] == 0.0)
+        assert r.padded_vocab > V                       # this case really pads
+    assert abs(r.loss - loss) < 1e-14
+    assert np.max(np.abs(r.grad - grad)) < 1e-14
+    assert np.all(r.grad[[1, 4]] == 0.0)
 
 
 @pytest.mark.parametrize("shards", SHARDS)
 def test_seed_example_one_position(shards):
     r = run_vocab_ce(DEFAULT_LOGITS, 2, shards=shards)
     loss, grad = torch_ce(np.array(DEFAULT_LOGITS), 2)
-    assert abs(r["loss"] - loss) < 1e-14
-    assert np.max(np.abs(r["grad"] - grad[0])) < 1e-14
+    assert abs(r.loss - loss) < 1e-14
+    assert np.max(np.abs(r.grad - grad[0])) < 1e-14
 
 
 @pytest.mark.parametrize("shards", SHARDS)
@@ -57,8 +57,8 @@ def test_shift_1e4_matches_torch_on_unshifted(shards):
     loss, grad = torch_ce(Z, y, 0.1)
     for shift in (-1e4, 1e4):
         r = run_vocab_ce(Z, y, shards=shards, shift=shift, label_smoothing=0.1)
-        assert abs(r["loss"] - loss) < 1e-11
-        assert np.max(np.abs(r["grad"] - grad)) < 1e-11
+        assert abs(r.loss - loss) < 1e-11
+        assert np.max(np.abs(r.grad - grad)) < 1e-11
 
 
 def test_custom_ignore_index():
@@ -66,7 +66,7 @@ def test_custom_ignore_index():
     y = [3, 2, 3, 0]
     r = run_vocab_ce(Z, y, shards=2, ignore_index=3)
     loss, grad = torch_ce(Z, y, ignore_index=3)
-    assert abs(r["loss"] - loss) < 1e-14 and np.max(np.abs(r["grad"] - grad)) < 1e-14
+    assert abs(r.loss - loss) < 1e-14 and np.max(np.abs(r.grad - grad)) < 1e-14
 
 
 def test_all_ignored_torch_nan_ours_flagged_zero():
@@ -74,7 +74,7 @@ def test_all_ignored_torch_nan_ours_flagged_zero():
     loss, grad = torch_ce(Z, [-100, -100])
     assert math.isnan(loss)                                # PyTorch: 0 / 0
     r = run_vocab_ce(Z, [-100, -100], shards=2)
-    assert r["all_ignored"] is True and r["loss"] == 0.0 and np.all(r["grad"] == 0.0)
+    assert r.all_ignored is True and r.loss == 0.0 and np.all(r.grad == 0.0)
 
 
 def megatron_rank_losses(Z, y, shards, eps, pad_logit=0.0):
@@ -113,10 +113,10 @@ def test_megatron_smoothing_is_not_pytorch(shards):
     eps = 0.1
     r = run_vocab_ce(Z, y, shards=shards, label_smoothing=eps)
     expected = megatron_rank_losses(Z, y, shards, eps)          # 5 ranks: 12 padded to 15, K = 3
-    for got, exp in zip(r["megatron"]["loss_per_rank"], expected):
+    for got, exp in zip(r.megatron.loss_per_rank, expected):
         assert got == pytest.approx(exp, abs=1e-14)
     loss, _ = torch_ce(Z, y, eps)
-    assert abs(r["loss"] - loss) < 1e-14
+    assert abs(r.loss - loss) < 1e-14
     assert max(abs(v - loss) for v in expected) > 1e-3     # Megatron's per-rank value is not F.cross_entropy's
     assert max(expected) - min(expected) > 1e-4            # and the ranks disagree
 
@@ -130,7 +130,7 @@ def test_unmasked_padding_would_change_the_loss():
     assert abs(torch_ce(padded_zero, [2])[0] - true_loss) > 0.05
     assert abs(torch_ce(masked, [2])[0] - true_loss) < 1e-14
     r = run_vocab_ce(Z, [2], shards=4)
-    assert abs(r["loss"] - true_loss) < 1e-14
+    assert abs(r.loss - true_loss) < 1e-14
 
 
 @pytest.mark.parametrize("shards", SHARDS)
@@ -144,9 +144,9 @@ def test_vocab_parallel_head_vs_autograd(shards):
     loss = F.cross_entropy(h @ w, torch.tensor(y), ignore_index=-100)
     loss.backward()
     r = run_vocab_parallel_head(hidden, W, y, shards)
-    assert abs(r["loss"] - loss.item()) < 1e-14
-    assert np.max(np.abs(r["grad_hidden"] - h.grad.numpy())) < 1e-14
-    assert np.max(np.abs(r["grad_W"] - w.grad.numpy())) < 1e-14
+    assert abs(r.loss - loss.item()) < 1e-14
+    assert np.max(np.abs(r.grad_hidden - h.grad.numpy())) < 1e-14
+    assert np.max(np.abs(r.grad_W - w.grad.numpy())) < 1e-14
 
 
 @pytest.mark.parametrize("dtype, big", [("float64", 1e300), ("float32", 3e38), ("float16", 6e4)])
@@ -157,4 +157,4 @@ def test_huge_finite_logits_match_f_cross_entropy(dtype, big):
     z = torch.tensor(logits.astype(dtype))             # the logits as the dtype holds them
     loss = F.cross_entropy(z.double(), torch.tensor([1, 1]))
     assert math.isfinite(float(loss))
-    assert res["loss"] == pytest.approx(float(loss), rel=1e-3 if dtype == "float16" else 1e-6)
+    assert res.loss == pytest.approx(float(loss), rel=1e-3 if dtype == "float16" else 1e-6)

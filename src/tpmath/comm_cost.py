@@ -42,11 +42,14 @@ Time model (optional, bandwidth only, no latency term):
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import fmt
 from .errors import TPMathError
 from .i18n import Text
+from .record import OMIT_IF_NONE
 from .schedules import bus_bandwidth_factor, chunk_sizes
 from .validate import as_choice, as_float, as_int, check_divides
 
@@ -101,6 +104,69 @@ SP_COLLECTIVES = (
 )
 
 
+# -------------------------------------------------------------------- results
+
+@dataclass(frozen=True, eq=False)
+class CommRow:
+    """One collective of one layer: where it runs, on how many elements, what one rank sends."""
+    phase: str                       # forward / backward
+    where: Text                      # comm.where_<where>
+    collective: str
+    operator: str                    # Megatron's g / f (ḡ / g with sequence parallelism)
+    elements: int                    # S = B·L·h, the full tensor
+    bus_factor: float
+    bytes_per_rank: int              # the busiest rank, ring algorithm
+
+
+@dataclass(frozen=True, eq=False)
+class SpUnavailable:
+    """Sequence parallelism needs tp to divide the sequence; why it does not here."""
+    available: bool                  # False
+    reason: Text
+
+
+@dataclass(frozen=True, eq=False)
+class SequenceParallel:
+    """The same layer with sequence parallelism: AllGather + ReduceScatter per AllReduce."""
+    available: bool                  # True
+    per_layer: list[CommRow]
+    per_layer_bytes: int
+    per_step_bytes: int
+    recompute_all_gather_bytes_per_layer: int
+    note: Text
+
+
+@dataclass(frozen=True, eq=False)
+class CommCost:
+    """Per-rank bytes of the TP collectives of a layer and of a step, and the optional time model
+    (its fields only with ``link_gbps`` and / or ``tflops``)."""
+    inputs: dict[str, Any]           # batch, seq, hidden, tp, dtype_bytes, layers, heads, kv_heads, link_gbps, tflops
+    algorithm: str                   # "ring"
+    activation_bytes: int            # one (B, L, h) activation
+    per_layer: list[CommRow]
+    # the two AllReduces (g) of the forward pass and the two (f) of the backward pass
+    per_layer_forward_bytes: int
+    per_layer_backward_bytes: int
+    per_layer_bytes: int
+    per_step_bytes: int              # all layers, one micro-batch
+    closed_form_per_layer_bytes: float
+    convention: Text
+    sequence_parallel: SequenceParallel | SpUnavailable
+    flops_per_layer_forward: int
+    flops_per_rank_step: float
+    # with link_gbps
+    link_bytes_per_s: float | None = field(default=None, metadata=OMIT_IF_NONE)
+    t_comm_s: float | None = field(default=None, metadata=OMIT_IF_NONE)
+    # with tflops
+    t_calc_s: float | None = field(default=None, metadata=OMIT_IF_NONE)
+    # with both
+    t_overlap_s: float | None = field(default=None, metadata=OMIT_IF_NONE)
+    t_serial_s: float | None = field(default=None, metadata=OMIT_IF_NONE)
+    comm_fraction_serial: float | None = field(default=None, metadata=OMIT_IF_NONE)
+    # the preset named (command line and comm_cost_preset)
+    preset: str | None = field(default=None, metadata=OMIT_IF_NONE)
+
+
 def ring_bytes_per_rank(name: str, elements: int, n: int, elem_bytes: int) -> int:
     """Bytes the busiest rank sends in a ring ``name`` over ``elements`` (the full tensor).
 
@@ -120,15 +186,11 @@ def layer_flops(batch: int, seq: int, hidden: int) -> int:
     return 24 * batch * seq * hidden ** 2 + 4 * batch * seq ** 2 * hidden
 
 
-def _rows(table, elements: int, n: int, k: int) -> list[dict]:
-    rows = []
-    for phase, where, name, operator in table:
-        rows.append({
-            "phase": phase, "where": Text(f"comm.where_{where}"), "collective": name,
-            "operator": operator, "elements": elements, "bus_factor": bus_bandwidth_factor(name, n),
-            "bytes_per_rank": ring_bytes_per_rank(name, elements, n, k),
-        })
-    return rows
+def _rows(table, elements: int, n: int, k: int) -> list[CommRow]:
+    return [CommRow(phase=phase, where=Text(f"comm.where_{where}"), collective=name, operator=operator,
+                    elements=elements, bus_factor=bus_bandwidth_factor(name, n),
+                    bytes_per_rank=ring_bytes_per_rank(name, elements, n, k))
+            for phase, where, name, operator in table]
 
 
 MAX_TP = 4096
@@ -170,7 +232,7 @@ TFLOPS_MAX = 1e6
 
 def comm_cost(batch: Any, seq: Any, hidden: Any, tp: Any, dtype_bytes: Any = 2, layers: Any = 1,
               link_gbps: Any = None, tflops: Any = None, heads: Any = None, kv_heads: Any = None,
-              model: str | None = None) -> dict:
+              model: str | None = None) -> CommCost:
     """Per-rank bytes of each TP collective of one layer (ring), per pass, per layer, for all
     layers of one micro-batch, and an optional time model.
 
@@ -194,61 +256,50 @@ def comm_cost(batch: Any, seq: Any, hidden: Any, tp: Any, dtype_bytes: Any = 2, 
     check_divides(n, h, "tp", "hidden")   # Megatron splits heads and the 4h MLP by tp
     elements = B * L * h                  # S: one (B, L, h) activation
     per_layer = _rows(TP_COLLECTIVES, elements, n, k)
-    per_layer_bytes = sum(r["bytes_per_rank"] for r in per_layer)
-    result = {
-        "inputs": {"batch": B, "seq": L, "hidden": h, "tp": n, "dtype_bytes": k, "layers": N,
-                   "heads": a, "kv_heads": a_kv, "link_gbps": None, "tflops": None},
-        "algorithm": "ring",
-        "activation_bytes": elements * k,
-        "per_layer": per_layer,
-        # the two AllReduces (g) of the forward pass and the two (f) of the backward pass
-        "per_layer_forward_bytes": sum(r["bytes_per_rank"] for r in per_layer if r["phase"] == "forward"),
-        "per_layer_backward_bytes": sum(r["bytes_per_rank"] for r in per_layer if r["phase"] == "backward"),
-        "per_layer_bytes": per_layer_bytes,
-        # all N layers, one micro-batch (an optimizer step repeats it for each of its m micro-batches)
-        "per_step_bytes": per_layer_bytes * N,
-        "closed_form_per_layer_bytes": 4 * 2.0 * (n - 1) / n * elements * k,
-        "convention": Text("comm.convention"),
-        "sequence_parallel": _sequence_parallel(B, L, h, n, k, N),
-        "flops_per_layer_forward": layer_flops(B, L, h),
-        "flops_per_rank_step": 3 * N * layer_flops(B, L, h) / n,
-    }
+    per_layer_bytes = sum(r.bytes_per_rank for r in per_layer)
+    per_step_bytes = per_layer_bytes * N     # all N layers, one micro-batch (a step repeats it per micro-batch)
+    flops_per_rank_step = 3 * N * layer_flops(B, L, h) / n
+    inputs = {"batch": B, "seq": L, "hidden": h, "tp": n, "dtype_bytes": k, "layers": N,
+              "heads": a, "kv_heads": a_kv, "link_gbps": None, "tflops": None}
+    times: dict[str, float] = {}
     if link_gbps is not None:
-        g = as_float("link_gbps", link_gbps, 1e-9, LINK_GBPS_MAX)
-        result["inputs"]["link_gbps"] = g
-        result["link_bytes_per_s"] = g * 1e9 / 8
-        result["t_comm_s"] = result["per_step_bytes"] / result["link_bytes_per_s"]
+        inputs["link_gbps"] = g = as_float("link_gbps", link_gbps, 1e-9, LINK_GBPS_MAX)
+        times["link_bytes_per_s"] = g * 1e9 / 8
+        times["t_comm_s"] = per_step_bytes / times["link_bytes_per_s"]
     if tflops is not None:
-        t = as_float("tflops", tflops, 1e-9, TFLOPS_MAX)
-        result["inputs"]["tflops"] = t
-        result["t_calc_s"] = result["flops_per_rank_step"] / (t * 1e12)
+        inputs["tflops"] = t = as_float("tflops", tflops, 1e-9, TFLOPS_MAX)
+        times["t_calc_s"] = flops_per_rank_step / (t * 1e12)
     if link_gbps is not None and tflops is not None:
-        result["t_overlap_s"] = max(result["t_calc_s"], result["t_comm_s"])
-        result["t_serial_s"] = result["t_calc_s"] + result["t_comm_s"]
-        result["comm_fraction_serial"] = result["t_comm_s"] / result["t_serial_s"]
-    return result
+        times["t_overlap_s"] = max(times["t_calc_s"], times["t_comm_s"])
+        times["t_serial_s"] = times["t_calc_s"] + times["t_comm_s"]
+        times["comm_fraction_serial"] = times["t_comm_s"] / times["t_serial_s"]
+    return CommCost(
+        inputs=inputs, algorithm="ring", activation_bytes=elements * k, per_layer=per_layer,
+        per_layer_forward_bytes=sum(r.bytes_per_rank for r in per_layer if r.phase == "forward"),
+        per_layer_backward_bytes=sum(r.bytes_per_rank for r in per_layer if r.phase == "backward"),
+        per_layer_bytes=per_layer_bytes, per_step_bytes=per_step_bytes,
+        closed_form_per_layer_bytes=4 * 2.0 * (n - 1) / n * elements * k, convention=Text("comm.convention"),
+        sequence_parallel=_sequence_parallel(B, L, h, n, k, N), flops_per_layer_forward=layer_flops(B, L, h),
+        flops_per_rank_step=flops_per_rank_step, **times,
+    )
 
 
-def _sequence_parallel(B: int, L: int, h: int, n: int, k: int, N: int) -> dict:
+def _sequence_parallel(B: int, L: int, h: int, n: int, k: int, N: int) -> SequenceParallel | SpUnavailable:
     """The same layer with sequence parallelism: AllGather + ReduceScatter per AllReduce."""
     if L % n != 0:
-        return {"available": False, "reason": Text("comm.sp_unavailable", seq=str(L), tp=str(n), rest=str(L % n))}
+        return SpUnavailable(available=False, reason=Text("comm.sp_unavailable", seq=str(L), tp=str(n), rest=str(L % n)))
     rows = _rows(SP_COLLECTIVES, B * L * h, n, k)
-    total = sum(r["bytes_per_rank"] for r in rows)
+    total = sum(r.bytes_per_rank for r in rows)
+    # Megatron-LM keeps only the sequence shard of each column-parallel input and
+    # all-gathers it again in backward to form the weight gradient (overlapped with dX).
     extra = 2 * ring_bytes_per_rank("all-gather", B * L * h, n, k)
-    return {
-        "available": True, "per_layer": rows, "per_layer_bytes": total, "per_step_bytes": total * N,
-        # Megatron-LM keeps only the sequence shard of each column-parallel input and
-        # all-gathers it again in backward to form the weight gradient (overlapped with dX).
-        "recompute_all_gather_bytes_per_layer": extra,
-        "note": Text("comm.sp_note"),
-    }
+    return SequenceParallel(available=True, per_layer=rows, per_layer_bytes=total, per_step_bytes=total * N,
+                            recompute_all_gather_bytes_per_layer=extra, note=Text("comm.sp_note"))
 
 
-def comm_cost_preset(preset: str, batch: int = 1, tp: int = 8, dtype_bytes: int = 2, **kw) -> dict:
+def comm_cost_preset(preset: str, batch: int = 1, tp: int = 8, dtype_bytes: int = 2, **kw) -> CommCost:
     """``comm_cost`` for one of ``PRESETS`` (hidden, seq, layers and heads from the preset)."""
     p = PRESETS[as_choice("preset", preset, tuple(PRESETS))]
     out = comm_cost(batch, p["seq"], p["hidden"], tp, dtype_bytes, p["layers"], heads=p["heads"],
                     kv_heads=p["kv_heads"], model=p["label"], **kw)
-    out["preset"] = preset
-    return out
+    return dataclasses.replace(out, preset=preset)

@@ -27,6 +27,7 @@ batch.  The wrong variants are computed by actually doing the wrong operation
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,66 @@ MAX_TP = 8
 VARIANTS = ("correct", "divide_by_tp_too", "double_count_gy", "dp_sum_no_mean")
 
 
+# -------------------------------------------------------------------- results
+
+@dataclass(frozen=True, eq=False)
+class RankGrads:
+    """What TP rank ``rank`` of one replica computes in backward."""
+    rank: int
+    G_W1: np.ndarray                 # (D, F/tp)  complete for the replica's micro-batch
+    G_W2: np.ndarray                 # (F/tp, D)
+    G_X_partial: np.ndarray          # (b, D)     a partial sum over the TP group
+
+
+@dataclass(frozen=True, eq=False)
+class Replica:
+    """One data-parallel replica: its micro-batch, its TP group's gradients and its G_X check."""
+    replica: int
+    X: np.ndarray                    # (b, D)
+    G: np.ndarray                    # (b, D)
+    G_Y: np.ndarray                  # (b, D) G / b: the gradient of the micro-batch mean loss
+    loss: Any                        # 0-d
+    ranks: list[RankGrads]           # one per TP rank
+    G_X: np.ndarray                  # (b, D) TP AllReduce(sum) of the partial G_X
+    G_X_reference: np.ndarray        # (b, D)
+    max_abs_err_G_X: float
+
+
+@dataclass(frozen=True, eq=False)
+class Reference:
+    """The whole global batch on one device, mean loss."""
+    loss: Any                        # 0-d
+    G_W1: np.ndarray                 # (D, F)
+    G_W2: np.ndarray                 # (F, D)
+
+
+@dataclass(frozen=True, eq=False)
+class Variant:
+    """One way to reduce the weight gradients (``VARIANTS``), assembled, against the reference."""
+    name: str
+    description: Text                # dp_tp.<name>
+    G_W1: np.ndarray                 # (D, F) the TP shards side by side
+    G_W2: np.ndarray                 # (F, D)
+    max_abs_err: float
+    scale: float                     # least-squares s with grads ≈ s · reference
+
+
+@dataclass(frozen=True, eq=False)
+class DpTpResult:
+    """dp replicas × tp ranks on one two-layer MLP: the correct and the wrong reductions."""
+    tp: int
+    dp: int
+    seed: int
+    batch: int                       # b, per replica
+    d_model: int
+    d_ff: int
+    W1: np.ndarray                   # (D, F) the same on every replica
+    W2: np.ndarray                   # (F, D)
+    replicas: list[Replica]
+    reference: Reference
+    variants: list[Variant]          # in VARIANTS order
+
+
 def make_inputs(tp: int, dp: int, seed: int, batch: int, d_model: int, d_ff: int) -> dict:
     """Shared weights and one micro-batch (X_k, G_k) per replica, from ``seed``."""
     rng = np.random.default_rng(seed)
@@ -53,11 +114,11 @@ def make_inputs(tp: int, dp: int, seed: int, batch: int, d_model: int, d_ff: int
     return {"W1": W1, "W2": W2, "X": Xs, "G": Gs}
 
 
-def replica_grads(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G_Y: np.ndarray, tp: int) -> tuple[list, MlpOutputs]:
+def replica_grads(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G_Y: np.ndarray,
+                  tp: int) -> tuple[list[RankGrads], MlpOutputs]:
     """One replica's TP group: per-rank gradients from its upstream gradient G_Y."""
     ranks, assembled = sharded_mlp(X, W1, W2, G_Y, tp)
-    keep = ("rank", "G_W1", "G_W2", "G_X_partial")
-    return [{k: getattr(rk, k) for k in keep} for rk in ranks], assembled
+    return [RankGrads(rank=rk.rank, G_W1=rk.G_W1, G_W2=rk.G_W2, G_X_partial=rk.G_X_partial) for rk in ranks], assembled
 
 
 def dp_reduce(per_replica: list[list[np.ndarray]], divisor: int) -> list[np.ndarray]:
@@ -85,7 +146,7 @@ def compare(grads: dict, ref: MlpOutputs) -> tuple[float, float]:
 
 
 def run_dp_tp(tp: Any = 2, dp: Any = 2, seed: Any = 0, batch: Any = 2, d_model: Any = 2,
-              d_ff: Any = None) -> dict:
+              d_ff: Any = None) -> DpTpResult:
     """dp replicas × tp ranks on one two-layer MLP; the correct and the wrong reductions.
 
     ``d_ff`` defaults to 2·tp (two hidden columns per rank).
@@ -111,12 +172,9 @@ def run_dp_tp(tp: Any = 2, dp: Any = 2, seed: Any = 0, batch: Any = 2, d_model: 
         right.append(ranks)
         doubled.append(ranks_twice)
         local_ref = reference_mlp(X, W1, W2, G_Y)
-        replicas.append({
-            "replica": k, "X": X, "G": G, "G_Y": G_Y, "loss": asm.loss, "ranks": ranks,
-            "G_X": asm.G_X,                          # TP AllReduce(sum) of the partial G_X
-            "G_X_reference": local_ref.G_X,
-            "max_abs_err_G_X": float(np.max(np.abs(asm.G_X - local_ref.G_X))),
-        })
+        replicas.append(Replica(replica=k, X=X, G=G, G_Y=G_Y, loss=asm.loss, ranks=ranks, G_X=asm.G_X,
+                                G_X_reference=local_ref.G_X,
+                                max_abs_err_G_X=float(np.max(np.abs(asm.G_X - local_ref.G_X)))))
 
     # Unsharded reference: the whole global batch on one device, mean loss.
     X_all = np.concatenate(inp["X"], axis=0)            # (N, D)
@@ -124,7 +182,7 @@ def run_dp_tp(tp: Any = 2, dp: Any = 2, seed: Any = 0, batch: Any = 2, d_model: 
     ref = reference_mlp(X_all, W1, W2, G_all / X_all.shape[0])
 
     def shards(reps: list, key: str) -> list[list[np.ndarray]]:
-        return [[rk[key] for rk in rep] for rep in reps]
+        return [[getattr(rk, key) for rk in rep] for rep in reps]
 
     computed = {
         "correct": assemble(dp_reduce(shards(right, "G_W1"), dp), dp_reduce(shards(right, "G_W2"), dp)),
@@ -137,11 +195,7 @@ def run_dp_tp(tp: Any = 2, dp: Any = 2, seed: Any = 0, batch: Any = 2, d_model: 
     variants = []
     for name, grads in computed.items():
         err, scale = compare(grads, ref)
-        variants.append({"name": name, "description": Text(f"dp_tp.{name}"),
-                         "G_W1": grads["G_W1"], "G_W2": grads["G_W2"], "max_abs_err": err, "scale": scale})
-    return {
-        "tp": tp, "dp": dp, "seed": seed, "batch": b, "d_model": d, "d_ff": f,
-        "W1": W1, "W2": W2, "replicas": replicas,
-        "reference": {"loss": ref.loss, "G_W1": ref.G_W1, "G_W2": ref.G_W2},
-        "variants": variants,
-    }
+        variants.append(Variant(name=name, description=Text(f"dp_tp.{name}"), G_W1=grads["G_W1"],
+                                G_W2=grads["G_W2"], max_abs_err=err, scale=scale))
+    return DpTpResult(tp=tp, dp=dp, seed=seed, batch=b, d_model=d, d_ff=f, W1=W1, W2=W2, replicas=replicas,
+                      reference=Reference(loss=ref.loss, G_W1=ref.G_W1, G_W2=ref.G_W2), variants=variants)

@@ -48,6 +48,7 @@ formula is applied as the paper states it (its MLP term assumes 4h with GeLU and
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -115,6 +116,51 @@ CONFIGURATIONS = {
 LIMIT = 10**9   # generous bound on every size: keeps all products exact and JSON-safe
 
 
+# -------------------------------------------------------------------------------- results
+
+@dataclass(frozen=True, eq=False)
+class LayerItem:
+    """One stored tensor of a layer on one rank (§4.1, §4.2, §5)."""
+    item: str                        # e.g. "qkv-input"
+    block: str                       # attention / mlp / layernorm / layer
+    region: str                      # "tp": split by t; "seq": replicated unless sequence parallel
+    bytes: int | float
+
+
+@dataclass(frozen=True, eq=False)
+class ExtraItem:
+    """An activation outside the layers (§4.3)."""
+    item: str
+    bytes: int | float
+
+
+@dataclass(frozen=True, eq=False)
+class Parameters:
+    """Parameter counts: the whole model (unpadded vocabulary) and one rank (first stage)."""
+    model: int
+    per_rank: int
+    vocab_padded: int | None         # None without a vocabulary
+
+
+@dataclass(frozen=True, eq=False)
+class MemoryResult:
+    """Memory per rank (first pipeline stage, one TP rank) in bytes, activations itemised."""
+    preset: str | None
+    inputs: dict[str, Any]           # the validated options (:func:`validate_memory`)
+    configuration: str               # Table 2's row (CONFIGURATIONS)
+    activation_bytes_per_layer: int | float
+    activation_breakdown: list[LayerItem]
+    table2: dict[str, int | float]   # every row of Table 2 at these sizes, per layer
+    activation_layers_bytes: int | float   # L/p layers
+    activation_extra: list[ExtraItem]
+    activation_bytes: int | float
+    parameters: Parameters
+    bytes_per_parameter: dict[str, float]  # weights, gradients, optimizer (OPTIMIZERS), optimizer_per_rank
+    per_rank_bytes: dict[str, int | float]  # parameters, gradients, optimizer, activations, total
+    per_rank_gib: dict[str, float]
+    differs_from_formula: list[str]  # where the model departs from the paper's layer
+
+
 # ----------------------------------------------------------------------------- validation
 
 def validate_memory(seq: Any, batch: Any, hidden: Any, heads: Any, tp: Any = 1, sp: bool = False,
@@ -160,36 +206,36 @@ def _exact(x: Fraction) -> int | float:
     return int(x) if x.denominator == 1 else float(x)
 
 
-def layer_breakdown(s: int, b: int, h: int, a: int, t: int, sp: bool, recompute: str) -> list[dict]:
+def layer_breakdown(s: int, b: int, h: int, a: int, t: int, sp: bool, recompute: str) -> list[LayerItem]:
     """Bytes of each stored tensor of one layer on one rank (§4.1, §4.2, §5, Table 2)."""
     sbh, as2b = s * b * h, a * s * s * b
     if recompute == "full":
-        return [{"item": "layer-input", "block": "layer", "region": "seq",
-                 "bytes": _exact(Fraction(2 * sbh, t if sp else 1))}]
+        return [LayerItem(item="layer-input", block="layer", region="seq",
+                          bytes=_exact(Fraction(2 * sbh, t if sp else 1)))]
     out = []
     for item, block, c_sbh, c_as2b, region in LAYER_ITEMS:
         if recompute == "selective" and c_as2b:
             continue                      # recomputed in backward, not stored
         divisor = t if region == "tp" or sp else 1
-        out.append({"item": item, "block": block, "region": region,
-                    "bytes": _exact(Fraction(c_sbh * sbh + c_as2b * as2b, divisor))})
+        out.append(LayerItem(item=item, block=block, region=region,
+                             bytes=_exact(Fraction(c_sbh * sbh + c_as2b * as2b, divisor))))
     return out
 
 
 def activation_bytes_per_layer(s: int, b: int, h: int, a: int, t: int, sp: bool, recompute: str) -> int | float:
     """Table 2 of the paper, per layer and rank, in bytes (the sum of :func:`layer_breakdown`)."""
-    return sum(i["bytes"] for i in layer_breakdown(s, b, h, a, t, sp, recompute))
+    return sum(i.bytes for i in layer_breakdown(s, b, h, a, t, sp, recompute))
 
 
-def extra_activations(s: int, b: int, h: int, t: int, p: int, sp: bool, v: int) -> list[dict]:
+def extra_activations(s: int, b: int, h: int, t: int, p: int, sp: bool, v: int) -> list[ExtraItem]:
     """§4.3: embedding dropout mask (p micro-batches); with p = 1 also the final LayerNorm input,
     the output layer input and the fp32 logits."""
     div = t if sp else 1
-    out = [{"item": "embedding-dropout-mask", "bytes": _exact(Fraction(s * b * h * p, div))}]
+    out = [ExtraItem("embedding-dropout-mask", _exact(Fraction(s * b * h * p, div)))]
     if p == 1:
-        out += [{"item": "final-ln-input", "bytes": _exact(Fraction(2 * s * b * h, div))},
-                {"item": "output-layer-input", "bytes": _exact(Fraction(2 * s * b * h, div))},
-                {"item": "logits-fp32", "bytes": _exact(Fraction(4 * s * b * v, t))}]
+        out += [ExtraItem("final-ln-input", _exact(Fraction(2 * s * b * h, div))),
+                ExtraItem("output-layer-input", _exact(Fraction(2 * s * b * h, div))),
+                ExtraItem("logits-fp32", _exact(Fraction(4 * s * b * v, t)))]
     return out
 
 
@@ -204,7 +250,7 @@ def layer_parameters(arch: str, h: int, a: int, k: int, f: int) -> dict[str, int
     return {"sharded": 3 * h * h + 3 * h + h * h + h * f + f + f * h, "replicated": h + h + 4 * h}
 
 
-def model_parameters(o: dict) -> dict:
+def model_parameters(o: dict) -> Parameters:
     """Whole-model parameter count (unpadded vocabulary) and one rank's share (first stage)."""
     arch, h, a, k, f, L, t, p = (o[x] for x in ("arch", "hidden", "heads", "kv_heads", "ffn", "layers", "tp", "pp"))
     per_layer = layer_parameters(arch, h, a, k, f)
@@ -219,7 +265,7 @@ def model_parameters(o: dict) -> dict:
     rank += vp * h // t + position                       # word embedding vocab-parallel, positions replicated
     if p == 1:                                           # the first stage is also the last
         rank += final_norm + (vp * h // t if arch == "llama" else 0)
-    return {"model": model, "per_rank": rank, "vocab_padded": vp or None}
+    return Parameters(model=model, per_rank=rank, vocab_padded=vp or None)
 
 
 # ---------------------------------------------------------------------------------- public
@@ -237,7 +283,7 @@ def memory(seq: Any = None, batch: Any = None, hidden: Any = None, heads: Any = 
            sp: bool = False, recompute: Any = "none", layers: Any = None, kv_heads: Any = None,
            ffn: Any = None, vocab: Any = None, pp: Any = None, dp: Any = 1, optimizer: Any = "megatron-bf16",
            distributed_optimizer: bool = False, arch: Any = None, extras: bool = True,
-           preset: Any = None) -> dict:
+           preset: Any = None) -> MemoryResult:
     """Memory per rank (first pipeline stage, one TP rank) in bytes, with the activation terms
     itemised.  A ``preset`` fills the model's sizes (and the paper's parallel settings); explicit
     arguments win."""
@@ -252,32 +298,28 @@ def memory(seq: Any = None, batch: Any = None, hidden: Any = None, heads: Any = 
                         extras)
     s, b, h, a, t, L, p = (o[x] for x in ("seq", "batch", "hidden", "heads", "tp", "layers", "pp"))
     breakdown = layer_breakdown(s, b, h, a, t, o["sp"], o["recompute"])
-    per_layer = sum(i["bytes"] for i in breakdown)
+    per_layer = sum(i.bytes for i in breakdown)
     params = model_parameters(o)
-    extra = extra_activations(s, b, h, t, p, o["sp"], params["vocab_padded"]) \
+    extra = extra_activations(s, b, h, t, p, o["sp"], params.vocab_padded) \
         if o["extras"] and o["vocab"] else []
-    activations = per_layer * L + sum(e["bytes"] for e in extra)
+    activations = per_layer * L + sum(e.bytes for e in extra)
     bpp = OPTIMIZERS[o["optimizer"]]
     opt_divisor = o["dp"] if o["distributed_optimizer"] else 1
-    n = params["per_rank"]
+    n = params.per_rank
     per_rank = {"parameters": n * bpp["weights"], "gradients": n * bpp["gradients"],
                 "optimizer": _exact(Fraction(n * bpp["optimizer"], opt_divisor)), "activations": activations}
     per_rank["total"] = sum(per_rank.values())
-    return {
-        "preset": preset, "inputs": o, "configuration": _configuration(t, o["sp"], o["recompute"]),
-        "activation_bytes_per_layer": per_layer,
-        "activation_breakdown": breakdown,
-        "table2": {name: activation_bytes_per_layer(s, b, h, a, 1 if one else t, row_sp, row_rc)
-                   for name, (one, row_sp, row_rc) in CONFIGURATIONS.items()},
-        "activation_layers_bytes": per_layer * L,
-        "activation_extra": extra,
-        "activation_bytes": activations,
-        "parameters": params,
-        "bytes_per_parameter": {**bpp, "optimizer_per_rank": _exact(Fraction(bpp["optimizer"], opt_divisor))},
-        "per_rank_bytes": per_rank,
-        "per_rank_gib": {k: v / 2**30 for k, v in per_rank.items()},
-        "differs_from_formula": _differences(o),
-    }
+    return MemoryResult(
+        preset=preset, inputs=o, configuration=_configuration(t, o["sp"], o["recompute"]),
+        activation_bytes_per_layer=per_layer, activation_breakdown=breakdown,
+        table2={name: activation_bytes_per_layer(s, b, h, a, 1 if one else t, row_sp, row_rc)
+                for name, (one, row_sp, row_rc) in CONFIGURATIONS.items()},
+        activation_layers_bytes=per_layer * L, activation_extra=extra, activation_bytes=activations,
+        parameters=params,
+        bytes_per_parameter={**bpp, "optimizer_per_rank": _exact(Fraction(bpp["optimizer"], opt_divisor))},
+        per_rank_bytes=per_rank, per_rank_gib={k: v / 2**30 for k, v in per_rank.items()},
+        differs_from_formula=_differences(o),
+    )
 
 
 def _differences(o: dict) -> list[str]:

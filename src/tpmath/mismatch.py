@@ -35,6 +35,7 @@ Letters / model:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .collectives import NAMES, NCCL_NAMES
@@ -44,6 +45,39 @@ from .validate import parse_json
 
 CALL_NAMES = NAMES + ("barrier",)
 DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool")
+
+
+# -------------------------------------------------------------------- results
+
+@dataclass(frozen=True, eq=False)
+class Hang:
+    """A rank that never finishes: where it stops, why (``code``, see the module docstring) and
+    the rank it waits for or disagrees with."""
+    rank: int
+    call_index: int
+    call: Text | None                # the call, as a translation cell
+    code: str
+    peer: int | None
+    message: Text                    # the whole sentence
+
+
+@dataclass(frozen=True, eq=False)
+class Completed:
+    """A collective every member of its group reached with matching arguments."""
+    name: str
+    group: list[int]
+    call_index: dict[str, int]       # rank (as a JSON key) → its call's index
+
+
+@dataclass(frozen=True, eq=False)
+class MismatchResult:
+    """The replay of per-rank call sequences."""
+    ok: bool                         # no rank hangs
+    n: int                           # ranks
+    matched: int                     # collectives completed
+    completed: list[Completed]       # in the order they complete
+    exited: list[int]                # ranks that returned from their last call
+    hangs: list[Hang]                # in rank order
 
 
 def _err(code: str, **args: Any) -> TPMathError:
@@ -98,13 +132,13 @@ def _describe(call: dict) -> Text:
 
 
 def _hang(r: int, i: int, call: dict | None, code: str, reason: Text, peer: int | None,
-          stuck: bool = False) -> dict:
+          stuck: bool = False) -> Hang:
     """A rank that never finishes: it waits forever, or (``stuck``) met a call that disagrees,
     which NCCL leaves undefined.  ``message`` is the sentence, ``reason`` its second half."""
     message = Text("hang.stuck" if stuck else "hang.waits", rank=str(r), index=str(i), call=_describe(call),
                    reason=reason)
-    return {"rank": r, "call_index": i, "call": None if call is None else _describe(call),
-            "code": code, "peer": peer, "message": message}
+    return Hang(rank=r, call_index=i, call=None if call is None else _describe(call), code=code, peer=peer,
+                message=message)
 
 
 def _count(call: dict) -> int:
@@ -115,7 +149,7 @@ def _count(call: dict) -> int:
     return total
 
 
-def _meeting_problem(r: int, members: tuple, seqs: list[list[dict]], pc: list[int]) -> dict | None:
+def _meeting_problem(r: int, members: tuple, seqs: list[list[dict]], pc: list[int]) -> Hang | None:
     """Compare rank r's current call with the other members'; None if they all agree."""
     mine = seqs[r][pc[r]]
     i = pc[r]
@@ -140,7 +174,7 @@ def _meeting_problem(r: int, members: tuple, seqs: list[list[dict]], pc: list[in
     return None
 
 
-def _wait_reason(r: int, seqs: list[list[dict]], pc: list[int], stuck: set[int]) -> dict:
+def _wait_reason(r: int, seqs: list[list[dict]], pc: list[int], stuck: set[int]) -> Hang:
     """Why rank r (blocked, its group not all present) can never proceed."""
     i = pc[r]
     mine = seqs[r][i]
@@ -163,18 +197,13 @@ def _wait_reason(r: int, seqs: list[list[dict]], pc: list[int], stuck: set[int])
     return _hang(r, i, mine, "blocked_peer", Text("hang.reason_never_assembles"), None)
 
 
-def check_calls(calls: Any) -> dict:
-    """Replay per-rank call sequences; report completed collectives and every rank that hangs.
-
-    Returns ``{"ok", "n", "matched", "completed": [{"name","group","call_index": {rank: i}}],
-    "exited": [rank …], "hangs": [{"rank","call_index","call","code","peer","message"}]}`` (``call`` and
-    ``message`` are translation cells).
-    """
+def check_calls(calls: Any) -> MismatchResult:
+    """Replay per-rank call sequences; report completed collectives and every rank that hangs."""
     seqs = validate_calls(calls)
     n = len(seqs)
     pc = [0] * n
-    completed: list[dict] = []
-    problems: dict[int, dict] = {}  # rank -> hang entry from a bad meeting (stuck for good)
+    completed: list[Completed] = []
+    problems: dict[int, Hang] = {}  # rank -> hang entry from a bad meeting (stuck for good)
     progress = True
     while progress:
         progress = False
@@ -195,8 +224,8 @@ def check_calls(calls: Any) -> dict:
                 for g in members:  # equality is transitive: if one member disagrees, every member does
                     problems[g] = bad[g]
                 continue
-            completed.append({"name": call["name"], "group": list(members),
-                              "call_index": {str(g): pc[g] for g in members}})
+            completed.append(Completed(name=call["name"], group=list(members),
+                                       call_index={str(g): pc[g] for g in members}))
             for g in members:
                 pc[g] += 1
             progress = True
@@ -207,11 +236,8 @@ def check_calls(calls: Any) -> dict:
             hangs.append(problems[r])
         elif pc[r] < len(seqs[r]):
             hangs.append(_wait_reason(r, seqs, pc, stuck))
-    return {
-        "ok": not hangs, "n": n, "matched": len(completed), "completed": completed,
-        "exited": [r for r in range(n) if pc[r] >= len(seqs[r])],
-        "hangs": hangs,
-    }
+    return MismatchResult(ok=not hangs, n=n, matched=len(completed), completed=completed,
+                          exited=[r for r in range(n) if pc[r] >= len(seqs[r])], hangs=hangs)
 
 
 def _c(name: str, shape=(4,), dtype: str = "float32", group=(0, 1)) -> dict:

@@ -17,6 +17,7 @@ distance from the exact result.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,44 @@ import numpy as np
 from .mlp import run_mlp, sharded_mlp, validate_inputs, validate_tp
 from .validate import DTYPES, as_dtype, as_float
 from .vocab_ce import run_vocab_ce
+
+
+# -------------------------------------------------------------------- results
+
+@dataclass(frozen=True, eq=False)
+class DtypeCheck:
+    """The MLP and the vocab-parallel CE in one dtype: sharded vs unsharded, against the bounds."""
+    dtype: str
+    tolerance: float                     # the MLP's largest bound
+    tolerances: dict[str, float]         # the MLP's per quantity (Y, loss, G_X, G_W1, G_W2), and "ce"
+    max_abs_err: dict[str, float]        # the MLP's per quantity
+    finite_difference: dict[str, float]  # the MLP's G_X, G_W1, G_W2 against central differences
+    ce_abs_diff: float
+    ce_tolerance: float
+    within_tolerance: bool
+
+
+@dataclass(frozen=True, eq=False)
+class SgdStep:
+    """One float64 SGD step of the MLP: each rank updates its own shard, next to the unsharded update."""
+    lr: float
+    dtype: str
+    W1_sharded: np.ndarray               # (D, F) the ranks' updated columns, assembled
+    W1_reference: np.ndarray             # (D, F)
+    W2_sharded: np.ndarray               # (F, D) the ranks' updated rows, assembled
+    W2_reference: np.ndarray             # (F, D)
+    max_abs_err: dict[str, float]        # W1, W2
+    loss_before: float
+    loss_after: float
+    loss_after_reference: float
+
+
+@dataclass(frozen=True, eq=False)
+class PrecisionResult:
+    """The checks in float64, float32 and float16, and one SGD step."""
+    tp: int
+    dtypes: list[DtypeCheck]             # in DTYPES order
+    sgd: SgdStep
 
 
 def ce_tolerance(V: int, sum_exp: float, target_shifted: float, loss: float, dtype: Any) -> float:
@@ -42,7 +81,7 @@ def ce_tolerance(V: int, sum_exp: float, target_shifted: float, loss: float, dty
     return 2 * (g / (1 - g) + u * (abs(np.log(sum_exp)) + abs(target_shifted) + abs(loss)))
 
 
-def sgd_step(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, tp: int, lr: float) -> dict:
+def sgd_step(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, tp: int, lr: float) -> SgdStep:
     """One SGD step, sharded (each rank updates its own shard) and unsharded."""
     ranks, sharded = sharded_mlp(X, W1, W2, G, tp)
     # Each rank owns a disjoint shard and its complete gradient: the update needs no communication.
@@ -57,20 +96,16 @@ def sgd_step(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, tp: i
     W2_ref = W2 - lr * (H.T @ G)                               # (F, D)
     _, after = sharded_mlp(X, W1_sharded, W2_sharded, G, tp)
     after_ref = float(np.sum((np.tanh(X @ W1_ref) @ W2_ref) * G))
-    return {
-        "lr": lr, "dtype": X.dtype.name,
-        "W1_sharded": W1_sharded, "W1_reference": W1_ref,
-        "W2_sharded": W2_sharded, "W2_reference": W2_ref,
-        "max_abs_err": {"W1": float(np.max(np.abs(W1_sharded - W1_ref))),
-                        "W2": float(np.max(np.abs(W2_sharded - W2_ref)))},
-        "loss_before": float(sharded.loss),
-        "loss_after": float(after.loss),
-        "loss_after_reference": after_ref,
-    }
+    return SgdStep(
+        lr=lr, dtype=X.dtype.name, W1_sharded=W1_sharded, W1_reference=W1_ref, W2_sharded=W2_sharded,
+        W2_reference=W2_ref, max_abs_err={"W1": float(np.max(np.abs(W1_sharded - W1_ref))),
+                                          "W2": float(np.max(np.abs(W2_sharded - W2_ref)))},
+        loss_before=float(sharded.loss), loss_after=float(after.loss), loss_after_reference=after_ref,
+    )
 
 
 def run_precision(tp: Any = 2, lr: Any = 0.1, X: Any = None, W1: Any = None, W2: Any = None,
-                  G: Any = None) -> dict:
+                  G: Any = None) -> PrecisionResult:
     """The MLP and the vocab-parallel CE in float64/32/16, and one float64 SGD step.
 
     Inputs default to the seed's MLP numbers and the seed's CE example
@@ -83,19 +118,12 @@ def run_precision(tp: Any = 2, lr: Any = 0.1, X: Any = None, W1: Any = None, W2:
     for name in DTYPES:
         mlp = run_mlp(**inp, tp=tp, dtype=name)
         ce = run_vocab_ce(shards=tp, dtype=name)
-        t = sum(float(r["target_shifted"]) for r in ce["ranks"])    # z_y − m (one rank is non-zero)
-        ce_tol = ce_tolerance(ce["vocab"], float(ce["global_sum_exp"]), t, float(ce["loss"]), name)
+        t = sum(float(r.target_shifted) for r in ce.ranks)          # z_y − m (one rank is non-zero)
+        ce_tol = ce_tolerance(ce.vocab, float(ce.global_sum_exp), t, float(ce.loss), name)
         tols = {**mlp.tolerances, "ce": ce_tol}
-        within = mlp.within_tolerance and ce["abs_diff"] <= ce_tol
-        rows.append({
-            "dtype": name,
-            "tolerance": mlp.tolerance,
-            "tolerances": tols,
-            "max_abs_err": mlp.max_abs_err,
-            "finite_difference": mlp.finite_difference,
-            "ce_abs_diff": ce["abs_diff"],
-            "ce_tolerance": ce_tol,
-            "within_tolerance": bool(within),
-        })
+        within = mlp.within_tolerance and ce.abs_diff <= ce_tol
+        rows.append(DtypeCheck(dtype=name, tolerance=mlp.tolerance, tolerances=tols, max_abs_err=mlp.max_abs_err,
+                               finite_difference=mlp.finite_difference, ce_abs_diff=ce.abs_diff, ce_tolerance=ce_tol,
+                               within_tolerance=bool(within)))
     sgd = sgd_step(inp["X"], inp["W1"], inp["W2"], inp["G"], tp, lr)
-    return {"tp": tp, "dtypes": rows, "sgd": sgd}
+    return PrecisionResult(tp=tp, dtypes=rows, sgd=sgd)

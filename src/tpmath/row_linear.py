@@ -28,15 +28,79 @@ holds afterwards (B·O for the forward AllReduce / AllGather of Y, B·D for the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .collectives import reduce_all
 from .errors import TPMathError
+from .record import OMIT_IF_NONE, CommStep, fields_of
 from .validate import as_array, as_int, check_divides, check_finite, check_shape
 
 MAX_TP = 64
+
+
+# -------------------------------------------------------------------- results
+
+@dataclass(frozen=True, eq=False)
+class LinearOutputs:
+    """The layer's output and gradients: assembled from the ranks, or the unsharded reference."""
+    Y: np.ndarray               # (B, O)
+    dX: np.ndarray              # (B, D)
+    dA: np.ndarray              # (D, O)
+    db: np.ndarray | None = field(default=None, metadata=OMIT_IF_NONE)   # (O,) with a bias only
+
+
+@dataclass(frozen=True, eq=False)
+class RowRank:
+    """Rank ``rank`` of the row-parallel layer: its input and weight shards, partial Y, gradients."""
+    rank: int
+    X_shard: np.ndarray         # (B, D/tp)  input_is_parallel
+    A_shard: np.ndarray         # (D/tp, O)  rows of A
+    Y_partial: np.ndarray       # (B, O)     a partial sum: g's AllReduce adds the ranks'
+    dX_shard: np.ndarray        # (B, D/tp)  local
+    dA_shard: np.ndarray        # (D/tp, O)  local
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnRank:
+    """Rank ``rank`` of the column-parallel layer: its weight shard, Y slice, gradients."""
+    rank: int
+    A_shard: np.ndarray         # (D, O/tp)  columns of A
+    Y_shard: np.ndarray         # (B, O/tp)  a slice of Y
+    dY_shard: np.ndarray        # (B, O/tp)
+    dX_partial: np.ndarray      # (B, D)     a partial sum: f's backward AllReduce adds the ranks'
+    dA_shard: np.ndarray        # (D, O/tp)  local
+
+
+@dataclass(frozen=True, eq=False)
+class RowLinearResult:
+    """The row-parallel layer over ``tp`` ranks next to its unsharded reference."""
+    kind: str                            # "row"
+    tp: int
+    inputs: dict[str, Any]               # X (B, D), A (D, O), dY (B, O), bias (O,) or None
+    ranks: list[RowRank]                 # one per rank, in rank order
+    Y: np.ndarray                        # (B, O) after the AllReduce (and the bias)
+    sharded: LinearOutputs
+    reference: LinearOutputs
+    max_abs_err: dict[str, float]        # per output of ``reference``
+    comm: list[CommStep]
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnLinearResult:
+    """The column-parallel layer over ``tp`` ranks next to its unsharded reference."""
+    kind: str                            # "column"
+    tp: int
+    gather_output: bool
+    inputs: dict[str, Any]               # X (B, D), A (D, O), dY (B, O), bias (O,) or None
+    ranks: list[ColumnRank]              # one per rank, in rank order
+    Y: np.ndarray                        # (B, O) the slices side by side (gathered or not)
+    sharded: LinearOutputs
+    reference: LinearOutputs
+    max_abs_err: dict[str, float]        # per output of ``reference``
+    comm: list[CommStep]
 
 
 def default_inputs() -> dict:
@@ -110,21 +174,18 @@ def _prepare(X: Any, A: Any, dY: Any, bias: Any, tp: Any, split: str) -> tuple:
     return X, A, dY, bias, tp, size // tp
 
 
-def _reference(X: np.ndarray, A: np.ndarray, dY: np.ndarray, bias: np.ndarray | None) -> dict:
+def _reference(X: np.ndarray, A: np.ndarray, dY: np.ndarray, bias: np.ndarray | None) -> LinearOutputs:
     """The unsharded layer: Y = X A + b, dX = dY Aᵀ, dA = Xᵀ dY, db = Σ_batch dY."""
     Y = X @ A + (bias if bias is not None else 0.0)
-    ref = {"Y": Y, "dX": dY @ A.T, "dA": X.T @ dY}
-    if bias is not None:
-        ref["db"] = dY.sum(axis=0)
-    return ref
+    return LinearOutputs(Y=Y, dX=dY @ A.T, dA=X.T @ dY, db=None if bias is None else dY.sum(axis=0))
 
 
-def _errors(got: dict, ref: dict) -> dict:
+def _errors(got: LinearOutputs, ref: LinearOutputs) -> dict[str, float]:
     """Max abs error of every assembled result against the reference."""
-    return {k: float(np.max(np.abs(got[k] - ref[k]))) for k in ref}
+    return {k: float(np.max(np.abs(getattr(got, k) - v))) for k, v in fields_of(ref).items()}
 
 
-def run_row_linear(X: Any = None, A: Any = None, dY: Any = None, tp: Any = 2, bias: Any = None) -> dict:
+def run_row_linear(X: Any = None, A: Any = None, dY: Any = None, tp: Any = 2, bias: Any = None) -> RowLinearResult:
     """Row-parallel linear: X split along D, A along its rows; AllReduce of the partial Y."""
     X, A, dY, bias, tp, k = _prepare(X, A, dY, bias, tp, split="d_in")
     (B, D), O = X.shape, A.shape[1]
@@ -138,24 +199,21 @@ def run_row_linear(X: Any = None, A: Any = None, dY: Any = None, tp: Any = 2, bi
     # Backward of g is the identity: dY is already complete on every rank, so all is local.
     dX_r = [dY @ a.T for a in A_r]                            # each (B, D/tp)
     dA_r = [x.T @ dY for x in X_r]                            # each (D/tp, O)
-    sharded = {"Y": Y, "dX": np.concatenate(dX_r, axis=1), "dA": np.concatenate(dA_r, axis=0)}
-    if bias is not None:
-        sharded["db"] = dY.sum(axis=0)                        # (O,) replicated, same on every rank
+    db = None if bias is None else dY.sum(axis=0)            # (O,) replicated, same on every rank
+    sharded = LinearOutputs(Y=Y, dX=np.concatenate(dX_r, axis=1), dA=np.concatenate(dA_r, axis=0), db=db)
     ref = _reference(X, A, dY, bias)
     check_finite("float64", sharded, ref, field=None)
-    ranks = [{"rank": r, "X_shard": X_r[r], "A_shard": A_r[r], "Y_partial": Y_partial[r],
-              "dX_shard": dX_r[r], "dA_shard": dA_r[r]} for r in range(tp)]
-    return {
-        "kind": "row", "tp": tp, "inputs": {"X": X, "A": A, "dY": dY, "bias": bias},
-        "ranks": ranks, "Y": Y, "sharded": sharded, "reference": ref,
-        "max_abs_err": _errors(sharded, ref),
-        "comm": [{"phase": "forward", "collective": "all-reduce", "elements": B * O},
-                 {"phase": "backward", "collective": "none", "elements": 0}],
-    }
+    ranks = [RowRank(rank=r, X_shard=X_r[r], A_shard=A_r[r], Y_partial=Y_partial[r], dX_shard=dX_r[r],
+                     dA_shard=dA_r[r]) for r in range(tp)]
+    return RowLinearResult(
+        kind="row", tp=tp, inputs={"X": X, "A": A, "dY": dY, "bias": bias}, ranks=ranks, Y=Y, sharded=sharded,
+        reference=ref, max_abs_err=_errors(sharded, ref),
+        comm=[CommStep("forward", "all-reduce", B * O), CommStep("backward", "none", 0)],
+    )
 
 
 def run_column_linear(X: Any = None, A: Any = None, dY: Any = None, tp: Any = 2,
-                      gather_output: bool = True, bias: Any = None) -> dict:
+                      gather_output: bool = True, bias: Any = None) -> ColumnLinearResult:
     """Column-parallel linear: A split along its columns; optional AllGather of Y."""
     X, A, dY, bias, tp, k = _prepare(X, A, dY, bias, tp, split="d_out")
     (B, D), O = X.shape, A.shape[1]
@@ -173,22 +231,15 @@ def run_column_linear(X: Any = None, A: Any = None, dY: Any = None, tp: Any = 2,
     dX = reduce_all(dX_partial, "sum")                        # (B, D)
     # Without gather_output each rank keeps only Y_shard; "Y" is the logical output assembled here
     # for the comparison with the reference.
-    sharded = {"Y": Y, "dX": dX, "dA": np.concatenate(dA_r, axis=1)}
-    if bias is not None:
-        sharded["db"] = np.concatenate([g.sum(axis=0) for g in dY_r])   # (O,) from local (O/tp,)
+    db = None if bias is None else np.concatenate([g.sum(axis=0) for g in dY_r])   # (O,) from local (O/tp,)
+    sharded = LinearOutputs(Y=Y, dX=dX, dA=np.concatenate(dA_r, axis=1), db=db)
     ref = _reference(X, A, dY, bias)
     check_finite("float64", sharded, ref, field=None)
-    ranks = [{"rank": r, "A_shard": A_r[r], "Y_shard": Y_r[r], "dY_shard": dY_r[r],
-              "dX_partial": dX_partial[r], "dA_shard": dA_r[r]} for r in range(tp)]
-    comm = []
-    if gather_output:
-        comm.append({"phase": "forward", "collective": "all-gather", "elements": B * O})
-    else:
-        comm.append({"phase": "forward", "collective": "none", "elements": 0})
-    comm.append({"phase": "backward", "collective": "all-reduce", "elements": B * D})
-    return {
-        "kind": "column", "tp": tp, "gather_output": bool(gather_output),
-        "inputs": {"X": X, "A": A, "dY": dY, "bias": bias},
-        "ranks": ranks, "Y": Y, "sharded": sharded, "reference": ref,
-        "max_abs_err": _errors(sharded, ref), "comm": comm,
-    }
+    ranks = [ColumnRank(rank=r, A_shard=A_r[r], Y_shard=Y_r[r], dY_shard=dY_r[r], dX_partial=dX_partial[r],
+                        dA_shard=dA_r[r]) for r in range(tp)]
+    forward = CommStep("forward", "all-gather", B * O) if gather_output else CommStep("forward", "none", 0)
+    return ColumnLinearResult(
+        kind="column", tp=tp, gather_output=bool(gather_output), inputs={"X": X, "A": A, "dY": dY, "bias": bias},
+        ranks=ranks, Y=Y, sharded=sharded, reference=ref, max_abs_err=_errors(sharded, ref),
+        comm=[forward, CommStep("backward", "all-reduce", B * D)],
+    )

@@ -53,7 +53,9 @@ ignored PyTorch returns NaN (0/0).  This module never shows NaN: it returns loss
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,6 +64,7 @@ from .collectives import reduce_all
 from . import fmt
 from .errors import TPMathError
 from .i18n import Text
+from .record import OMIT_IF_NONE, CommStep
 from .validate import as_array, as_dtype, as_float, as_int, check_finite, parse_json
 
 DEFAULT_LOGITS = [1.2, -0.5, 2, 0.1, 1.4, -1]
@@ -73,6 +76,144 @@ DEFAULT_TARGET = 2
 MEGATRON_PAD_LOGIT = 0.0
 SHIFT_LIMIT = 1e4   # |shift| bound (the page's control); the shifted logits still fit float16 (max 65504)
 MAX_SHARDS = 64
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class PadRank:
+    """The ids rank ``rank`` owns in Megatron's padded vocabulary: [start, end), real ones first."""
+    rank: int
+    vocab_range: list[int]              # [start, end), K = Vp/tp ids
+    real: int                           # ids < V in the range
+    padding: int                        # ids ≥ V in the range
+    padding_range: list[int] | None     # [first, end) of the padding ids, None without padding
+
+
+@dataclass(frozen=True, eq=False)
+class VocabPad:
+    """Megatron's padded vocabulary: V up to a multiple of ``divisor = multiple · tp``."""
+    vocab: int
+    tp: int
+    multiple: int
+    divisor: int
+    padded_vocab: int
+    padding: int                        # Vp − V
+    per_rank: int                       # K = Vp / tp
+    ranks: list[PadRank]
+
+
+@dataclass(frozen=True, eq=False)
+class VocabRank:
+    """What rank ``rank`` holds and computes.  1-D logits give (K,) arrays and scalars; 2-D logits
+    give one row / value per position."""
+    rank: int
+    vocab_range: list[int]              # [start, end) of the padded vocabulary
+    padding_range: list[int] | None     # [first, end) of its padding ids, None without padding
+    padding: int
+    logits: np.ndarray                  # (N, K) own logits, padding = −inf
+    local_max: np.ndarray               # (N,)  m_r, before AllReduce(MAX)
+    local_sum_exp: np.ndarray           # (N,)  s_r, before AllReduce(SUM)
+    target_shifted: np.ndarray          # (N,)  t_r = z_y − m on the owning rank, 0 elsewhere
+    prob: np.ndarray                    # (N, K) softmax of own ids
+    grad: np.ndarray                    # (N, K) dL/dz of own ids, complete locally
+    # with label smoothing only: Σ (z − m) over own real ids, before AllReduce(SUM)
+    local_sum_shifted: np.ndarray | None = field(default=None, metadata=OMIT_IF_NONE)   # (N,)
+
+
+@dataclass(frozen=True, eq=False)
+class Token:
+    """One vocabulary id of one position: its owner, probability and gradient."""
+    position: int | None = field(metadata=OMIT_IF_NONE)   # 2-D logits only
+    token: int
+    rank: int
+    prob: Any                           # 0-d, in the run's dtype
+    grad: Any
+
+
+@dataclass(frozen=True, eq=False)
+class MegatronLoss:
+    """Megatron's smoothed loss on the same logits (:func:`megatron_ce`), per rank."""
+    K: int                              # columns per rank, padding included
+    padded_vocab: int
+    pad_logit: float                    # the padded logits' value (unmasked in Megatron)
+    loss_per_rank: list[float | None]   # None where K = 1 with smoothing (Megatron divides by 0)
+    loss_tp1: float | None = None       # one rank, K = V
+
+
+@dataclass(frozen=True, eq=False)
+class VocabCeResult:
+    """One vocab-parallel cross-entropy over ``shards`` ranks next to the unsharded reference.
+    1-D logits give scalars where 2-D logits give one value per position (N)."""
+    # the run
+    vocab: int
+    padded_vocab: int
+    shards: int
+    dtype: str
+    shift: float
+    label_smoothing: float
+    ignore_index: int
+    target: int | list[int]
+    counted: int                        # positions not ignored
+    all_ignored: bool
+    # the loss (mean over counted positions) against the reference in dtype and in float64
+    loss: float
+    reference_loss: float
+    abs_diff: float
+    reference_loss_float64: float       # unshifted, float64
+    abs_diff_float64: float
+    position_loss: np.ndarray           # (N,)
+    # the AllReduce results every rank holds
+    global_max: np.ndarray              # (N,)  m
+    global_sum_exp: np.ndarray          # (N,)  s
+    target_rank: int | None | list[int | None]   # None where ignored
+    ranks: list[VocabRank]              # one per rank, in rank order
+    tokens: list[Token]                 # N·V, position-major
+    grad: np.ndarray                    # (N, V) assembled from the ranks
+    reference_grad: np.ndarray          # (N, V)
+    grad_max_abs_err: float
+    comm: list[CommStep]
+    megatron: MegatronLoss
+
+
+@dataclass(frozen=True, eq=False)
+class HeadRank:
+    """Rank ``rank`` of the output head: its W_out columns, local logits and gradients."""
+    rank: int
+    vocab_range: list[int]              # [start, end) of the padded vocabulary
+    W_shard: np.ndarray                 # (H, K)  padded columns are zeros
+    logits: np.ndarray                  # (N, K)  local logits
+    grad_logits: np.ndarray             # (N, K)  local dL/dlogits
+    grad_W: np.ndarray                  # (H, K_real) complete locally
+    grad_hidden_partial: np.ndarray     # (N, H)  partial: AllReduce(SUM) over the shards
+
+
+@dataclass(frozen=True, eq=False)
+class HeadGrads:
+    """The unsharded reference of the output head."""
+    loss: float
+    grad_hidden: np.ndarray             # (N, H)
+    grad_W: np.ndarray                  # (H, V)
+
+
+@dataclass(frozen=True, eq=False)
+class HeadResult:
+    """Output layer W_out split by vocab columns, then vocab-parallel CE (float64)."""
+    shards: int
+    vocab: int
+    padded_vocab: int
+    hidden: np.ndarray                  # (N, H) replicated
+    W_out: np.ndarray                   # (H, V)
+    target: int | list[int]
+    ranks: list[HeadRank]
+    loss: float
+    grad_hidden: np.ndarray             # (N, H)  the sum of the ranks' partials
+    grad_W: np.ndarray                  # (H, V)  the ranks' columns side by side
+    reference: HeadGrads
+    max_abs_err: dict[str, float]       # loss, grad_hidden, grad_W
+    comm: list[CommStep]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,7 +246,7 @@ def rank_padding(V: int, start: int, end: int) -> tuple[list[int] | None, int, i
     return ([max(start, V), end] if pad else None), real, pad
 
 
-def vocab_pad_table(V: int, tp: int, multiple: int = 128) -> dict:
+def vocab_pad_table(V: int, tp: int, multiple: int = 128) -> VocabPad:
     """Megatron's padded vocabulary and each rank's id range (the ``vocab-pad`` command)."""
     V = as_int("vocab", V, lo=1, hi=10**9)
     tp = as_int("tp", tp, lo=1, hi=4096)
@@ -114,10 +255,9 @@ def vocab_pad_table(V: int, tp: int, multiple: int = 128) -> dict:
     ranks = []
     for r, (a, b) in enumerate(ranges):
         pad_range, real, pad = rank_padding(V, a, b)
-        ranks.append({"rank": r, "vocab_range": [a, b], "real": real, "padding": pad,
-                      "padding_range": pad_range})
-    return {"vocab": V, "tp": tp, "multiple": multiple, "divisor": multiple * tp,
-            "padded_vocab": Vp, "padding": Vp - V, "per_rank": Vp // tp, "ranks": ranks}
+        ranks.append(PadRank(rank=r, vocab_range=[a, b], real=real, padding=pad, padding_range=pad_range))
+    return VocabPad(vocab=V, tp=tp, multiple=multiple, divisor=multiple * tp, padded_vocab=Vp, padding=Vp - V,
+                    per_rank=Vp // tp, ranks=ranks)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,7 +327,7 @@ def reference_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float) 
 
 
 def megatron_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
-                ranges: list[tuple[int, int]], V: int, pad_logit: float = MEGATRON_PAD_LOGIT) -> dict:
+                ranges: list[tuple[int, int]], V: int, pad_logit: float = MEGATRON_PAD_LOGIT) -> MegatronLoss:
     """Megatron's ``_VocabParallelCrossEntropy.forward`` rank by rank on (N, V) logits ``Z`` (float64).
 
     Every rank holds K = Vp/tp columns, padding included (Megatron's ``partition_vocab_size`` and
@@ -201,8 +341,7 @@ def megatron_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
                 loss_r = (1 − ε̃)·loss − ε̃ · (1/K) Σ_{k in the rank's K columns} log(exp(z_k − m)/s)
 
     Each rank's per-position losses are averaged over the counted positions.  K = 1 with ε > 0
-    gives None (Megatron divides by K − 1 = 0).  Returns ``{"K", "padded_vocab", "pad_logit",
-    "loss_per_rank"}``.
+    gives None (Megatron divides by K − 1 = 0).  ``loss_tp1`` is left None (see :func:`run_vocab_ce`).
     """
     tp, K = len(ranges), ranges[0][1] - ranges[0][0]
     Vp = tp * K
@@ -224,7 +363,7 @@ def megatron_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
     else:
         e = eps * K / (K - 1)
         per_rank = [mean((1 - e) * loss - e * log_p[:, a:b].mean(axis=1)) for a, b in ranges]
-    return {"K": K, "padded_vocab": Vp, "pad_logit": pad_logit, "loss_per_rank": per_rank}
+    return MegatronLoss(K=K, padded_vocab=Vp, pad_logit=pad_logit, loss_per_rank=per_rank)
 
 
 def sharded_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
@@ -269,9 +408,8 @@ def sharded_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
     s = reduce_all(local_sum_exp, "sum")                      # (N,)
     log_s = np.log(s)                                          # (N,)
     nll = log_s - t                                            # (N,)
-    comm = [{"phase": "forward", "collective": "all-reduce (max)", "elements": N},
-            {"phase": "forward", "collective": "all-reduce (sum)", "elements": N},
-            {"phase": "forward", "collective": "all-reduce (sum)", "elements": N}]
+    comm = [CommStep("forward", "all-reduce (max)", N), CommStep("forward", "all-reduce (sum)", N),
+            CommStep("forward", "all-reduce (sum)", N)]
 
     if eps:
         # PyTorch's smoothing term needs Σ over the whole true vocabulary of (z_k − m):
@@ -281,13 +419,13 @@ def sharded_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
         sum_shifted = reduce_all(local_sum_shifted, "sum")                  # (N,)
         smooth = (dt.type(V) * log_s - sum_shifted) / dt.type(V)             # (N,) (1/V) Σ −log p_k
         per = dt.type(1 - eps) * nll + dt.type(eps) * smooth
-        comm.append({"phase": "forward", "collective": "all-reduce (sum)", "elements": N})
+        comm.append(CommStep("forward", "all-reduce (sum)", N))
     else:
         local_sum_shifted = None
         per = nll
     per = np.where(counted, per, dt.type(0))                   # (N,)
     loss = per.sum() / dt.type(n) if n else dt.type(0)
-    comm.append({"phase": "backward", "collective": "none", "elements": 0})
+    comm.append(CommStep("backward", "none", 0))
 
     # Backward, local on every rank: softmax − (smoothed) one-hot, scaled by 1/n for the mean.
     w = np.where(counted, dt.type(1.0 / n) if n else dt.type(0), dt.type(0))[:, None]   # (N, 1)
@@ -314,24 +452,17 @@ def sharded_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
 
 def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift: Any = 0.0,
                  label_smoothing: Any = 0.0, ignore_index: Any = -100, dtype: Any = "float64",
-                 pad_multiple: Any = 1) -> dict:
+                 pad_multiple: Any = 1) -> VocabCeResult:
     """Vocab-parallel CE of ``logits`` (V,) or (N, V) over ``shards`` ranks, next to the reference.
 
     ``shift`` is added to every logit (it changes nothing mathematically).  Shard counts that
     do not divide V pad the vocabulary (masked ids).  ``None`` logits/target = the seed's
     ``DEFAULT_LOGITS`` and target 2.  All steps run in ``dtype``.
 
-    Keys (1-D input gives scalars where 2-D input gives one value per position):
-    ``loss`` (mean over counted positions), ``reference_loss`` (unsharded log-softmax CE of the
-    same shifted ``dtype`` logits) and ``abs_diff``; ``reference_loss_float64`` (unshifted,
-    float64) and ``abs_diff_float64``; ``global_max``, ``global_sum_exp``, ``target_rank``
-    (None where ignored); ``ranks[{rank, vocab_range [start, end), padding_range, padding,
-    logits (padding = −inf), local_max, local_sum_exp, target_shifted, prob, grad}]``;
-    ``tokens[{token, rank, prob, grad}]`` (plus ``position`` for 2-D); ``grad`` (V,) or (N, V);
-    ``vocab``, ``padded_vocab``, ``counted``, ``all_ignored``, ``comm``; with label smoothing
-    ``megatron``: Megatron's loss on the same logits (:func:`megatron_ce`): ``K`` (columns per rank,
-    padding included), ``padded_vocab``, ``pad_logit``, ``loss_per_rank`` (None where K = 1 with
-    smoothing) and ``loss_tp1`` (one rank, K = V).
+    The result (:class:`VocabCeResult`) has ``reference_loss``, the unsharded log-softmax CE of the
+    same shifted ``dtype`` logits, and ``reference_loss_float64`` (unshifted, float64); ``megatron`` is
+    Megatron's loss on the same logits (:func:`megatron_ce`), which differs from ours with label
+    smoothing.
     """
     if logits is None:
         logits = DEFAULT_LOGITS
@@ -378,43 +509,29 @@ def run_vocab_ce(logits: Any = None, target: Any = None, shards: Any = 2, shift:
     ranks = []
     for r, ((a, b), zr, lm, tr, se) in enumerate(zip(ranges, z_r, local_max, t_local, local_sum_exp)):
         pad_range, n_real, n_pad = rank_padding(V, a, b)
-        entry = {"rank": r, "vocab_range": [a, b], "padding_range": pad_range, "padding": n_pad,
-                 "logits": pick(zr), "local_max": pick(lm), "local_sum_exp": pick(se),
-                 "target_shifted": pick(tr), "prob": pick(prob_r[r]), "grad": pick(grad_r[r])}
-        if local_sum_shifted is not None:
-            entry["local_sum_shifted"] = pick(local_sum_shifted[r])
-        ranks.append(entry)
+        ranks.append(VocabRank(
+            rank=r, vocab_range=[a, b], padding_range=pad_range, padding=n_pad, logits=pick(zr),
+            local_max=pick(lm), local_sum_exp=pick(se), target_shifted=pick(tr), prob=pick(prob_r[r]),
+            grad=pick(grad_r[r]), local_sum_shifted=None if local_sum_shifted is None else pick(local_sum_shifted[r])))
 
-    tokens = []
-    for i in range(N):
-        for j in range(V):
-            tok = {"token": j, "rank": int(owner[j]), "prob": prob[i, j], "grad": grad[i, j]}
-            if two_d:
-                tok = {"position": i, **tok}
-            tokens.append(tok)
+    tokens = [Token(position=i if two_d else None, token=j, rank=int(owner[j]), prob=prob[i, j], grad=grad[i, j])
+              for i in range(N) for j in range(V)]
 
     target_rank = [int(owner[t]) if c else None for t, c in zip(y, counted)]
-    result = {
-        "vocab": V, "padded_vocab": Vp, "shards": shards, "dtype": dt.name, "shift": shift,
-        "label_smoothing": eps, "ignore_index": ignore_index,
-        "target": y.tolist() if two_d else int(y[0]),
-        "counted": n, "all_ignored": n == 0,
-        "loss": float(loss), "reference_loss": float(ref["loss"]),
-        "abs_diff": abs(float(loss) - float(ref["loss"])),
-        "reference_loss_float64": float(ref64["loss"]),
-        "abs_diff_float64": abs(float(loss) - float(ref64["loss"])),
-        "position_loss": pick(per), "global_max": pick(m), "global_sum_exp": pick(s),
-        "target_rank": target_rank if two_d else target_rank[0],
-        "ranks": ranks, "tokens": tokens, "grad": pick(grad),
-        "reference_grad": pick(ref["grad"]),
-        "grad_max_abs_err": float(np.max(np.abs(grad.astype(np.float64) - ref["grad"].astype(np.float64)))),
-        "comm": comm,
-    }
     Z_64 = Z.astype(np.float64)                                # the logits as computed (rounded to dtype)
-    megatron = megatron_ce(Z_64, y, counted, eps, ranges, V)
-    megatron["loss_tp1"] = megatron_ce(Z_64, y, counted, eps, [(0, V)], V)["loss_per_rank"][0]
-    result["megatron"] = megatron
-    return result
+    megatron = dataclasses.replace(megatron_ce(Z_64, y, counted, eps, ranges, V),
+                                   loss_tp1=megatron_ce(Z_64, y, counted, eps, [(0, V)], V).loss_per_rank[0])
+    return VocabCeResult(
+        vocab=V, padded_vocab=Vp, shards=shards, dtype=dt.name, shift=shift, label_smoothing=eps,
+        ignore_index=ignore_index, target=y.tolist() if two_d else int(y[0]), counted=n, all_ignored=n == 0,
+        loss=float(loss), reference_loss=float(ref["loss"]), abs_diff=abs(float(loss) - float(ref["loss"])),
+        reference_loss_float64=float(ref64["loss"]), abs_diff_float64=abs(float(loss) - float(ref64["loss"])),
+        position_loss=pick(per), global_max=pick(m), global_sum_exp=pick(s),
+        target_rank=target_rank if two_d else target_rank[0], ranks=ranks, tokens=tokens, grad=pick(grad),
+        reference_grad=pick(ref["grad"]),
+        grad_max_abs_err=float(np.max(np.abs(grad.astype(np.float64) - ref["grad"].astype(np.float64)))),
+        comm=comm, megatron=megatron,
+    )
 
 
 def default_head_inputs() -> dict:
@@ -427,7 +544,7 @@ def default_head_inputs() -> dict:
 
 
 def run_vocab_parallel_head(hidden: Any = None, W_out: Any = None, target: Any = None, shards: Any = 2,
-                            label_smoothing: Any = 0.0, ignore_index: Any = -100) -> dict:
+                            label_smoothing: Any = 0.0, ignore_index: Any = -100) -> HeadResult:
     """Output layer W_out (H, V) split by vocab columns, then vocab-parallel CE (float64).
 
     Each rank computes logits_r = hidden W_r (the hidden state is shared, i.e. replicated),
@@ -455,43 +572,38 @@ def run_vocab_parallel_head(hidden: Any = None, W_out: Any = None, target: Any =
     Vp, ranges = vocab_ranges(V, shards)
     Wp = np.zeros((W.shape[0], Vp))                            # (H, Vp) padded columns are zeros
     Wp[:, :V] = W
-    ranks = []
+    pick = (lambda a: a) if two_d else (lambda a: a[0])
+    ranks, partials = [], []
     for r, (a, b) in enumerate(ranges):
-        W_r = Wp[:, a:b]                                       # (H, K)
-        logits_r = Hm @ W_r                                    # (N, K) local logits
-        g = np.asarray(ce["ranks"][r]["grad"]).reshape(N, b - a)   # (N, K) local dL/dlogits
-        ranks.append({"rank": r, "vocab_range": [a, b], "W_shard": W_r,   # (H, K) padded columns are zeros
-                      "logits": logits_r, "grad_logits": g,
-                      "grad_W": (Hm.T @ g)[:, : max(0, min(b, V) - a)],     # (H, K_real) local
-                      "grad_hidden_partial": g @ W_r.T})                   # (N, H) partial
+        W_r = Wp[:, a:b]                                       # (H, K) padded columns are zeros
+        g = np.asarray(ce.ranks[r].grad).reshape(N, b - a)     # (N, K) local dL/dlogits
+        partials.append(g @ W_r.T)                             # (N, H) partial
+        ranks.append(HeadRank(rank=r, vocab_range=[a, b], W_shard=W_r,
+                              logits=pick(Hm @ W_r),                        # (N, K) local logits
+                              grad_logits=pick(g),
+                              grad_W=(Hm.T @ g)[:, : max(0, min(b, V) - a)],  # (H, K_real) local
+                              grad_hidden_partial=pick(partials[-1])))
     # The hidden state feeds every shard, so its gradient is the sum of the shards' partials.
-    grad_hidden = reduce_all([rk["grad_hidden_partial"] for rk in ranks], "sum")   # (N, H)
-    grad_W = np.concatenate([rk["grad_W"] for rk in ranks], axis=1)                 # (H, V)
+    grad_hidden = reduce_all(partials, "sum")                                    # (N, H)
+    grad_W = np.concatenate([rk.grad_W for rk in ranks], axis=1)                 # (H, V)
 
     # Unsharded reference: the full-vocab CE gradient through the whole W_out.
-    ref_grad_logits = np.asarray(ce["reference_grad"]).reshape(N, V)   # (N, V)
+    ref_grad_logits = np.asarray(ce.reference_grad).reshape(N, V)   # (N, V)
     ref_grad_hidden = ref_grad_logits @ W.T                        # (N, H)
     ref_grad_W = Hm.T @ ref_grad_logits                            # (H, V)
-    pick = (lambda a: a) if two_d else (lambda a: a[0])
-    for rk in ranks:
-        for key in ("logits", "grad_logits", "grad_hidden_partial"):
-            rk[key] = pick(rk[key])
-    return {
-        "shards": shards, "vocab": V, "padded_vocab": Vp, "hidden": Hs, "W_out": W,
-        "target": ce["target"], "ranks": ranks,
-        "loss": ce["loss"], "grad_hidden": pick(grad_hidden), "grad_W": grad_W,
-        "reference": {"loss": ce["reference_loss"], "grad_hidden": pick(ref_grad_hidden), "grad_W": ref_grad_W},
-        "max_abs_err": {"loss": ce["abs_diff"],
-                        "grad_hidden": float(np.max(np.abs(grad_hidden - ref_grad_hidden))),
-                        "grad_W": float(np.max(np.abs(grad_W - ref_grad_W)))},
-        "comm": ce["comm"][:-1] + [{"phase": "backward", "collective": "all-reduce (sum)",
-                                     "elements": int(Hm.size)}],
-    }
+    return HeadResult(
+        shards=shards, vocab=V, padded_vocab=Vp, hidden=Hs, W_out=W, target=ce.target, ranks=ranks,
+        loss=ce.loss, grad_hidden=pick(grad_hidden), grad_W=grad_W,
+        reference=HeadGrads(loss=ce.reference_loss, grad_hidden=pick(ref_grad_hidden), grad_W=ref_grad_W),
+        max_abs_err={"loss": ce.abs_diff, "grad_hidden": float(np.max(np.abs(grad_hidden - ref_grad_hidden))),
+                     "grad_W": float(np.max(np.abs(grad_W - ref_grad_W)))},
+        comm=ce.comm[:-1] + [CommStep("backward", "all-reduce (sum)", int(Hm.size))],
+    )
 
 
 @functools.lru_cache(maxsize=128)
 def default_run(target: int, shards: int, shift: float = 0.0, label_smoothing: float = 0.0,
-                dtype: str = "float64") -> dict:
+                dtype: str = "float64") -> VocabCeResult:
     """:func:`run_vocab_ce` of :data:`DEFAULT_LOGITS`, memoised: a page section and its
     real-ranks block ask for the same run on every control change.  The result is shared:
     callers must not modify it."""

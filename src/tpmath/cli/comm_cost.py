@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..comm_cost import PRESETS, comm_cost
 from ..errors import TPMathError
+from ..record import fields_of
 from ..validate import as_choice
 
 NAME = "comm-cost"
@@ -47,5 +48,5 @@ def run(args) -> dict:
     model = preset.get("label") if args.heads is None and args.kv_heads is None else None
     result = comm_cost(args.batch, seq, hidden, args.tp, args.dtype_bytes, layers, args.link_gbps, args.tflops,
                        heads=heads, kv_heads=kv_heads, model=model)
-    result["preset"] = args.preset
-    return result
+    # the command line always says which preset it used (null: none)
+    return {**fields_of(result), "preset": args.preset}

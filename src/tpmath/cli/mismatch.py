@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..errors import TPMathError
 from ..mismatch import SCENARIOS, check_calls
+from ..record import fields_of
 from ..validate import as_choice
 
 NAME = "mismatch"
@@ -27,5 +28,5 @@ def run(args) -> dict:
         raise TPMathError("scenario_or_calls", "scenario")
     if args.scenario is not None:
         name = as_choice("scenario", args.scenario, tuple(SCENARIOS))
-        return {"scenario": name, "calls": SCENARIOS[name], **check_calls(SCENARIOS[name])}
-    return {"scenario": None, **check_calls(args.calls)}
+        return {"scenario": name, "calls": SCENARIOS[name], **fields_of(check_calls(SCENARIOS[name]))}
+    return {"scenario": None, **fields_of(check_calls(args.calls))}

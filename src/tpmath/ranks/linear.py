@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import row_linear
+from ..record import fields_of
 from ..validate import as_choice
 from .output import cols, rows, tolerance, verdict
 from .topic import JSON, Opt, Topic, opts
@@ -36,7 +37,7 @@ def _plan_linear(o: dict, kind: str) -> dict:
         res = row_linear.run_row_linear(X, A, dY, tp=o["tp"], bias=o["bias"])
     else:
         res = row_linear.run_column_linear(X, A, dY, tp=o["tp"], bias=o["bias"], gather_output=True)
-    return {"world": res["tp"], "stage": stage, "dtype": "float64", "inputs": res["inputs"], "core": res}
+    return {"world": res.tp, "stage": stage, "dtype": "float64", "inputs": res.inputs, "core": res}
 
 
 LINEAR_RECORDS = {
@@ -68,22 +69,22 @@ def linear_stage_keys(kind: str, stage: str, has_bias: bool) -> tuple[str, ...]:
 
 def _expected_linear(p: dict) -> tuple[list, list]:
     res = p["core"]
-    kind, tp = res["kind"], res["tp"]
-    inp = res["inputs"]
+    kind, tp = res.kind, res.tp
+    inp = res.inputs
     bias = inp["bias"]
     k = (inp["A"].shape[0] if kind == "row" else inp["A"].shape[1]) // tp
     per_rank = []
-    for rk in res["ranks"]:
-        r = rk["rank"]
-        values = dict(rk)
-        values.update(Y=res["Y"], dY=inp["dY"], X=inp["X"], dX=res["sharded"]["dX"])
+    for rk in res.ranks:
+        r = rk.rank
+        values = fields_of(rk)
+        values.update(Y=res.Y, dY=inp["dY"], X=inp["X"], dX=res.sharded.dX)
         if bias is not None:
-            values.update(db=res["sharded"]["db"], b_shard=bias[r * k:(r + 1) * k],
-                          db_shard=res["sharded"]["db"][r * k:(r + 1) * k])
+            values.update(db=res.sharded.db, b_shard=bias[r * k:(r + 1) * k],
+                          db_shard=res.sharded.db[r * k:(r + 1) * k])
         names = linear_names(kind, r, k, bias is not None)
         per_rank.append([(names[key], values[key]) for key in linear_stage_keys(kind, p["stage"], bias is not None)])
-    check = [(f"max|Δ| {key}", verdict(err, tolerance("float64", res["reference"][key])))
-             for key, err in res["max_abs_err"].items()]
+    check = [(f"max|Δ| {key}", verdict(err, tolerance("float64", getattr(res.reference, key))))
+             for key, err in res.max_abs_err.items()]
     return per_rank, check
 
 

@@ -33,16 +33,16 @@ def call_text(call: dict) -> str:
 
 def _expected_mismatch(p: dict) -> tuple[list, list]:
     res = p["core"]
-    hangs = {h["rank"]: h for h in res["hangs"]}
+    hangs = {h.rank: h for h in res.hangs}
     per_rank = []
     for r, seq in enumerate(p["calls"]):
         recs = []
         for i, c in enumerate(seq):
             h = hangs.get(r)
-            if h is None or i < h["call_index"]:
+            if h is None or i < h.call_index:
                 predicted = "checker: completes"
-            elif i == h["call_index"]:
-                predicted = f"checker: never completes ({h['code']})"
+            elif i == h.call_index:
+                predicted = f"checker: never completes ({h.code})"
             else:
                 predicted = "checker: never reached"
             recs.append((f"#{i} {call_text(c)}", predicted))

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import collectives, vocab_ce
+from ..record import fields_of
 from ..validate import as_array, as_dtype, as_float, as_int, parse_json
 from .output import tolerance, verdict
 from .topic import DTYPE_HELP, JSON, Topic, opts
@@ -31,7 +32,7 @@ def _plan_vocab(o: dict) -> dict:
                                     label_smoothing=o["label_smoothing"], ignore_index=o["ignore_index"],
                                     dtype=o["dtype"])
     L = as_array("logits", vocab_ce.DEFAULT_LOGITS, ndim=1) if logits is None else logits
-    return {"world": res["shards"], "dtype": res["dtype"], "logits": L, "core": res}
+    return {"world": res.shards, "dtype": res.dtype, "logits": L, "core": res}
 
 
 def vocab_names(a: int, b: int) -> dict[str, str]:
@@ -56,21 +57,21 @@ VOCAB_RECORDS = ("ids", "logits", "local_max", "m", "target_shifted", "t", "loca
 
 def _expected_vocab(p: dict) -> tuple[list, list]:
     res = p["core"]
-    V, eps = res["vocab"], res["label_smoothing"]
-    ranks = res["ranks"]
-    common = {"m": res["global_max"], "loss": res["loss"],
-              "t": collectives.reduce_all([e["target_shifted"] for e in ranks], "sum"),
-              "s": res["global_sum_exp"]}
+    V, eps = res.vocab, res.label_smoothing
+    ranks = res.ranks
+    common = {"m": res.global_max, "loss": res.loss,
+              "t": collectives.reduce_all([e.target_shifted for e in ranks], "sum"),
+              "s": res.global_sum_exp}
     if eps:
-        common["sum_shifted"] = collectives.reduce_all([e["local_sum_shifted"] for e in ranks], "sum")
+        common["sum_shifted"] = collectives.reduce_all([e.local_sum_shifted for e in ranks], "sum")
     per_rank = []
     for e in ranks:
-        a, b = e["vocab_range"]
-        values = {**e, **common, "ids": vocab_ids(a, b, V)}
+        a, b = e.vocab_range
+        values = {**fields_of(e), **common, "ids": vocab_ids(a, b, V)}
         names = vocab_names(a, b)
         per_rank.append([(names[k], values[k]) for k in VOCAB_RECORDS if k in values])
-    return per_rank, vocab_check(res["loss"], res["reference_loss"], res["grad"], res["reference_grad"],
-                                 res["dtype"], res["counted"])
+    return per_rank, vocab_check(res.loss, res.reference_loss, res.grad, res.reference_grad,
+                                 res.dtype, res.counted)
 
 
 def vocab_check(loss: float, ref_loss: float, grad: Any, ref_grad: Any, dtype: str, counted: int) -> list:

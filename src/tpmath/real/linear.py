@@ -16,7 +16,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     torch = ctx.torch
     f, g, gather = operators(torch)
     res = p["core"]
-    kind, inp = res["kind"], res["inputs"]
+    kind, inp = res.kind, res.inputs
     tp, r = ctx.world, ctx.rank
     k = (inp["A"].shape[0] if kind == "row" else inp["A"].shape[1]) // tp
     a, b = r * k, (r + 1) * k
@@ -66,8 +66,8 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     ref = _unsharded(ctx, inp)
     # The tolerance depends on the inputs only: scaled by the core's reference values.
     check = [(f"max|Δ| {key}", ranks.verdict(max_abs(assembled[key], ref[key]),
-                                             ranks.tolerance("float64", res["reference"][key])))
-             for key in res["max_abs_err"]]
+                                             ranks.tolerance("float64", getattr(res.reference, key))))
+             for key in res.max_abs_err]
     return records, check
 
 

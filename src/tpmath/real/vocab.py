@@ -25,17 +25,17 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     """This rank's records and, on rank 0, the comparison with F.cross_entropy."""
     torch, dist = ctx.torch, ctx.dist
     res = p["core"]
-    dt = res["dtype"]
-    V, tp, r = res["vocab"], ctx.world, ctx.rank
-    eps, ignore = res["label_smoothing"], res["ignore_index"]
+    dt = res.dtype
+    V, tp, r = res.vocab, ctx.world, ctx.rank
+    eps, ignore = res.label_smoothing, res.ignore_index
     L64 = p["logits"]
     two_d = L64.ndim == 2
-    Z = ((L64 if two_d else L64[None, :]) + res["shift"]).astype(dt)      # (N, V) as the core computes
-    y = np.asarray(res["target"] if two_d else [res["target"]], dtype=np.int64)   # (N,)
+    Z = ((L64 if two_d else L64[None, :]) + res.shift).astype(dt)         # (N, V) as the core computes
+    y = np.asarray(res.target if two_d else [res.target], dtype=np.int64)        # (N,)
     counted = y != ignore                                                  # (N,)
     n = int(counted.sum())
     N = Z.shape[0]
-    a, b = res["ranks"][r]["vocab_range"]                                  # [a, b): K ids
+    a, b = res.ranks[r].vocab_range                                        # [a, b): K ids
     K = b - a
 
     z = torch.full((N, K), float("-inf"), dtype=getattr(torch, dt), device=ctx.device)   # (N, K)

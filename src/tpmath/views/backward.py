@@ -75,15 +75,15 @@ def render_dp_tp(controls: dict, lang: str) -> dict:
     c = parse_controls(SECTIONS["dp-tp"].controls, controls)
     tp, dp = c["tp"], c["dp"]
     res = dp_tp.run_dp_tp(tp=tp, dp=dp)
-    rows = [[label(f"label.variant_{v['name']}"), v["description"],
-             fmt.err(v["max_abs_err"]), fmt.num(v["scale"])] for v in res["variants"]]
+    rows = [[label(f"label.variant_{v.name}"), v.description,
+             fmt.err(v.max_abs_err), fmt.num(v.scale)] for v in res.variants]
     return {
         "controls": {"tp": str(tp), "dp": str(dp)},
         "tables": {"dp-tp": table("cap.dp_tp", ["col.variant", "col.what_it_does", "col.max_abs_err", "col.scale"],
                                   rows)},
-        "values": {"world-size": fmt.integer(dp * tp), "global-batch": fmt.integer(dp * res["batch"])},
+        "values": {"world-size": fmt.integer(dp * tp), "global-batch": fmt.integer(dp * res.batch)},
         "notes": {"setup": label("note.dp_tp_setup", dp=fmt.integer(dp), tp=fmt.integer(tp),
-                                 batch=fmt.integer(res["batch"]), seed=fmt.integer(res["seed"]))},
+                                 batch=fmt.integer(res.batch), seed=fmt.integer(res.seed))},
         "figures": {"dp-tp": figure_dp_tp(res)},
     }
 
@@ -97,22 +97,23 @@ def render_precision(controls: dict, lang: str) -> dict:
     c = parse_controls(SECTIONS["precision"].controls, controls)
     dtype, tp = c["dtype"], c["tp"]
     res = precision.run_precision(tp=tp)
-    row = next(r for r in res["dtypes"] if r["dtype"] == dtype)
+    row = next(r for r in res.dtypes if r.dtype == dtype)
     rows, drawn = [], []
     for key, name_key in _PRECISION_ROWS:
-        err, tol = row["max_abs_err"][key], row["tolerances"][key]
+        err, tol = row.max_abs_err[key], row.tolerances[key]
         rows.append([label(name_key), fmt.err(err), fmt.err(tol), label("label.yes" if err <= tol else "label.no")])
         drawn.append((key, err, tol))
-    ce_err, ce_tol = row["ce_abs_diff"], row["ce_tolerance"]
+    ce_err, ce_tol = row.ce_abs_diff, row.ce_tolerance
     drawn.append(("ce", ce_err, ce_tol))
     rows.append([label("label.q_ce"), fmt.err(ce_err), fmt.err(ce_tol),
                  label("label.yes" if ce_err <= ce_tol else "label.no")])
-    sgd = res["sgd"]
+    sgd = res.sgd
     sgd_rows = []
     for p in ("W1", "W2"):
-        top = tree.scale_of(sgd[f"{p}_sharded"], sgd[f"{p}_reference"])
-        sgd_rows.append([label(f"label.param_{p.lower()}"), tree.grid(sgd[f"{p}_sharded"], scale=top),
-                         tree.grid(sgd[f"{p}_reference"], scale=top), fmt.err(sgd["max_abs_err"][p])])
+        sharded, reference = getattr(sgd, f"{p}_sharded"), getattr(sgd, f"{p}_reference")
+        top = tree.scale_of(sharded, reference)
+        sgd_rows.append([label(f"label.param_{p.lower()}"), tree.grid(sharded, scale=top),
+                         tree.grid(reference, scale=top), fmt.err(sgd.max_abs_err[p])])
     return {
         "controls": {"dtype": dtype, "tp": str(tp)},
         "tables": {
@@ -122,12 +123,12 @@ def render_precision(controls: dict, lang: str) -> dict:
                                                "col.max_abs_err"], sgd_rows),
         },
         "values": {
-            "lr": fmt.num(sgd["lr"]),
-            "loss-before": fmt.num(sgd["loss_before"]),
-            "loss-after": fmt.num(sgd["loss_after"]),
-            "loss-after-reference": fmt.num(sgd["loss_after_reference"]),
+            "lr": fmt.num(sgd.lr),
+            "loss-before": fmt.num(sgd.loss_before),
+            "loss-after": fmt.num(sgd.loss_after),
+            "loss-after-reference": fmt.num(sgd.loss_after_reference),
         },
-        "notes": {"verdict": label("note.precision_ok" if row["within_tolerance"] else "note.precision_bad",
+        "notes": {"verdict": label("note.precision_ok" if row.within_tolerance else "note.precision_bad",
                                    dtype=dtype)},
         "figures": {"precision": figure_precision(dtype, drawn)},
     }

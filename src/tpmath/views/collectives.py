@@ -108,18 +108,18 @@ def render_mismatch(controls: dict, lang: str) -> dict:
     scenario = parse_controls(SECTIONS["mismatch"].controls, controls)["scenario"]
     calls = mismatch.SCENARIOS[scenario]
     res = mismatch.check_calls(calls)
-    hangs = {h["rank"]: h for h in res["hangs"]}
+    hangs = {h.rank: h for h in res.hangs}
     rows = []
     for r, seq in enumerate(calls):
         listed = "; ".join(f"#{fmt.integer(i)} {_call_text(c)}" for i, c in enumerate(seq))
-        state = (label("label.rank_waits", call="#" + fmt.integer(hangs[r]["call_index"])) if r in hangs
+        state = (label("label.rank_waits", call="#" + fmt.integer(hangs[r].call_index)) if r in hangs
                  else label("label.rank_done", calls=fmt.integer(len(seq))))
         rows.append([tree.rank_tag(r), listed, state])
-    hang_rows = [[tree.rank_tag(h["rank"]), "#" + fmt.integer(h["call_index"]), label(f"label.hang_{h['code']}"),
-                  h["message"]] for h in res["hangs"]]
-    verdict = (label("note.mismatch_ok", matched=fmt.integer(res["matched"])) if res["ok"] else
-               label("note.mismatch_hang", matched=fmt.integer(res["matched"]),
-                     stuck=fmt.integer(len(res["hangs"]))))
+    hang_rows = [[tree.rank_tag(h.rank), "#" + fmt.integer(h.call_index), label(f"label.hang_{h.code}"),
+                  h.message] for h in res.hangs]
+    verdict = (label("note.mismatch_ok", matched=fmt.integer(res.matched)) if res.ok else
+               label("note.mismatch_hang", matched=fmt.integer(res.matched),
+                     stuck=fmt.integer(len(res.hangs))))
     return {
         "controls": {"scenario": scenario},
         "tables": {
@@ -127,7 +127,7 @@ def render_mismatch(controls: dict, lang: str) -> dict:
             "mismatch-hangs": table("cap.mismatch_hangs", ["col.rank", "col.call", "col.problem", "col.explanation"],
                                     hang_rows),
         },
-        "values": {"matched": fmt.integer(res["matched"])},
+        "values": {"matched": fmt.integer(res.matched)},
         "notes": {"verdict": verdict, "story": label(f"note.scenario_{scenario}")},
         "figures": {"mismatch": figure_mismatch(calls, res)},
     }

@@ -60,9 +60,9 @@ def run(c: dict) -> dict:
                         link_gbps=c["link_gbps"], tflops=c["tflops"], heads=c["heads"], kv_heads=c["kv_heads"])
 
 
-def _count(r: dict, phase: str) -> int:
+def _count(r: cc.CommCost, phase: str) -> int:
     """How many collectives of one layer run in ``phase``."""
-    return sum(1 for row in r["per_layer"] if row["phase"] == phase)
+    return sum(1 for row in r.per_layer if row.phase == phase)
 
 
 def _ms(seconds: float) -> str:
@@ -74,10 +74,10 @@ def render_cost(values: dict, lang: str) -> dict:
     c = cost_controls(values)
     r = run(c)
     rows = []
-    for row in r["per_layer"]:
-        rows.append([label(f"label.row_phase_{row['phase']}"), row["where"],
-                     f"{REGISTRY[row['collective']].nccl} ({row['operator']})", fmt.integer(row["elements"]),
-                     fmt.num(row["bus_factor"]), fmt.nbytes(row["bytes_per_rank"])])
+    for row in r.per_layer:
+        rows.append([label(f"label.row_phase_{row.phase}"), row.where,
+                     f"{REGISTRY[row.collective].nccl} ({row.operator})", fmt.integer(row.elements),
+                     fmt.num(row.bus_factor), fmt.nbytes(row.bytes_per_rank)])
     layer = {
         "caption": "cap.row_comm_layer",
         "columns": ["col.row_phase", "col.row_where", "col.row_collective_op", "col.row_elements",
@@ -85,25 +85,25 @@ def render_cost(values: dict, lang: str) -> dict:
         "rows": rows,
         "foot": [
             [label("label.row_pass_forward", count=fmt.integer(_count(r, "forward"))), "", "", "", "",
-             fmt.nbytes(r["per_layer_forward_bytes"])],
+             fmt.nbytes(r.per_layer_forward_bytes)],
             [label("label.row_pass_backward", count=fmt.integer(_count(r, "backward"))), "", "", "", "",
-             fmt.nbytes(r["per_layer_backward_bytes"])],
-            [label("label.row_per_layer"), "", "", "", "", fmt.nbytes(r["per_layer_bytes"])],
+             fmt.nbytes(r.per_layer_backward_bytes)],
+            [label("label.row_per_layer"), "", "", "", "", fmt.nbytes(r.per_layer_bytes)],
             [label("label.row_per_step", layers=fmt.integer(c["layers"])),
-             "", "", "", "", fmt.nbytes(r["per_step_bytes"])],
+             "", "", "", "", fmt.nbytes(r.per_step_bytes)],
         ],
     }
     time = {
         "caption": "cap.row_comm_time",
         "columns": ["col.row_quantity", "col.row_time"],
         "rows": [
-            [label("label.row_t_calc"), _ms(r["t_calc_s"])],
-            [label("label.row_t_comm"), _ms(r["t_comm_s"])],
-            [label("label.row_t_overlap"), _ms(r["t_overlap_s"])],
-            [label("label.row_t_serial"), _ms(r["t_serial_s"])],
+            [label("label.row_t_calc"), _ms(r.t_calc_s)],
+            [label("label.row_t_comm"), _ms(r.t_comm_s)],
+            [label("label.row_t_overlap"), _ms(r.t_overlap_s)],
+            [label("label.row_t_serial"), _ms(r.t_serial_s)],
         ],
     }
-    notes = {"comm-convention": r["convention"]}
+    notes = {"comm-convention": r.convention}
     state = {}
     if c["preset"] != CUSTOM:
         notes["comm-preset"] = label("note.row_preset", name=cc.PRESETS[c["preset"]]["label"],
@@ -118,10 +118,10 @@ def render_cost(values: dict, lang: str) -> dict:
         "controls": c,
         "tables": {"comm-layer": layer, "comm-time": time},
         "values": {
-            "cost-activation": fmt.nbytes(r["activation_bytes"]),
-            "cost-layer-bytes": fmt.nbytes(r["per_layer_bytes"]),
-            "cost-step-bytes": fmt.nbytes(r["per_step_bytes"]),
-            "cost-comm-fraction": fmt.num(100 * r["comm_fraction_serial"], 1) + " %",
+            "cost-activation": fmt.nbytes(r.activation_bytes),
+            "cost-layer-bytes": fmt.nbytes(r.per_layer_bytes),
+            "cost-step-bytes": fmt.nbytes(r.per_step_bytes),
+            "cost-comm-fraction": fmt.num(100 * r.comm_fraction_serial, 1) + " %",
         },
         "notes": notes,
         "figures": {"comm-cost": figure_comm_cost(r, c["layers"])},

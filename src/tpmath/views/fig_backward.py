@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from .. import fmt
+from ..dp_tp import DpTpResult, Variant
 from ..mlp import MlpResult
 from .fig_kit import PAD, group, key, line, mid_text, rank_name, rect, single
 from .tree import CELL_H, CELL_W, LABEL_H, Panel, arrow_panel, el, figure, n, rank_attrs, shades, text
@@ -170,7 +171,7 @@ def _scale_x(s: float, x0: float, w: float) -> float:
     return x0 + w * (v - LOG2_LO) / (LOG2_HI - LOG2_LO)
 
 
-def _scales(variants: list[dict], top: float) -> tuple[list[dict], float]:
+def _scales(variants: list[Variant], top: float) -> tuple[list[dict], float]:
     """Each variant's scale against the correct gradient on a log axis; 1× is the correct one."""
     x0, w = PAD + 10, W - 2 * PAD - 70
     nodes = [text(PAD, top + 18, key("dt_scale_head"), "cap")]
@@ -178,10 +179,10 @@ def _scales(variants: list[dict], top: float) -> tuple[list[dict], float]:
     row_h = 38.0
     one = _scale_x(1.0, x0, w)
     for v in variants:
-        s = float(v["scale"])
+        s = float(v.scale)
         xs = _scale_x(s, x0, w)
         right = abs(math.log2(s)) < 1e-9 if s > 0 else False
-        parts = [text(x0, y + 11, {"key": f"label.variant_{v['name']}"}, "dimtext"),
+        parts = [text(x0, y + 11, {"key": f"label.variant_{v.name}"}, "dimtext"),
                  line(x0, y + 25, x0 + w, y + 25, "ax"), line(one, y + 16, one, y + 34, "ax one")]
         if right:
             parts.append(el("circle", {"class": "dev ok", "cx": n(xs), "cy": n(y + 25), "r": "5"}))
@@ -189,7 +190,7 @@ def _scales(variants: list[dict], top: float) -> tuple[list[dict], float]:
             parts.append(rect(min(one, xs), y + 19, abs(xs - one), 12, {"class": "dev bad"}))
         parts.append(text(x0 + w + 8, y + 29, fmt.num(s), "num em" if not right else "num"))
         parts.append(text(x0 + w + 8 + 7 * len(fmt.num(s)) + 2, y + 29, "×", "dimtext"))
-        nodes.append(group(parts, part=f"variant.{v['name']}"))
+        nodes.append(group(parts, part=f"variant.{v.name}"))
         y += row_h
     # axis ticks and the 1× line across all rows
     for e in range(int(LOG2_LO) + 1, int(LOG2_HI)):
@@ -200,11 +201,11 @@ def _scales(variants: list[dict], top: float) -> tuple[list[dict], float]:
     return nodes, y + 20
 
 
-def figure_dp_tp(res: dict) -> dict:
+def figure_dp_tp(res: DpTpResult) -> dict:
     """The ``dp-tp`` figure of one ``dp_tp.run_dp_tp`` result."""
-    layout, h = _layout(res["tp"], res["dp"])
-    scales, h = _scales(res["variants"], h)
-    title = key("dt_title", dp=fmt.integer(res["dp"]), tp=fmt.integer(res["tp"]))
+    layout, h = _layout(res.tp, res.dp)
+    scales, h = _scales(res.variants, h)
+    title = key("dt_title", dp=fmt.integer(res.dp), tp=fmt.integer(res.tp))
     return single("dp-tp", title, layout + scales, W, h + PAD)
 
 

@@ -283,17 +283,17 @@ def _call_lines(call: dict) -> list:
     return [core.NCCL_NAMES.get(call["name"], "Barrier"), f"{shape} · {call['dtype']}", key("mm_group", g=group_)]
 
 
-def _outcome(seqs: list, res: dict) -> dict:
+def _outcome(seqs: list, res: mismatch.MismatchResult) -> dict:
     """Where every rank ends (its call index, or len(calls) once it has returned), which stuck
     ranks met their group with different arguments, and the connectors to draw."""
-    hangs = {h["rank"]: h for h in res["hangs"]}
-    pos = {r: hangs[r]["call_index"] if r in hangs else len(seq) for r, seq in enumerate(seqs)}
+    hangs = {h.rank: h for h in res.hangs}
+    pos = {r: hangs[r].call_index if r in hangs else len(seq) for r, seq in enumerate(seqs)}
 
     def met(r: int) -> bool:
         mine = seqs[r][pos[r]]
         return r in mine["group"] and all(pos[g] < len(seqs[g]) and seqs[g][pos[g]]["group"] == mine["group"]
                                           for g in mine["group"])
-    bonds = [("ok", sorted((int(g), i) for g, i in c["call_index"].items())) for c in res["completed"]]
+    bonds = [("ok", sorted((int(g), i) for g, i in c.call_index.items())) for c in res.completed]
     waits, seen = [], set()
     for r, h in sorted(hangs.items()):
         if met(r):
@@ -301,8 +301,8 @@ def _outcome(seqs: list, res: dict) -> dict:
             if members not in seen:
                 seen.add(members)
                 bonds.append(("bad", [(g, pos[g]) for g in members]))
-        elif h["peer"] is not None:
-            waits.append(((r, pos[r]), (h["peer"], pos[h["peer"]])))
+        elif h.peer is not None:
+            waits.append(((r, pos[r]), (h.peer, pos[h.peer])))
     return {"pos": pos, "hangs": hangs, "met": {r for r in hangs if met(r)}, "bonds": bonds, "waits": waits}
 
 
@@ -373,7 +373,7 @@ def _connectors(out: dict, geo: dict, tops: list[float]) -> list[dict]:
 EXIT_W = 54.0
 
 
-def figure_mismatch(calls: list, res: dict) -> dict:
+def figure_mismatch(calls: list, res: mismatch.MismatchResult) -> dict:
     """The ``mismatch`` figure: each rank's calls, how they met, where each rank stops."""
     seqs = mismatch.validate_calls(calls)
     out = _outcome(seqs, res)

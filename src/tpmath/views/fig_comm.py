@@ -11,6 +11,7 @@ the whole model's divided by the number of layers and drawn as long as it.
 from __future__ import annotations
 
 from .. import fmt
+from ..comm_cost import CommCost
 from .fig_parts import NUM_CHAR, PAD, key, rect, single
 from .tree import text
 
@@ -38,29 +39,29 @@ def _labelled(x: float, y: float, w: float, cls: str, label: str, part: str, out
     return nodes
 
 
-def _layer(r: dict, layers: int, y: float, width: float) -> list[dict]:
+def _layer(r: CommCost, layers: int, y: float, width: float) -> list[dict]:
     """One layer at the step's length: compute, then the four AllReduces (their share of T_comm)."""
-    total = r["t_calc_s"] + r["t_comm_s"]
+    total = r.t_calc_s + r.t_comm_s
     unit = width / total if total else 0.0
-    calc = r["t_calc_s"] * unit
+    calc = r.t_calc_s * unit
     nodes = [text(PAD, y + 12, key("cc_layer", layers=fmt.integer(layers)), "cap"),
              rect(PAD, y + 18, calc, BAR_H, {"class": "seg-calc"}, **{"data-key": "layer.calc"})]
     x = PAD + calc
-    for i, row in enumerate(r["per_layer"]):
+    for i, row in enumerate(r.per_layer):
         # each collective's share of the communication time is its share of the bytes
-        each = r["t_comm_s"] * row["bytes_per_rank"] / r["per_layer_bytes"] * unit if r["per_layer_bytes"] else 0.0
+        each = r.t_comm_s * row.bytes_per_rank / r.per_layer_bytes * unit if r.per_layer_bytes else 0.0
         nodes.append(rect(x, y + 18, each, BAR_H, {"class": "seg-comm"}, **{"data-key": f"layer.comm.{i}"}))
         if each >= 12:
-            nodes.append(text(x + each / 2, y + 18 + BAR_H / 2 + 4, row["operator"], "seg-t", "middle"))
+            nodes.append(text(x + each / 2, y + 18 + BAR_H / 2 + 4, row.operator, "seg-t", "middle"))
         x += each
-    nodes.append(text(PAD, y + 18 + BAR_H + 15, key("cc_layer_bytes", bytes=fmt.nbytes(r["per_layer_bytes"])),
+    nodes.append(text(PAD, y + 18 + BAR_H + 15, key("cc_layer_bytes", bytes=fmt.nbytes(r.per_layer_bytes)),
                       "dimtext"))
     return nodes
 
 
-def figure_comm_cost(r: dict, layers: int) -> dict:
+def figure_comm_cost(r: CommCost, layers: int) -> dict:
     """The ``comm-cost`` figure of one :func:`tpmath.comm_cost.comm_cost` result (with both times)."""
-    calc, comm = r["t_calc_s"], r["t_comm_s"]
+    calc, comm = r.t_calc_s, r.t_comm_s
     unit = BAR_W / (calc + comm)                       # the serial step is the longest bar
     nodes = [rect(PAD, PAD, 14, 12, {"class": "seg-calc"}), text(PAD + 20, PAD + 10, key("cc_calc"), "dimtext"),
              rect(PAD + 130, PAD, 14, 12, {"class": "seg-comm"}), text(PAD + 150, PAD + 10, key("cc_comm"), "dimtext")]
@@ -72,8 +73,8 @@ def figure_comm_cost(r: dict, layers: int) -> dict:
     by = y + 18
     nodes += _labelled(PAD, by, calc * unit, "seg-calc", _ms(calc), "serial.calc")
     nodes += _labelled(PAD + calc * unit, by, comm * unit, "seg-comm", _ms(comm), "serial.comm")
-    nodes.append(text(PAD + (calc + comm) * unit + 6, by + BAR_H / 2 + 4, _ms(r["t_serial_s"]), "num em"))
-    nodes.append(text(PAD, by + BAR_H + 30, key("cc_fraction", share=fmt.num(100 * r["comm_fraction_serial"], 1) + " %"),
+    nodes.append(text(PAD + (calc + comm) * unit + 6, by + BAR_H / 2 + 4, _ms(r.t_serial_s), "num em"))
+    nodes.append(text(PAD, by + BAR_H + 30, key("cc_fraction", share=fmt.num(100 * r.comm_fraction_serial, 1) + " %"),
                       "dimtext"))
     y = by + BAR_H + 44
     # Perfect overlap: both start together; the step ends with the slower one.
@@ -81,7 +82,7 @@ def figure_comm_cost(r: dict, layers: int) -> dict:
     by = y + 18
     nodes += _labelled(PAD, by, calc * unit, "seg-calc", _ms(calc), "overlap.calc", "right")
     nodes += _labelled(PAD, by + BAR_H + 4, comm * unit, "seg-comm", _ms(comm), "overlap.comm", "right")
-    nodes.append(text(PAD, by + 2 * BAR_H + 20, key("cc_overlap_total", total=_ms(r["t_overlap_s"])), "dimtext"))
+    nodes.append(text(PAD, by + 2 * BAR_H + 20, key("cc_overlap_total", total=_ms(r.t_overlap_s)), "dimtext"))
     y = by + 2 * BAR_H + 26
     title = key("cc_title", layers=fmt.integer(layers))
     return single("comm-cost", title, nodes, PAD * 2 + BAR_W + 90, y + PAD)

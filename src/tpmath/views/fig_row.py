@@ -15,6 +15,7 @@ import numpy as np
 
 from ..schedules import bus_bandwidth_factor
 from .. import fmt
+from ..row_linear import ColumnLinearResult, RowLinearResult
 from .fig_parts import NUM_CHAR, PAD, TEXT_CHAR, cell_width, coll_panel, grid_panel, heading, key, lane_badge, rect, single
 from .tree import CELL_H, LABEL_H, NARROW_W, Panel, Row, figure, text
 
@@ -70,100 +71,100 @@ def _err(err: float) -> dict:
 
 # ---------------------------------------------------------------- forward
 
-def _row_forward(row: dict, cw: float) -> list[list[Panel]]:
-    p = row["tp"]
-    ys = [rk["Y_partial"] for rk in row["ranks"]] + [row["Y"]]
-    sx, sa, sy = _scale(row["inputs"]["X"]), _scale(row["inputs"]["A"]), _scale(*ys)
+def _row_forward(row: RowLinearResult, cw: float) -> list[list[Panel]]:
+    p = row.tp
+    ys = [rk.Y_partial for rk in row.ranks] + [row.Y]
+    sx, sa, sy = _scale(row.inputs["X"]), _scale(row.inputs["A"]), _scale(*ys)
     out = [[heading(key("rl_row_head"), key("rl_row_sub"))]]
-    for rk in row["ranks"]:
-        r = rk["rank"]
+    for rk in row.ranks:
+        r = rk.rank
         out.append(_lane(r, [
-            grid_panel(rk["X_shard"], "Xᵣ", r, f"Xr.{r}", None, sx, _dims("B×D/p", rk["X_shard"])), "·",
-            grid_panel(rk["A_shard"], "Aᵣ", r, f"Ar.{r}", None, sa, _dims("D/p×O", rk["A_shard"])), "=",
-            grid_panel(rk["Y_partial"], key("rl_partial", name="Yᵣ"), r, f"Yr.{r}", cw, sy,
-                       _dims("B×O", rk["Y_partial"])),
+            grid_panel(rk.X_shard, "Xᵣ", r, f"Xr.{r}", None, sx, _dims("B×D/p", rk.X_shard)), "·",
+            grid_panel(rk.A_shard, "Aᵣ", r, f"Ar.{r}", None, sa, _dims("D/p×O", rk.A_shard)), "=",
+            grid_panel(rk.Y_partial, key("rl_partial", name="Yᵣ"), r, f"Yr.{r}", cw, sy,
+                       _dims("B×O", rk.Y_partial)),
         ]))
-    Y = grid_panel(row["Y"], key("rl_every_rank", name="Y"), None, "Y.row", cw, sy, _err(row["max_abs_err"]["Y"]), min_w=CAPTION_W)
+    Y = grid_panel(row.Y, key("rl_every_rank", name="Y"), None, "Y.row", cw, sy, _err(row.max_abs_err["Y"]), min_w=CAPTION_W)
     out += _merge(out[1:], key("rl_allreduce", op="g"), _sub("rl_sum", p), [Y], "allreduce-g")
     return out
 
 
-def _col_forward(col: dict, cw: float) -> list[list[Panel]]:
-    p = col["tp"]
-    X = col["inputs"]["X"]
-    sa, sy = _scale(col["inputs"]["A"]), _scale(col["Y"])
+def _col_forward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
+    p = col.tp
+    X = col.inputs["X"]
+    sa, sy = _scale(col.inputs["A"]), _scale(col.Y)
     out = [[heading(key("rl_col_head"), key("rl_col_sub"))],
            [grid_panel(X, key("rl_every_rank", name="X"), None, "X.all", None, _scale(X), _dims("B×D", X))]]
-    for rk in col["ranks"]:
-        r = rk["rank"]
+    for rk in col.ranks:
+        r = rk.rank
         out.append(_lane(r, [
-            "X·", grid_panel(rk["A_shard"], "Aᵣ", r, f"cAr.{r}", None, sa, _dims("D×O/p", rk["A_shard"])), "=",
-            grid_panel(rk["Y_shard"], key("rl_slice", name="Yᵣ"), r, f"cYr.{r}", cw, sy, _dims("B×O/p", rk["Y_shard"])),
+            "X·", grid_panel(rk.A_shard, "Aᵣ", r, f"cAr.{r}", None, sa, _dims("D×O/p", rk.A_shard)), "=",
+            grid_panel(rk.Y_shard, key("rl_slice", name="Yᵣ"), r, f"cYr.{r}", cw, sy, _dims("B×O/p", rk.Y_shard)),
         ]))
-    Y = grid_panel(col["Y"], key("rl_every_rank", name="Y"), None, "Y.col", cw, sy, _err(col["max_abs_err"]["Y"]),
+    Y = grid_panel(col.Y, key("rl_every_rank", name="Y"), None, "Y.col", cw, sy, _err(col.max_abs_err["Y"]),
                    blocks=p, axis=1, min_w=CAPTION_W)
     out += _merge(out[2:], "AllGather", _sub("rl_concat", p), [Y], "allgather")
     return out
 
 
-def figure_row_linear(row: dict, col: dict) -> dict:
+def figure_row_linear(row: RowLinearResult, col: ColumnLinearResult) -> dict:
     """The ``row-linear`` figure: both layers forward on the same X and A."""
-    mats = [row["inputs"]["X"], row["inputs"]["A"], row["Y"]] + [rk["Y_partial"] for rk in row["ranks"]]
+    mats = [row.inputs["X"], row.inputs["A"], row.Y] + [rk.Y_partial for rk in row.ranks]
     cw = cell_width(*mats)
-    title = key("rl_title", p=fmt.integer(row["tp"]))
+    title = key("rl_title", p=fmt.integer(row.tp))
     rows = _row_forward(row, cw) + _col_forward(col, cw)
     return figure("row-linear", title, lambda: rows)      # flow only places panels: both layouts share them
 
 
 # ---------------------------------------------------------------- backward
 
-def _row_backward(row: dict, cw: float) -> list[list[Panel]]:
-    p = row["tp"]
-    dY = row["inputs"]["dY"]
-    sdx, sda = _scale(row["sharded"]["dX"]), _scale(row["sharded"]["dA"])
+def _row_backward(row: RowLinearResult, cw: float) -> list[list[Panel]]:
+    p = row.tp
+    dY = row.inputs["dY"]
+    sdx, sda = _scale(row.sharded.dX), _scale(row.sharded.dA)
     out = [[heading(key("rb_row_head"), key("rb_row_sub"))],
            [grid_panel(dY, key("rl_every_rank", name="dY"), None, "dY.all", None, _scale(dY), _dims("B×O", dY))]]
-    for rk in row["ranks"]:
-        r = rk["rank"]
+    for rk in row.ranks:
+        r = rk.rank
         out.append(_lane(r, [
-            grid_panel(rk["dX_shard"], "dXᵣ = dY·Aᵣᵀ", r, f"dXr.{r}", cw, sdx, _dims("B×D/p", rk["dX_shard"])),
-            grid_panel(rk["dA_shard"], "dAᵣ = Xᵣᵀ·dY", r, f"dAr.{r}", None, sda, _dims("D/p×O", rk["dA_shard"])),
+            grid_panel(rk.dX_shard, "dXᵣ = dY·Aᵣᵀ", r, f"dXr.{r}", cw, sdx, _dims("B×D/p", rk.dX_shard)),
+            grid_panel(rk.dA_shard, "dAᵣ = Xᵣᵀ·dY", r, f"dAr.{r}", None, sda, _dims("D/p×O", rk.dA_shard)),
         ]))
-    err = row["max_abs_err"]
-    dX = grid_panel(row["sharded"]["dX"], key("rb_concat_cols", name="dX"), None, "dX.row", None, sdx,
+    err = row.max_abs_err
+    dX = grid_panel(row.sharded.dX, key("rb_concat_cols", name="dX"), None, "dX.row", None, sdx,
                     _err(err["dX"]), blocks=p, axis=1, min_w=CAPTION_W)
-    dA = grid_panel(row["sharded"]["dA"], key("rb_concat_rows", name="dA"), None, "dA.row", None, sda,
+    dA = grid_panel(row.sharded.dA, key("rb_concat_rows", name="dA"), None, "dA.row", None, sda,
                     _err(err["dA"]), blocks=p, axis=0, min_w=CAPTION_W)
     out += _merge(out[2:], key("rb_none"), key("rb_none_sub"), [dX, dA], "no-collective", "coll none")
     return out
 
 
-def _col_backward(col: dict, cw: float) -> list[list[Panel]]:
-    p = col["tp"]
-    sdy = _scale(col["inputs"]["dY"])
-    sdx = _scale(col["sharded"]["dX"], *[rk["dX_partial"] for rk in col["ranks"]])
-    sda = _scale(col["sharded"]["dA"])
+def _col_backward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
+    p = col.tp
+    sdy = _scale(col.inputs["dY"])
+    sdx = _scale(col.sharded.dX, *[rk.dX_partial for rk in col.ranks])
+    sda = _scale(col.sharded.dA)
     out = [[heading(key("rb_col_head"), key("rb_col_sub"))]]
-    for rk in col["ranks"]:
-        r = rk["rank"]
+    for rk in col.ranks:
+        r = rk.rank
         out.append(_lane(r, [
-            grid_panel(rk["dY_shard"], "dYᵣ", r, f"cdYr.{r}", None, sdy, _dims("B×O/p", rk["dY_shard"])), "·Aᵣᵀ =",
-            grid_panel(rk["dX_partial"], key("rl_partial", name="dXᵣ"), r, f"cdXr.{r}", cw, sdx,
-                       _dims("B×D", rk["dX_partial"])),
-            grid_panel(rk["dA_shard"], "dAᵣ = Xᵀ·dYᵣ", r, f"cdAr.{r}", None, sda, _dims("D×O/p", rk["dA_shard"])),
+            grid_panel(rk.dY_shard, "dYᵣ", r, f"cdYr.{r}", None, sdy, _dims("B×O/p", rk.dY_shard)), "·Aᵣᵀ =",
+            grid_panel(rk.dX_partial, key("rl_partial", name="dXᵣ"), r, f"cdXr.{r}", cw, sdx,
+                       _dims("B×D", rk.dX_partial)),
+            grid_panel(rk.dA_shard, "dAᵣ = Xᵀ·dYᵣ", r, f"cdAr.{r}", None, sda, _dims("D×O/p", rk.dA_shard)),
         ]))
-    dX = grid_panel(col["sharded"]["dX"], key("rl_every_rank", name="dX"), None, "dX.col", cw, sdx,
-                    _err(col["max_abs_err"]["dX"]), min_w=CAPTION_W)
+    dX = grid_panel(col.sharded.dX, key("rl_every_rank", name="dX"), None, "dX.col", cw, sdx,
+                    _err(col.max_abs_err["dX"]), min_w=CAPTION_W)
     out += _merge(out[1:], key("rl_allreduce", op="f"), _sub("rl_sum", p), [dX], "allreduce-f")
     return out
 
 
-def figure_row_backward(row: dict, col: dict) -> dict:
+def figure_row_backward(row: RowLinearResult, col: ColumnLinearResult) -> dict:
     """The ``row-backward`` figure: both layers backward from the same dY."""
-    mats = [row["inputs"]["dY"], row["sharded"]["dX"], row["sharded"]["dA"]]
-    mats += [rk["dX_partial"] for rk in col["ranks"]]
+    mats = [row.inputs["dY"], row.sharded.dX, row.sharded.dA]
+    mats += [rk.dX_partial for rk in col.ranks]
     cw = cell_width(*mats)
-    title = key("rb_title", p=fmt.integer(row["tp"]))
+    title = key("rb_title", p=fmt.integer(row.tp))
     rows = _row_backward(row, cw) + _col_backward(col, cw)
     return figure("row-backward", title, lambda: rows)
 

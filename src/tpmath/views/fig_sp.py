@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import sp_layer as core
 from .. import fmt
+from ..memory import MemoryResult
 from .cells import label
 from .fig_parts import badge
 from .tree import (CELL_H, NARROW_W, WIDE_W, Panel, Row, arrow_head, arrow_panel, check, el, figure,
@@ -439,7 +440,7 @@ def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[
         nodes.append(el("line", {"class": "mem-line", "x1": n(lx), "y1": n(top_y - 4),
                                  "x2": n(lx), "y2": n(top_y + len(totals) * (BAR_H + BAR_GAP))}))
     for name, per in totals.items():
-        lit = name == r["configuration"]
+        lit = name == r.configuration
         kids = [text(x0 - 6, y + BAR_H / 2, label(f"fig.mem_cfg_{name.replace('-', '_')}"),
                      "cap" if lit else "lbl", "end", **{"dominant-baseline": "central"})]
         x = x0
@@ -462,9 +463,9 @@ def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[
     return nodes, width, y + PAD
 
 
-def figure_memory(r: dict, totals: dict, line_bytes: float) -> dict:
+def figure_memory(r: MemoryResult, totals: dict, line_bytes: float) -> dict:
     """``memory``: one stacked bar per configuration at the chosen t (weights, gradients, optimizer
     states, activations), the chosen one lit; a line at 80 GiB when the bars come near it."""
-    title = label("fig.mem_title", t=fmt.integer(r["inputs"]["tp"]))
+    title = label("fig.mem_title", t=fmt.integer(r.inputs["tp"]))
     return _two_layouts("memory", title,
                         lambda w: _bars(r, totals, line_bytes, BARS_WIDE if w > NARROW_W else NARROW_W))

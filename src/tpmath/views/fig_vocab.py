@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import fmt
+from ..vocab_ce import VocabCeResult, VocabPad
 from .fig_parts import (CAP_H, PAD, band, badge, down_arrow, hline, key, rect, single, widest)
 from .tree import Panel, el, figure, n, rank_attrs, text
 
@@ -45,37 +46,37 @@ class Slot:
         return self.x + self.w / 2
 
 
-def _slots(res: dict) -> tuple[list[Slot], list[tuple[float, float]], float, bool]:
+def _slots(res: VocabCeResult) -> tuple[list[Slot], list[tuple[float, float]], float, bool]:
     """Columns of every id, (x, width) of every rank's group, the width of the content and
     whether the logit labels need two staggered rows."""
-    V = res["vocab"]
+    V = res.vocab
     logits = [fmt.num(t) for t in _real_logits(res)]
-    labels = [fmt.num(t["prob"]) for t in res["tokens"]] + [fmt.num(t["grad"]) for t in res["tokens"]]
+    labels = [fmt.num(t.prob) for t in res.tokens] + [fmt.num(t.grad) for t in res.tokens]
     # A logit label wider than its slot goes on a second row (staggered), so it may span two.
     slot_w = max(44.0, widest(labels) + 6, (widest(logits) + 8) / 2)
     slots, groups, x = [], [], PAD
-    for e in res["ranks"]:
-        a, b = e["vocab_range"]
+    for e in res.ranks:
+        a, b = e.vocab_range
         # mᵣ is also the bold logit above, so its box may fall back to the symbol (see reduce_step).
-        stats = [fmt.num(e[k]) for k in ("target_shifted", "local_sum_exp")]
+        stats = [fmt.num(getattr(e, k)) for k in ("target_shifted", "local_sum_exp")]
         inner = sum(slot_w if j < V else PAD_W for j in range(a, b))
         gw = max(inner, widest(stats) + 8)
         sx = x + (gw - inner) / 2
         for j in range(a, b):
             w = slot_w if j < V else PAD_W
-            slots.append(Slot(j, e["rank"], sx, w, j < V))
+            slots.append(Slot(j, e.rank, sx, w, j < V))
             sx += w
         groups.append((x, gw))
         x += gw + GAP
     return slots, groups, x - GAP - PAD, widest(logits) + 4 > slot_w
 
 
-def _real_logits(res: dict) -> list[float]:
+def _real_logits(res: VocabCeResult) -> list[float]:
     """zⱼ of the real ids 0 … V−1 (the ranks' logits without their padding)."""
     out = []
-    for e in res["ranks"]:
-        a, b = e["vocab_range"]
-        out += [float(v) for j, v in zip(range(a, b), np.atleast_1d(e["logits"])) if j < res["vocab"]]
+    for e in res.ranks:
+        a, b = e.vocab_range
+        out += [float(v) for j, v in zip(range(a, b), np.atleast_1d(e.logits)) if j < res.vocab]
     return out
 
 
@@ -86,28 +87,28 @@ def _caption(y: float, cell) -> dict:
 class _Drawing:
     """A cursor down the page of the figure: each step appends its shapes below the last."""
 
-    def __init__(self, res: dict):
+    def __init__(self, res: VocabCeResult):
         self.res = res
         self.slots, self.groups, self.content_w, self.stagger = _slots(res)
         self.w = max(self.content_w + 12, MIN_W) + 2 * PAD        # 12: the label m right of its line
         self.y = PAD
         self.nodes: list[dict] = []
-        self.m = float(res["global_max"])
+        self.m = float(res.global_max)
 
     def add(self, *nodes):
         self.nodes.extend(nodes)
 
     def header(self) -> None:
         res = self.res
-        if res["padded_vocab"] != res["vocab"]:
-            cap = key("vc_vocab_pad", V=fmt.integer(res["vocab"]), Vp=fmt.integer(res["padded_vocab"]),
-                      p=fmt.integer(res["shards"]))
+        if res.padded_vocab != res.vocab:
+            cap = key("vc_vocab_pad", V=fmt.integer(res.vocab), Vp=fmt.integer(res.padded_vocab),
+                      p=fmt.integer(res.shards))
         else:
-            cap = key("vc_vocab", last=fmt.integer(res["vocab"] - 1), p=fmt.integer(res["shards"]))
+            cap = key("vc_vocab", last=fmt.integer(res.vocab - 1), p=fmt.integer(res.shards))
         self.add(_caption(self.y, cap))
         self.y += CAP_H + 2
-        for e, (gx, gw) in zip(res["ranks"], self.groups):
-            self.add(*badge(e["rank"], gx + gw / 2, self.y, min(34.0, gw)))
+        for e, (gx, gw) in zip(res.ranks, self.groups):
+            self.add(*badge(e.rank, gx + gw / 2, self.y, min(34.0, gw)))
         self.y += 24
         self.slot_y = self.y
         for s in self.slots:
@@ -121,7 +122,7 @@ class _Drawing:
         self.y += 18
 
     def target_slot(self) -> Slot:
-        return next(s for s in self.slots if s.j == self.res["target"])
+        return next(s for s in self.slots if s.j == self.res.target)
 
     def logits(self) -> None:
         """The logits as numbers under their ids (each rank's maximum bold), then as bars hanging
@@ -129,18 +130,18 @@ class _Drawing:
         self.add(_caption(self.y, key("vc_logits")))
         self.y += CAP_H + 2
         z = dict(enumerate(self._logit_values()))               # real ids are 0 … V−1, in order
-        local_max = {e["rank"]: float(e["local_max"]) for e in self.res["ranks"]}
+        local_max = {e.rank: float(e.local_max) for e in self.res.ranks}
         real = [s for s in self.slots if s.real]
         rows = 2 if self.stagger else 1
         for i, s in enumerate(real):
             cls = "num em" if z[s.j] == local_max[s.rank] else "num"
             self.add(text(s.cx, self.y + 11 + 14 * (i % rows), fmt.num(z[s.j]), cls, "middle",
                           **{"data-key": f"z.{s.j}"}))
-        for e, (gx, gw) in zip(self.res["ranks"], self.groups):
-            pads = [s for s in self.slots if s.rank == e["rank"] and not s.real]
+        for e, (gx, gw) in zip(self.res.ranks, self.groups):
+            pads = [s for s in self.slots if s.rank == e.rank and not s.real]
             if pads:     # masked to −∞: one label for the rank's padding ids
                 cx = (pads[0].x + pads[-1].x + pads[-1].w) / 2
-                self.add(text(cx, self.y + 11, "−∞", "num dimtext", "middle", **{"data-key": f"zpad.{e['rank']}"}))
+                self.add(text(cx, self.y + 11, "−∞", "num dimtext", "middle", **{"data-key": f"zpad.{e.rank}"}))
         self.y += 14 * rows + 6
         top = self.y
         depth = max(self.m - v for v in z.values()) or 1.0
@@ -159,9 +160,9 @@ class _Drawing:
         """Per rank one number, arrows into the AllReduce band, the band with the result."""
         self.add(_caption(self.y, caption))
         self.y += CAP_H + 2
-        for e, (gx, gw) in zip(self.res["ranks"], self.groups):
-            r = e["rank"]
-            value = fmt.num(e[stat])
+        for e, (gx, gw) in zip(self.res.ranks, self.groups):
+            r = e.rank
+            value = fmt.num(getattr(e, stat))
             self.add(rect(gx + 2, self.y, gw - 4, BOX_H, rank_attrs(r, "box"), rx="3"))
             if widest([value]) + 6 <= gw:
                 self.add(text(gx + gw / 2, self.y + BOX_H / 2, value, "num", "middle",
@@ -176,14 +177,14 @@ class _Drawing:
 
     def loss(self) -> None:
         res = self.res
-        self.add(text(PAD + self.content_w / 2, self.y + 10, key("vc_loss", loss=fmt.num(res["loss"])),
+        self.add(text(PAD + self.content_w / 2, self.y + 10, key("vc_loss", loss=fmt.num(res.loss)),
                       "stage-name", "middle", **{"dominant-baseline": "central"}))
         self.y += 30
 
     def probabilities(self) -> None:
         """pⱼ as bars up from a baseline (PROB_H px per unit), the number above; padding: nothing."""
         self.add(_caption(self.y, key("vc_prob")))
-        probs = {t["token"]: float(t["prob"]) for t in self.res["tokens"]}
+        probs = {t.token: float(t.prob) for t in self.res.tokens}
         top_p = max(probs.values())
         base = self.y + CAP_H + 16 + top_p * PROB_H
         self.add(hline(PAD, PAD + self.content_w, base, "axis"))
@@ -198,7 +199,7 @@ class _Drawing:
     def gradient(self) -> None:
         """∂L/∂zⱼ on the same scale as pⱼ: the target's bar is pulled down by exactly 1."""
         self.add(_caption(self.y, key("vc_grad")))
-        grads = {t["token"]: float(t["grad"]) for t in self.res["tokens"]}
+        grads = {t.token: float(t.grad) for t in self.res.tokens}
         up = max(max(grads.values()), 0.0) * PROB_H
         down = max(-min(grads.values()), 0.0) * PROB_H
         zero = self.y + CAP_H + 16 + up
@@ -220,21 +221,21 @@ class _Drawing:
         return rect(s.x, top, s.w, self.y - top, {"class": "tgt"}, **{"data-part": "target"})
 
 
-def figure_vocab_ce(res: dict) -> dict:
+def figure_vocab_ce(res: VocabCeResult) -> dict:
     """The ``vocab-ce`` figure of one run of :func:`tpmath.vocab_ce.run_vocab_ce` (1-D logits)."""
     d = _Drawing(res)
     d.header()
     d.logits()
-    d.reduce_step(key("vc_local_max"), "local_max", key("vc_ar_max", m=fmt.num(res["global_max"])), "allreduce-max")
-    t = sum(float(e["target_shifted"]) for e in res["ranks"])
+    d.reduce_step(key("vc_local_max"), "local_max", key("vc_ar_max", m=fmt.num(res.global_max)), "allreduce-max")
+    t = sum(float(e.target_shifted) for e in res.ranks)
     d.reduce_step(key("vc_target_term"), "target_shifted", key("vc_ar_t", t=fmt.num(t)), "allreduce-t")
-    d.reduce_step(key("vc_sum_exp"), "local_sum_exp", key("vc_ar_s", s=fmt.num(res["global_sum_exp"])),
+    d.reduce_step(key("vc_sum_exp"), "local_sum_exp", key("vc_ar_s", s=fmt.num(res.global_sum_exp)),
                   "allreduce-s")
     d.loss()
     d.probabilities()
     d.gradient()
     nodes = [d.target_column(d.slot_y)] + d.nodes
-    title = key("vc_title", p=fmt.integer(res["shards"]), y=fmt.integer(res["target"]))
+    title = key("vc_title", p=fmt.integer(res.shards), y=fmt.integer(res.target))
     return single("vocab-ce", title, nodes, d.w, d.y + PAD - 10)
 
 
@@ -249,37 +250,37 @@ def _heading(cell) -> dict:
     return text(0, 12, cell, "cap")
 
 
-def _padding_panel(smooth: dict, gpt2: dict) -> Panel:
+def _padding_panel(smooth: VocabCeResult, gpt2: VocabPad) -> Panel:
     """The small vocabulary at this tp: ids tinted by owner, padding ids dashed and masked;
     below it, Megatron's rule on GPT-2's vocabulary at the same tp (the padding table's row)."""
-    V, Vp, tp = smooth["vocab"], smooth["padded_vocab"], smooth["shards"]
+    V, Vp, tp = smooth.vocab, smooth.padded_vocab, smooth.shards
     slot = min(40.0, (PANEL_W - 4 * (tp - 1)) / Vp)
     nodes = [_heading(key("vx_padding", V=fmt.integer(V), Vp=fmt.integer(Vp), p=fmt.integer(tp)))]
     x = 0.0
-    for e in smooth["ranks"]:
-        a, b = e["vocab_range"]
-        nodes += badge(e["rank"], x + (b - a) * slot / 2, 22, min(34.0, (b - a) * slot))
+    for e in smooth.ranks:
+        a, b = e.vocab_range
+        nodes += badge(e.rank, x + (b - a) * slot / 2, 22, min(34.0, (b - a) * slot))
         for j in range(a, b):
             cls = "slot" if j < V else "slot pad"
-            nodes += [rect(x, 46, slot, 22, rank_attrs(e["rank"], cls), **{"data-key": f"slot.{j}"}),
+            nodes += [rect(x, 46, slot, 22, rank_attrs(e.rank, cls), **{"data-key": f"slot.{j}"}),
                       text(x + slot / 2, 57, fmt.integer(j), "idx" if j < V else "idx dimtext", "middle",
                            **{"dominant-baseline": "central"})]
             x += slot
         x += 4
     note = key("vx_masked") if Vp != V else key("vx_no_padding")
     nodes.append(text(0, 86, note, "dimtext"))
-    nodes.append(text(0, 108, key("vx_gpt2", V=fmt.integer(gpt2["vocab"]), Vp=fmt.integer(gpt2["padded_vocab"]),
-                                  div=fmt.integer(gpt2["divisor"])), "dimtext"))
-    nodes.append(text(0, 124, key("vx_gpt2_pad", pad=fmt.integer(gpt2["padding"]), k=fmt.integer(gpt2["per_rank"])),
+    nodes.append(text(0, 108, key("vx_gpt2", V=fmt.integer(gpt2.vocab), Vp=fmt.integer(gpt2.padded_vocab),
+                                  div=fmt.integer(gpt2.divisor)), "dimtext"))
+    nodes.append(text(0, 124, key("vx_gpt2_pad", pad=fmt.integer(gpt2.padding), k=fmt.integer(gpt2.per_rank)),
                       "dimtext"))
     return Panel(PANEL_W, 130, nodes, part="padding")
 
 
-def _ignore_panel(ign: dict, targets: list, ignore_index: int) -> Panel:
+def _ignore_panel(ign: VocabCeResult, targets: list, ignore_index: int) -> Panel:
     """Three positions: their gradient over the vocabulary (tinted by owner) and their loss;
     the ignored one contributes neither."""
-    grad = np.asarray(ign["grad"])                                   # (N, V)
-    owner = {t["token"]: t["rank"] for t in ign["tokens"] if t["position"] == 0}
+    grad = np.asarray(ign.grad)                                   # (N, V)
+    owner = {t.token: t.rank for t in ign.tokens if t.position == 0}
     V = grad.shape[1]
     unit = 20.0 / (float(np.max(np.abs(grad))) or 1.0)               # px per unit of gradient
     col = 22.0
@@ -298,25 +299,25 @@ def _ignore_panel(ign: dict, targets: list, ignore_index: int) -> Panel:
             h = abs(g) * unit
             nodes.append(rect(x0 + j * col + 3, mid - h if g >= 0 else mid, col - 6, h,
                               rank_attrs(owner[j], "bar"), **{"data-key": f"ig.{i}.{j}"}))
-        loss = fmt.num(ign["position_loss"][i])
+        loss = fmt.num(ign.position_loss[i])
         nodes.append(text(x0 + V * col + 10, mid, key("vx_pos_loss", loss=loss), "dimtext" if ignored else "lbl",
                           **{"dominant-baseline": "central", "data-key": f"iloss.{i}"}))
         y += 46
-    nodes.append(text(0, y + 10, key("vx_ignore_mean", n=fmt.integer(ign["counted"]), loss=fmt.num(ign["loss"])),
+    nodes.append(text(0, y + 10, key("vx_ignore_mean", n=fmt.integer(ign.counted), loss=fmt.num(ign.loss)),
                       "cap"))
     return Panel(PANEL_W, y + 16, nodes, part="ignore")
 
 
-def _smoothing_panel(smooth: dict, eps: float, megatron: list, tp1) -> Panel:
+def _smoothing_panel(smooth: VocabCeResult, eps: float, megatron: list, tp1) -> Panel:
     """Per rank our loss (= PyTorch, the dashed line) and Megatron's, as bars from 0."""
-    ours, ref = smooth["loss"], smooth["reference_loss"]
+    ours, ref = smooth.loss, smooth.reference_loss
     values = [ours, ref] + [v for v in megatron + [tp1] if v is not None]
     lo, hi = min(0.0, *values), max(0.0, *values)
     unit = LOSS_W / ((hi - lo) or 1.0)
     x0 = 116.0 - lo * unit                                            # where the value 0 sits
     nodes = [_heading(key("vx_smoothing", eps=fmt.num(eps)))]
     y = 38.0
-    rows = [(e["rank"], megatron[i]) for i, e in enumerate(smooth["ranks"])] + [(None, tp1)]
+    rows = [(e.rank, megatron[i]) for i, e in enumerate(smooth.ranks)] + [(None, tp1)]
     for r, meg in rows:
         if r is None:
             nodes.append(text(0, y + BAR_H + 1, key("vx_megatron_tp1"), "dimtext", **{"dominant-baseline": "central"}))
@@ -345,12 +346,12 @@ def _smoothing_panel(smooth: dict, eps: float, megatron: list, tp1) -> Panel:
     return Panel(PANEL_W, y, nodes, part="smoothing")
 
 
-def figure_vocab_extras(tp: int, eps: float, smooth: dict, ign: dict, targets: list, ignore_index: int,
-                        gpt2: dict) -> dict:
+def figure_vocab_extras(tp: int, eps: float, smooth: VocabCeResult, ign: VocabCeResult, targets: list,
+                        ignore_index: int, gpt2: VocabPad) -> dict:
     """The ``vocab-extras`` figure: padding at this tp (``gpt2``: the padding table's row for
     GPT-2), the ignored position of ``ign``, label smoothing per rank of ``smooth``."""
     # As the table: Megatron's loss on the same logits (K = its padded width, padded logits unmasked).
-    megatron, tp1 = list(smooth["megatron"]["loss_per_rank"]), smooth["megatron"]["loss_tp1"]
+    megatron, tp1 = list(smooth.megatron.loss_per_rank), smooth.megatron.loss_tp1
 
     def rows():
         return [[_padding_panel(smooth, gpt2), _ignore_panel(ign, targets, ignore_index)],

@@ -53,7 +53,7 @@ def linear_controls(values: dict) -> dict:
     return c
 
 
-def run_both(c: dict) -> tuple[dict, dict]:
+def run_both(c: dict) -> tuple[row_linear.RowLinearResult, row_linear.ColumnLinearResult]:
     """Row- and column-parallel results on the same X (B, D), A (D, O), dY (B, O)."""
     inp = row_linear.example_inputs(c["seed"], c["batch"], c["d_in"], c["d_out"])
     row = row_linear.run_row_linear(inp["X"], inp["A"], inp["dY"], tp=c["tp"])
@@ -71,20 +71,20 @@ LINEAR_CONTROLS = (
 )
 
 
-def _comm_note(row: dict, col: dict) -> dict:
+def _comm_note(row: row_linear.RowLinearResult, col: row_linear.ColumnLinearResult) -> dict:
     """One sentence naming the collectives of both layers, with their element counts."""
-    (rf,) = [c for c in row["comm"] if c["phase"] == "forward"]
-    (cf,) = [c for c in col["comm"] if c["phase"] == "forward"]
-    (cb,) = [c for c in col["comm"] if c["phase"] == "backward"]
-    return label("note.row_linear_comm", tp=str(row["tp"]), row_fwd=fmt.integer(rf["elements"]),
-                col_fwd=fmt.integer(cf["elements"]), col_bwd=fmt.integer(cb["elements"]))
+    (rf,) = [c for c in row.comm if c.phase == "forward"]
+    (cf,) = [c for c in col.comm if c.phase == "forward"]
+    (cb,) = [c for c in col.comm if c.phase == "backward"]
+    return label("note.row_linear_comm", tp=str(row.tp), row_fwd=fmt.integer(rf.elements),
+                col_fwd=fmt.integer(cf.elements), col_bwd=fmt.integer(cb.elements))
 
 
 def render_linear(values: dict, lang: str) -> dict:
     """Forward of both layers: inputs, per-rank shards, merged result vs reference."""
     c = linear_controls(values)
     row, col = run_both(c)
-    inp = row["inputs"]
+    inp = row.inputs
     inputs = {
         "caption": "cap.row_inputs",
         "columns": ["col.row_tensor", "col.row_shape", "col.row_value"],
@@ -92,34 +92,34 @@ def render_linear(values: dict, lang: str) -> dict:
                  for name, k in (("X", "X"), ("A", "A"))],
     }
     # Shading: a shard reads against the whole tensor, a partial Y against the summed Y.
-    sx, sa, sy = tree.scale_of(inp["X"]), tree.scale_of(inp["A"]), tree.scale_of(row["reference"]["Y"])
+    sx, sa, sy = tree.scale_of(inp["X"]), tree.scale_of(inp["A"]), tree.scale_of(row.reference.Y)
     row_ranks = {
         "caption": "cap.row_ranks",
         "columns": ["col.row_rank", "col.row_x_shard", "col.row_a_shard", "col.row_y_partial"],
-        "rows": [[tree.rank_tag(r["rank"])] + _grids(r, ("X_shard", sx), ("A_shard", sa), ("Y_partial", sy))
-                 for r in row["ranks"]],
+        "rows": [[tree.rank_tag(r.rank)] + _grids(r, ("X_shard", sx), ("A_shard", sa), ("Y_partial", sy))
+                 for r in row.ranks],
         "foot": [
-            [label("label.row_allreduce_y"), "", "", tree.grid(row["Y"], scale=sy)],
-            [label("label.row_reference_y"), "", "", tree.grid(row["reference"]["Y"], scale=sy)],
-            [label("label.row_max_abs_err"), "", "", fmt.err(row["max_abs_err"]["Y"])],
+            [label("label.row_allreduce_y"), "", "", tree.grid(row.Y, scale=sy)],
+            [label("label.row_reference_y"), "", "", tree.grid(row.reference.Y, scale=sy)],
+            [label("label.row_max_abs_err"), "", "", fmt.err(row.max_abs_err["Y"])],
         ],
     }
     col_ranks = {
         "caption": "cap.row_col_ranks",
         "columns": ["col.row_rank", "col.row_a_shard", "col.row_y_shard"],
-        "rows": [[tree.rank_tag(r["rank"])] + _grids(r, ("A_shard", sa), ("Y_shard", sy)) for r in col["ranks"]],
+        "rows": [[tree.rank_tag(r.rank)] + _grids(r, ("A_shard", sa), ("Y_shard", sy)) for r in col.ranks],
         "foot": [
             # AllGather: block r of Y came from rank r (the figure's tinted column blocks).
-            [label("label.row_allgather_y"), "", tree.grid(col["Y"], scale=sy, cols=_blocks(col["Y"], 1, c["tp"]))],
-            [label("label.row_reference_y"), "", tree.grid(col["reference"]["Y"], scale=sy)],
-            [label("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["Y"])],
+            [label("label.row_allgather_y"), "", tree.grid(col.Y, scale=sy, cols=_blocks(col.Y, 1, c["tp"]))],
+            [label("label.row_reference_y"), "", tree.grid(col.reference.Y, scale=sy)],
+            [label("label.row_max_abs_err"), "", fmt.err(col.max_abs_err["Y"])],
         ],
     }
     return {
         "controls": c,
         "tables": {"row-inputs": inputs, "row-ranks": row_ranks, "col-ranks": col_ranks},
-        "values": {"row-max-abs-err": fmt.err(row["max_abs_err"]["Y"]),
-                   "col-max-abs-err": fmt.err(col["max_abs_err"]["Y"])},
+        "values": {"row-max-abs-err": fmt.err(row.max_abs_err["Y"]),
+                   "col-max-abs-err": fmt.err(col.max_abs_err["Y"])},
         "notes": {"row-linear-comm": _comm_note(row, col)},
         "figures": {"row-linear": figure_row_linear(row, col)},
     }
@@ -130,24 +130,24 @@ def _blocks(a: np.ndarray, axis: int, tp: int) -> list[int]:
     return tree.block_ranks(np.shape(a)[axis], tp)
 
 
-def _grids(rank_result: dict, *keys: tuple[str, float]) -> list[dict]:
-    """Grid cells of one rank's matrices ``(key, shading scale)``, tinted by that rank."""
-    r = rank_result["rank"]
-    return [tree.grid(rank_result[k], rank=r, scale=top) for k, top in keys]
+def _grids(rank_result: row_linear.RowRank | row_linear.ColumnRank, *keys: tuple[str, float]) -> list[dict]:
+    """Grid cells of one rank's matrices ``(field, shading scale)``, tinted by that rank."""
+    r = rank_result.rank
+    return [tree.grid(getattr(rank_result, k), rank=r, scale=top) for k, top in keys]
 
 
-def comm_rows(row: dict, col: dict) -> list[list]:
+def comm_rows(row: row_linear.RowLinearResult, col: row_linear.ColumnLinearResult) -> list[list]:
     """Rows of ``row-comm``: layer, phase, collective, elements of the full tensor, and the
     elements one rank sends with the ring algorithm (0 when tp = 1: the collective is a no-op)."""
     rows = []
     for layer_key, result in (("label.row_layer_row", row), ("label.row_layer_col", col)):
-        n = result["tp"]
-        for c in result["comm"]:
-            none = c["collective"] == "none"
-            sent = 0.0 if none else bus_bandwidth_factor(c["collective"], n) * c["elements"]
-            rows.append([label(layer_key), label(f"label.row_phase_{c['phase']}"),
-                         label("label.row_no_comm") if none else REGISTRY[c["collective"]].nccl,
-                         fmt.integer(c["elements"]), fmt.num(sent)])
+        n = result.tp
+        for c in result.comm:
+            none = c.collective == "none"
+            sent = 0.0 if none else bus_bandwidth_factor(c.collective, n) * c.elements
+            rows.append([label(layer_key), label(f"label.row_phase_{c.phase}"),
+                         label("label.row_no_comm") if none else REGISTRY[c.collective].nccl,
+                         fmt.integer(c.elements), fmt.num(sent)])
     return rows
 
 
@@ -155,35 +155,35 @@ def render_backward(values: dict, lang: str) -> dict:
     """Backward of both layers: per-rank gradients, assembled vs reference, collectives."""
     c = linear_controls(values)
     row, col = run_both(c)
-    dY = row["inputs"]["dY"]
+    dY = row.inputs["dY"]
     # Shading: shards and partial sums read against the whole gradient.
-    sdy, sdx, sda = (tree.scale_of(a) for a in (dY, row["reference"]["dX"], row["reference"]["dA"]))
+    sdy, sdx, sda = (tree.scale_of(a) for a in (dY, row.reference.dX, row.reference.dA))
     row_bwd = {
         "caption": "cap.row_bwd_ranks",
         "columns": ["col.row_rank", "col.row_dy_full", "col.row_dx_shard", "col.row_da_shard"],
         # Rank r's copy of dY: framed by rank r, its numbers grey (replicated, as in the figure).
-        "rows": [[tree.rank_tag(r["rank"]), tree.grid(dY, rank=r["rank"], scale=sdy, rows=[None] * dY.shape[0])]
-                 + _grids(r, ("dX_shard", sdx), ("dA_shard", sda)) for r in row["ranks"]],
+        "rows": [[tree.rank_tag(r.rank), tree.grid(dY, rank=r.rank, scale=sdy, rows=[None] * dY.shape[0])]
+                 + _grids(r, ("dX_shard", sdx), ("dA_shard", sda)) for r in row.ranks],
         "foot": [
             [label("label.row_concat_shards"), "",
-             tree.grid(row["sharded"]["dX"], scale=sdx, cols=_blocks(row["sharded"]["dX"], 1, c["tp"])),
-             tree.grid(row["sharded"]["dA"], scale=sda, rows=_blocks(row["sharded"]["dA"], 0, c["tp"]))],
-            [label("label.row_reference"), "", tree.grid(row["reference"]["dX"], scale=sdx),
-             tree.grid(row["reference"]["dA"], scale=sda)],
-            [label("label.row_max_abs_err"), "", fmt.err(row["max_abs_err"]["dX"]), fmt.err(row["max_abs_err"]["dA"])],
+             tree.grid(row.sharded.dX, scale=sdx, cols=_blocks(row.sharded.dX, 1, c["tp"])),
+             tree.grid(row.sharded.dA, scale=sda, rows=_blocks(row.sharded.dA, 0, c["tp"]))],
+            [label("label.row_reference"), "", tree.grid(row.reference.dX, scale=sdx),
+             tree.grid(row.reference.dA, scale=sda)],
+            [label("label.row_max_abs_err"), "", fmt.err(row.max_abs_err["dX"]), fmt.err(row.max_abs_err["dA"])],
         ],
     }
     col_bwd = {
         "caption": "cap.row_col_bwd_ranks",
         "columns": ["col.row_rank", "col.row_dy_shard", "col.row_dx_partial", "col.row_col_da_shard"],
-        "rows": [[tree.rank_tag(r["rank"])] + _grids(r, ("dY_shard", sdy), ("dX_partial", sdx), ("dA_shard", sda))
-                 for r in col["ranks"]],
+        "rows": [[tree.rank_tag(r.rank)] + _grids(r, ("dY_shard", sdy), ("dX_partial", sdx), ("dA_shard", sda))
+                 for r in col.ranks],
         "foot": [
-            [label("label.row_allreduce_dx"), "", tree.grid(col["sharded"]["dX"], scale=sdx),
-             tree.grid(col["sharded"]["dA"], scale=sda, cols=_blocks(col["sharded"]["dA"], 1, c["tp"]))],
-            [label("label.row_reference"), "", tree.grid(col["reference"]["dX"], scale=sdx),
-             tree.grid(col["reference"]["dA"], scale=sda)],
-            [label("label.row_max_abs_err"), "", fmt.err(col["max_abs_err"]["dX"]), fmt.err(col["max_abs_err"]["dA"])],
+            [label("label.row_allreduce_dx"), "", tree.grid(col.sharded.dX, scale=sdx),
+             tree.grid(col.sharded.dA, scale=sda, cols=_blocks(col.sharded.dA, 1, c["tp"]))],
+            [label("label.row_reference"), "", tree.grid(col.reference.dX, scale=sdx),
+             tree.grid(col.reference.dA, scale=sda)],
+            [label("label.row_max_abs_err"), "", fmt.err(col.max_abs_err["dX"]), fmt.err(col.max_abs_err["dA"])],
         ],
     }
     comm = {
@@ -192,8 +192,8 @@ def render_backward(values: dict, lang: str) -> dict:
                     "col.row_sent_ring"],
         "rows": comm_rows(row, col),
     }
-    worst_row = max(row["max_abs_err"]["dX"], row["max_abs_err"]["dA"])
-    worst_col = max(col["max_abs_err"]["dX"], col["max_abs_err"]["dA"])
+    worst_row = max(row.max_abs_err["dX"], row.max_abs_err["dA"])
+    worst_col = max(col.max_abs_err["dX"], col.max_abs_err["dA"])
     return {
         "controls": c,
         "tables": {"row-bwd-ranks": row_bwd, "col-bwd-ranks": col_bwd, "row-comm": comm},

@@ -342,7 +342,7 @@ def memory_controls(values: dict) -> tuple[dict, dict]:
     return c, state
 
 
-def memory_result(c: dict) -> dict:
+def memory_result(c: dict) -> mem.MemoryResult:
     """The core's memory() for validated controls (presets give the layer's shape: GQA, MLP width)."""
     shape = {"kv_heads": None, "ffn": None, "arch": "gpt"}
     if c["preset"] != CUSTOM:
@@ -353,7 +353,7 @@ def memory_result(c: dict) -> dict:
                       pp=c["pp"], optimizer=c["optimizer"], **shape)
 
 
-def configuration_totals(c: dict, r: dict) -> dict[str, int | float]:
+def configuration_totals(c: dict, r: mem.MemoryResult) -> dict[str, int | float]:
     """Per-rank total of each configuration at the chosen t (model states + activations): only the
     activations change between them (the same core, run with that configuration's sp/recompute)."""
     out = {}
@@ -361,7 +361,7 @@ def configuration_totals(c: dict, r: dict) -> dict[str, int | float]:
         _, sp, rc = mem.CONFIGURATIONS[name]
         if sp and (c["tp"] == 1 or c["seq"] % c["tp"]):
             continue                      # equal to the plain rows at t = 1; impossible when t ∤ s
-        out[name] = memory_result({**c, "sp": "on" if sp else "off", "recompute": rc})["per_rank_bytes"]
+        out[name] = memory_result({**c, "sp": "on" if sp else "off", "recompute": rc}).per_rank_bytes
     return out
 
 
@@ -374,16 +374,16 @@ def _bytes(x: int | float) -> str:
     return fmt.integer(round(x))
 
 
-def _rank_table(c: dict, r: dict) -> dict:
-    n = r["parameters"]["per_rank"]
-    bpp = r["bytes_per_parameter"]
-    per = r["per_rank_bytes"]
-    L = r["inputs"]["layers"]
-    extra = sum(e["bytes"] for e in r["activation_extra"])
+def _rank_table(c: dict, r: mem.MemoryResult) -> dict:
+    n = r.parameters.per_rank
+    bpp = r.bytes_per_parameter
+    per = r.per_rank_bytes
+    L = r.inputs["layers"]
+    extra = sum(e.bytes for e in r.activation_extra)
     rows = [[label(f"label.mem_{k}"), f"{fmt.integer(n)} × {fmt.num(bpp[b])}\u00a0B", _bytes(per[k]), fmt.nbytes(per[k])]
             for k, b in (("parameters", "weights"), ("gradients", "gradients"), ("optimizer", "optimizer_per_rank"))]
     rows.append([label("label.mem_activations"),
-                 label("label.mem_act_formula", layers=fmt.integer(L), per_layer=fmt.nbytes(r["activation_bytes_per_layer"]),
+                 label("label.mem_act_formula", layers=fmt.integer(L), per_layer=fmt.nbytes(r.activation_bytes_per_layer),
                        extra=fmt.nbytes(extra)),
                  _bytes(per["activations"]), fmt.nbytes(per["activations"])])
     foot = [[label("label.mem_total"), "", _bytes(per["total"]), fmt.nbytes(per["total"])]]
@@ -396,9 +396,9 @@ FORMULA = {
 }
 
 
-def _table2(c: dict, r: dict, totals: dict) -> dict:
-    t2 = r["table2"]
-    L = r["inputs"]["layers"]
+def _table2(c: dict, r: mem.MemoryResult, totals: dict) -> dict:
+    t2 = r.table2
+    L = r.inputs["layers"]
     base = t2["tp"]
     rows = []
     for name in TABLE2_ORDER:
@@ -407,17 +407,17 @@ def _table2(c: dict, r: dict, totals: dict) -> dict:
         total = fmt.nbytes(totals[name]["total"]) if name in totals else ""
         share = _percent(100 * t2[name] / base) if base else ""
         head = label(f"label.mem_cfg_{name.replace('-', '_')}")
-        if name == r["configuration"]:
+        if name == r.configuration:
             head = label("label.mem_this", name=head)
         rows.append([head, FORMULA[name], fmt.nbytes(t2[name]), fmt.nbytes(t2[name] * L), share, total])
     return table("cap.mem_table2", ["col.mem_config", "col.mem_formula", "col.mem_per_layer", "col.mem_layers",
                                     "col.mem_vs_tp", "col.mem_total"], rows)
 
 
-def _breakdown(r: dict) -> dict:
-    rows = [[label(f"label.mem_item_{i['item'].replace('-', '_')}"), label(f"label.mem_block_{i['block']}"),
-             label(f"label.mem_region_{i['region']}"), fmt.nbytes(i["bytes"])] for i in r["activation_breakdown"]]
-    foot = [[label("label.mem_per_layer_total"), "", "", fmt.nbytes(r["activation_bytes_per_layer"])]]
+def _breakdown(r: mem.MemoryResult) -> dict:
+    rows = [[label(f"label.mem_item_{i.item.replace('-', '_')}"), label(f"label.mem_block_{i.block}"),
+             label(f"label.mem_region_{i.region}"), fmt.nbytes(i.bytes)] for i in r.activation_breakdown]
+    foot = [[label("label.mem_per_layer_total"), "", "", fmt.nbytes(r.activation_bytes_per_layer)]]
     return table("cap.mem_breakdown", ["col.mem_tensor", "col.mem_block", "col.mem_region", "col.mem_bytes_layer"],
                  rows, foot)
 
@@ -426,10 +426,10 @@ def _breakdown(r: dict) -> dict:
 PAPER_SECTION_5 = {(96, 2048, 12288): ("80", "70\u00a0%"), (128, 2048, 20480): ("64", "65\u00a0%")}
 
 
-def _paper_table(c: dict, r: dict) -> dict | None:
+def _paper_table(c: dict, r: mem.MemoryResult) -> dict | None:
     """The paper's own numbers next to ours, where it gives them for this model and setting."""
     s, h, a = c["seq"], c["hidden"], c["heads"]
-    t2 = r["table2"]
+    t2 = r.table2
     rows = []
     quoted = PAPER_SECTION_5.get((a, s, h))
     if quoted:
@@ -446,7 +446,7 @@ def _paper_table(c: dict, r: dict) -> dict | None:
                          _percent(100 * t2[name] / base)])
         if c["preset"] == "paper-22b":
             extra = mem.memory(preset="paper-22b", sp=True)
-            share = sum(e["bytes"] for e in extra["activation_extra"]) / extra["activation_layers_bytes"]
+            share = sum(e.bytes for e in extra.activation_extra) / extra.activation_layers_bytes
             rows.append([label("label.mem_p_extra"), label("label.mem_src_s43"), label("label.mem_q_negligible"),
                          _percent(100 * share, 2)])
     if not rows:
@@ -470,13 +470,13 @@ def render_memory(values: dict, lang: str) -> dict:
                                     name=label(f"opt.preset.{c['preset'].replace('-', '_')}"))
     else:
         notes["mem-custom"] = label("note.mem_custom")
-    for d in r["differs_from_formula"]:
+    for d in r.differs_from_formula:
         notes[f"mem-differs-{d}"] = label(f"note.mem_differs_{d.replace('-', '_')}")
     if c["tp"] > 1 and c["seq"] % c["tp"]:
         notes["mem-sp-split"] = label("note.mem_sp_split", tp=fmt.integer(c["tp"]), seq=fmt.integer(c["seq"]))
     if c["pp"] > 1:
         notes["mem-pp"] = label("note.mem_pp", pp=fmt.integer(c["pp"]), layers=fmt.integer(c["layers"]))
-    per = r["per_rank_bytes"]
+    per = r.per_rank_bytes
     return {
         "controls": {k: str(v) for k, v in c.items()},
         "control_state": state,
@@ -485,8 +485,8 @@ def render_memory(values: dict, lang: str) -> dict:
         "values": {
             "mem-total": fmt.nbytes(per["total"]),
             "mem-activations": fmt.nbytes(per["activations"]),
-            "mem-per-layer": fmt.nbytes(r["activation_bytes_per_layer"]),
-            "mem-params": fmt.integer(r["parameters"]["per_rank"]),
+            "mem-per-layer": fmt.nbytes(r.activation_bytes_per_layer),
+            "mem-params": fmt.integer(r.parameters.per_rank),
         },
         "notes": notes,
     }

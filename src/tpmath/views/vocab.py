@@ -43,12 +43,12 @@ IGNORE_LOGITS = [core.DEFAULT_LOGITS, core.DEFAULT_LOGITS[::-1], core.DEFAULT_LO
 IGNORE_TARGETS = [2, IGNORE_INDEX, 4]
 
 
-def _range_cell(entry: dict) -> str | dict:
-    """Vocabulary ids of a rank; padding ids (masked) named separately."""
-    a, b = entry["vocab_range"]
-    if not entry.get("padding"):
+def _range_cell(vocab_range: list[int], padding_range: list[int] | None) -> str | dict:
+    """Vocabulary ids [a, b) of a rank; padding ids (masked) named separately."""
+    a, b = vocab_range
+    if padding_range is None:
         return id_range(a, b)
-    pa, pb = entry["padding_range"]
+    pa, pb = padding_range
     real = id_range(a, pa) if pa > a else "—"
     return label("label.range_padded", ids=real, pad=id_range(pa, pb))
 
@@ -59,16 +59,17 @@ def render_vocab_ce(controls: dict, lang: str) -> dict:
     shards, target, shift = c["shards"], c["target"], c["shift"]
     res = core.default_run(target, shards, shift)
     unshifted = core.default_run(target, shards)   # the same, shift 0
-    top = tree.scale_of(*(e["logits"] for e in res["ranks"]))     # one shading scale for all shards
-    rank_rows = [[tree.rank_tag(e["rank"]), _range_cell(e), tree.grid(e["logits"], rank=e["rank"], scale=top),
-                  fmt.num(e["local_max"]), fmt.num(e["local_sum_exp"]), fmt.num(e["target_shifted"])]
-                 for e in res["ranks"]]
-    token_rows = [[fmt.integer(t["token"]), tree.rank_tag(t["rank"]), fmt.num(t["prob"]), fmt.num(t["grad"])]
-                  for t in res["tokens"]]
+    top = tree.scale_of(*(e.logits for e in res.ranks))     # one shading scale for all shards
+    rank_rows = [[tree.rank_tag(e.rank), _range_cell(e.vocab_range, e.padding_range),
+                  tree.grid(e.logits, rank=e.rank, scale=top),
+                  fmt.num(e.local_max), fmt.num(e.local_sum_exp), fmt.num(e.target_shifted)]
+                 for e in res.ranks]
+    token_rows = [[fmt.integer(t.token), tree.rank_tag(t.rank), fmt.num(t.prob), fmt.num(t.grad)]
+                  for t in res.tokens]
     notes = {}
-    if res["padded_vocab"] != res["vocab"]:
-        notes["padding"] = label("note.vocab_padded", vocab=fmt.integer(res["vocab"]),
-                                 padded=fmt.integer(res["padded_vocab"]), shards=fmt.integer(shards))
+    if res.padded_vocab != res.vocab:
+        notes["padding"] = label("note.vocab_padded", vocab=fmt.integer(res.vocab),
+                                 padded=fmt.integer(res.padded_vocab), shards=fmt.integer(shards))
     return {
         "controls": {"shards": str(shards), "target": str(target), "shift": shift},
         "tables": {
@@ -78,14 +79,14 @@ def render_vocab_ce(controls: dict, lang: str) -> dict:
                                   token_rows),
         },
         "values": {
-            "global-max": fmt.num(res["global_max"]),
-            "global-sum-exp": fmt.num(res["global_sum_exp"]),
-            "loss": fmt.num(res["loss"]),
-            "reference-loss": fmt.num(res["reference_loss"]),
-            "target-rank": rank(res["target_rank"]),
-            "abs-diff": fmt.err(res["abs_diff"]),
-            "shift-diff": fmt.err(res["loss"] - unshifted["loss"]),
-            "padded-vocab": fmt.integer(res["padded_vocab"]),
+            "global-max": fmt.num(res.global_max),
+            "global-sum-exp": fmt.num(res.global_sum_exp),
+            "loss": fmt.num(res.loss),
+            "reference-loss": fmt.num(res.reference_loss),
+            "target-rank": rank(res.target_rank),
+            "abs-diff": fmt.err(res.abs_diff),
+            "shift-diff": fmt.err(res.loss - unshifted.loss),
+            "padded-vocab": fmt.integer(res.padded_vocab),
         },
         "notes": notes,
         "figures": {"vocab-ce": figure_vocab_ce(res)},
@@ -97,62 +98,63 @@ def _padding_rows(tp: int) -> list:
     rows = []
     for t in sorted(set(PAD_TP) | {tp}):
         pad = core.vocab_pad_table(GPT2_VOCAB, t)
-        rows.append([fmt.integer(t), fmt.integer(pad["divisor"]), fmt.integer(pad["padded_vocab"]),
-                     fmt.integer(pad["padding"]), fmt.integer(pad["per_rank"])])
+        rows.append([fmt.integer(t), fmt.integer(pad.divisor), fmt.integer(pad.padded_vocab),
+                     fmt.integer(pad.padding), fmt.integer(pad.per_rank)])
     return rows
 
 
-def _smoothing_rows(res: dict) -> tuple[list, list]:
+def _smoothing_rows(res: core.VocabCeResult) -> tuple[list, list]:
     """Per rank: our loss (all ranks agree, = PyTorch) and Megatron's on the same logits, whose K
-    is the rank's padded width and whose padded logits are numbers (``res["megatron"]``)."""
-    ref = res["reference_loss"]
-    meg = res["megatron"]
+    is the rank's padded width and whose padded logits are numbers (``res.megatron``)."""
+    ref = res.reference_loss
+    meg = res.megatron
 
     def megatron(v):                                    # Megatron's value, its difference from PyTorch
         return (label("label.undefined_k"), "—") if v is None else (fmt.num(v), fmt.err(v - ref))
 
-    rows = [[tree.rank_tag(e["rank"]), _range_cell(e), fmt.integer(meg["K"]), fmt.num(res["loss"]),
-             *megatron(meg["loss_per_rank"][e["rank"]])] for e in res["ranks"]]
-    foot = [[label("label.pytorch_reference"), "—", fmt.integer(res["vocab"]), fmt.num(ref), "—", "—"],
-            [label("label.megatron_tp1"), "—", fmt.integer(res["vocab"]), "—", *megatron(meg["loss_tp1"])]]
+    rows = [[tree.rank_tag(e.rank), _range_cell(e.vocab_range, e.padding_range), fmt.integer(meg.K), fmt.num(res.loss),
+             *megatron(meg.loss_per_rank[e.rank])] for e in res.ranks]
+    foot = [[label("label.pytorch_reference"), "—", fmt.integer(res.vocab), fmt.num(ref), "—", "—"],
+            [label("label.megatron_tp1"), "—", fmt.integer(res.vocab), "—", *megatron(meg.loss_tp1)]]
     return rows, foot
 
 
-def _megatron_note(res: dict, tp: int) -> dict:
+def _megatron_note(res: core.VocabCeResult, tp: int) -> dict:
     """What Megatron's K is at this tp, and (when tp does not divide V) the padded logits' value."""
-    meg = res["megatron"]
-    if meg["padded_vocab"] == res["vocab"]:
-        return label("note.vocab_megatron_k", vocab=fmt.integer(res["vocab"]), tp=fmt.integer(tp),
-                     K=fmt.integer(meg["K"]))
-    return label("note.vocab_megatron_pad", vocab=fmt.integer(res["vocab"]), tp=fmt.integer(tp),
-                 padded=fmt.integer(meg["padded_vocab"]), K=fmt.integer(meg["K"]), pad=fmt.num(meg["pad_logit"]))
+    meg = res.megatron
+    if meg.padded_vocab == res.vocab:
+        return label("note.vocab_megatron_k", vocab=fmt.integer(res.vocab), tp=fmt.integer(tp),
+                     K=fmt.integer(meg.K))
+    return label("note.vocab_megatron_pad", vocab=fmt.integer(res.vocab), tp=fmt.integer(tp),
+                 padded=fmt.integer(meg.padded_vocab), K=fmt.integer(meg.K), pad=fmt.num(meg.pad_logit))
 
 
-def _head_tables(head: dict) -> tuple[dict, dict]:
+def _head_tables(head: core.HeadResult) -> tuple[dict, dict]:
     """The output head's inputs (h, W_out, targets) and, per rank, its W_out columns, the local
     gradient of the mean loss and its partial term of ∂L/∂h; foot: their sum over the shards."""
-    h, W, n = np.asarray(head["hidden"]), np.asarray(head["W_out"]), len(head["target"])
+    h, W, n = np.asarray(head.hidden), np.asarray(head.W_out), len(head.target)
     # h and y are replicated on every rank: untinted grids.  Shading: a shard's W_out columns and
     # logit gradient against all shards', a partial dL/dh against the sum.
     inputs = table("cap.vocab_head_inputs", ["col.row_tensor", "col.row_shape", "col.row_value"], [
         ["h", fmt.shape(h.shape), tree.grid(h)],
         # W_out is split by columns: each column tinted by the rank whose vocabulary range holds it.
-        ["W_out", fmt.shape(W.shape), tree.grid(W, cols=[next(e["rank"] for e in head["ranks"]
-                                                               if e["vocab_range"][0] <= j < e["vocab_range"][1])
+        ["W_out", fmt.shape(W.shape), tree.grid(W, cols=[next(e.rank for e in head.ranks
+                                                               if e.vocab_range[0] <= j < e.vocab_range[1])
                                                           for j in range(W.shape[1])])],
         # token ids are labels, not magnitudes: no shading (scale 0)
-        ["y", fmt.shape((n,)), tree.grid(np.asarray(head["target"]), decimals=0, scale=0)],
+        ["y", fmt.shape((n,)), tree.grid(np.asarray(head.target), decimals=0, scale=0)],
     ])
     top_w = tree.scale_of(W)
-    top_z = tree.scale_of(*(e["grad_logits"] for e in head["ranks"]))
-    top_h = tree.scale_of(head["reference"]["grad_hidden"], *(e["grad_hidden_partial"] for e in head["ranks"]))
-    rows = [[tree.rank_tag(e["rank"]), _range_cell({**e, **_pad_info(e, head["vocab"])}),
-             tree.grid(e["W_shard"], rank=e["rank"], scale=top_w),
-             tree.grid(e["grad_logits"], rank=e["rank"], scale=top_z),
-             tree.grid(e["grad_hidden_partial"], rank=e["rank"], scale=top_h)] for e in head["ranks"]]
-    foot = [[label("label.sum_shards"), "—", "—", "—", tree.grid(head["grad_hidden"], scale=top_h)],
-            [label("label.reference"), "—", "—", "—", tree.grid(head["reference"]["grad_hidden"], scale=top_h)],
-            [label("label.max_abs_err"), "—", "—", "—", fmt.err(head["max_abs_err"]["grad_hidden"])]]
+    top_z = tree.scale_of(*(e.grad_logits for e in head.ranks))
+    top_h = tree.scale_of(head.reference.grad_hidden, *(e.grad_hidden_partial for e in head.ranks))
+    # the head result lists only the vocabulary range: its padding ids are derived here
+    rows = [[tree.rank_tag(e.rank), _range_cell(e.vocab_range, core.rank_padding(head.vocab, *e.vocab_range)[0]),
+             tree.grid(e.W_shard, rank=e.rank, scale=top_w),
+             tree.grid(e.grad_logits, rank=e.rank, scale=top_z),
+             tree.grid(e.grad_hidden_partial, rank=e.rank, scale=top_h)] for e in head.ranks]
+    foot = [[label("label.sum_shards"), "—", "—", "—", tree.grid(head.grad_hidden, scale=top_h)],
+            [label("label.reference"), "—", "—", "—", tree.grid(head.reference.grad_hidden, scale=top_h)],
+            [label("label.max_abs_err"), "—", "—", "—", fmt.err(head.max_abs_err["grad_hidden"])]]
     # the caption and column say which loss the gradients are of: the mean over the n positions
     per_rank = table(label("cap.vocab_hidden", n=fmt.integer(n)),
                      ["col.rank", "col.vocab_range", "col.w_out_shard", label("col.g_logits", n=fmt.integer(n)),
@@ -168,17 +170,17 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
     s_rows, s_foot = _smoothing_rows(smooth)
 
     ign = core.run_vocab_ce(IGNORE_LOGITS, IGNORE_TARGETS, shards=tp, ignore_index=IGNORE_INDEX)
-    grad = np.asarray(ign["grad"])                                        # (N, V)
+    grad = np.asarray(ign.grad)                                        # (N, V)
     ign_rows = []
     # Positions, not ranks: untinted grids, one shading scale per column.
     top_z, top_g = tree.scale_of(IGNORE_LOGITS), tree.scale_of(grad)
     for i, y in enumerate(IGNORE_TARGETS):
         tgt = label("label.ignored", index=fmt.integer(y)) if y == IGNORE_INDEX else fmt.integer(y)
         ign_rows.append([fmt.integer(i), tree.grid(IGNORE_LOGITS[i], scale=top_z), tgt,
-                         fmt.num(ign["position_loss"][i]), tree.grid(grad[i], scale=top_g)])
-    ign_foot = [[label("label.mean_counted", n=fmt.integer(ign["counted"])), "—", "—", fmt.num(ign["loss"]), "—"],
-                [label("label.reference"), "—", "—", fmt.num(ign["reference_loss"]), "—"],
-                [label("label.max_abs_err"), "—", "—", fmt.err(ign["abs_diff"]), fmt.err(ign["grad_max_abs_err"])]]
+                         fmt.num(ign.position_loss[i]), tree.grid(grad[i], scale=top_g)])
+    ign_foot = [[label("label.mean_counted", n=fmt.integer(ign.counted)), "—", "—", fmt.num(ign.loss), "—"],
+                [label("label.reference"), "—", "—", fmt.num(ign.reference_loss), "—"],
+                [label("label.max_abs_err"), "—", "—", fmt.err(ign.abs_diff), fmt.err(ign.grad_max_abs_err)]]
 
     head_inputs, hidden = _head_tables(core.run_vocab_parallel_head(shards=tp))
     return {
@@ -196,20 +198,14 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
         },
         "values": {
             "gpt2-vocab": fmt.integer(GPT2_VOCAB),
-            "smoothing-loss": fmt.num(smooth["loss"]),
-            "smoothing-reference": fmt.num(smooth["reference_loss"]),
-            "ignore-loss": fmt.num(ign["loss"]),
+            "smoothing-loss": fmt.num(smooth.loss),
+            "smoothing-reference": fmt.num(smooth.reference_loss),
+            "ignore-loss": fmt.num(ign.loss),
         },
         "notes": {"vocab-megatron": _megatron_note(smooth, tp)},
         "figures": {"vocab-extras": figure_vocab_extras(tp, eps, smooth, ign, IGNORE_TARGETS, IGNORE_INDEX,
                                                         core.vocab_pad_table(GPT2_VOCAB, tp))},
     }
-
-
-def _pad_info(entry: dict, vocab: int) -> dict:
-    """padding / padding_range of a head rank (the head result lists only the vocab range)."""
-    pad_range, _, pad = core.rank_padding(vocab, *entry["vocab_range"])
-    return {"padding": pad, "padding_range": pad_range}
 
 
 SECTIONS = {
