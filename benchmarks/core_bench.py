@@ -88,7 +88,7 @@ def bench_mlp(reps: int, dtype: str = "float64", sizes: dict = MLP_SIZES) -> dic
     # Sanity (not a test): the sharded result is the reference up to rounding.
     ranks, sh = subject()
     ref = baseline()
-    err = {k: _max_abs(sh[k], ref[k]) for k in ("Y", "G_X", "G_W1", "G_W2")}
+    err = {k: _max_abs(getattr(sh, k), getattr(ref, k)) for k in ("Y", "G_X", "G_W1", "G_W2")}
     del ranks, sh, ref
     s, b = _interleaved(subject, baseline, reps)
     block = ratio_block(s, b, target=1.25)
