@@ -68,7 +68,10 @@ def test_lang_zh_prints_chinese_help_and_the_default_english():
     assert zh["cli.mlp.options.tp"].replace("{default}", "2") in flat
     assert zh["cli.help"] in flat and out.stdout.startswith(zh["cli.usage"])
     assert en["cli.mlp.about"] not in flat
+    # headings end with the language's own colon, never argparse's ASCII one after a Chinese word
+    assert "\n选项：\n" in out.stdout and "选项:" not in out.stdout
     out = run("mlp", "--help")
+    assert "\noptions:\n" in out.stdout and "options::" not in out.stdout
     flat = " ".join(out.stdout.split())
     assert out.returncode == 0 and en["cli.mlp.about"] in flat and zh["cli.mlp.about"] not in flat
     assert en["cli.mlp.options.dtype"].replace("{choices}", "float64, float32, float16").replace(

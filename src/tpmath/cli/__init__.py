@@ -85,8 +85,17 @@ def _parser_options(lang: str, raw: bool = False) -> dict:
         def add_usage(self, usage, actions, groups, prefix=None):
             super().add_usage(usage, actions, groups, _say("cli.usage", lang) if prefix is None else prefix)
 
+        # A heading's string carries its own colon (the language's: full-width in Chinese);
+        # argparse appends an ASCII one, which is taken off again below.
         def start_section(self, heading):
             super().start_section(_say(_HEADINGS[heading], lang) if heading in _HEADINGS else heading)
+
+        def format_help(self):
+            text = super().format_help()
+            for key in _HEADINGS.values():
+                said = _say(key, lang)
+                text = text.replace(f"{said}:\n", f"{said}\n")
+            return text
 
     return {"formatter_class": Formatter}
 
