@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import inspect
 import os
 import re
 import subprocess
@@ -100,3 +101,22 @@ def test_no_help_text_left_in_the_cli_code(path):
             for target in node.targets:
                 name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
                 assert name.lower() not in ("help", "epilog", "description"), f"{path.name}:{node.lineno}: {name}"
+
+
+def test_argparse_messages_are_said_in_the_lang_language():
+    zh, en = i18n.strings("zh"), i18n.strings("en")
+    keys = sorted(k for k in en if k.startswith("cli.argparse."))
+    assert keys and all(k in zh and zh[k] != en[k] for k in keys)
+    # each English text is a message id argparse really uses (else the Chinese one is never said)
+    source = inspect.getsource(argparse)
+    assert [k for k in keys if f"_('{en[k]}')" not in source] == []
+    cases = [(["mlp", "--bogus", "1"], "cli.argparse.unrecognized", "--bogus 1"),
+             (["comm-cost"], "cli.argparse.required", "--tp")]
+    for argv, key, arg in cases:
+        for lang, said in (("zh", zh), ("en", en)):
+            out = run("--lang", lang, *argv)
+            lines = out.stderr.splitlines()
+            assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ")
+            assert said[key].replace("%s", arg) in lines[0], (lang, lines)
+    out = run("--lang", "zh", "mlp", "--tp")
+    assert zh["cli.argparse.argument"] % {"argument_name": "--tp", "message": zh["cli.argparse.expected_one"]} in out.stderr

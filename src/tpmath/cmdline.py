@@ -67,6 +67,16 @@ def take_lang(argv: list[str]) -> tuple[str, list[str]]:
     return lang, rest
 
 
+def speak_argparse(lang: str) -> None:
+    """argparse's own messages ("unrecognized arguments: …") in ``lang``: content/i18n's
+    ``cli.argparse.*`` strings, found by their English text, which is argparse's message id.
+    argparse looks its messages up through the module's ``_`` at the time it raises them; a
+    command line is one process speaking one language, so replacing it there is enough."""
+    said, english = i18n.strings(lang), i18n.strings(i18n.DEFAULT_LANG)
+    table = {english[k]: said[k] for k in english if k.startswith("cli.argparse.") and k in said}
+    argparse._ = lambda message: table.get(message, message)
+
+
 def start(argv: list[str], quiet: bool = False) -> tuple[str, list[str]] | None:
     """(language, the other arguments); None when the run must end at once (status 2) because the
     message files are missing or ``--lang`` names no language, after its one error line (unless
@@ -76,11 +86,13 @@ def start(argv: list[str], quiet: bool = False) -> tuple[str, list[str]] | None:
             print(NO_MESSAGES, file=sys.stderr)
         return None
     try:
-        return take_lang(argv)
+        lang, rest = take_lang(argv)
     except TPMathError as err:
         if not quiet:
             say_error(err, i18n.DEFAULT_LANG)
         return None
+    speak_argparse(lang)
+    return lang, rest
 
 
 def say_error(err: TPMathError, lang: str) -> None:
