@@ -120,3 +120,32 @@ def test_argparse_messages_are_said_in_the_lang_language():
             assert said[key].replace("%s", arg) in lines[0], (lang, lines)
     out = run("--lang", "zh", "mlp", "--tp")
     assert zh["cli.argparse.argument"] % {"argument_name": "--tp", "message": zh["cli.argparse.expected_one"]} in out.stderr
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_real_runner_help_is_content_in_both_languages(lang):
+    from tpmath import ranks
+    from tpmath.real.__main__ import build_parser as build_real
+
+    said = i18n.strings(lang)
+    parser = build_real(lang)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(sub.choices) == set(ranks.TOPICS)
+    for name, topic in ranks.TOPICS.items():
+        assert sub.choices[name].description == said[f"cli.real.{name}.about"]
+        helps = {a.dest: a.help for a in sub.choices[name]._actions}
+        for o in topic.options:
+            key = f"cli.real.{name}.options.{o.dest}"
+            assert key in said and helps[o.dest] and "{" not in helps[o.dest], (key, helps[o.dest])
+            if "{default}" in said[key]:
+                assert str(o.default) in helps[o.dest]
+        for dest, args in topic.help_args.items():      # the values the help quotes are the checked ones
+            for value in args.get("choices", ()):
+                assert value in helps[dest]
+    # the records carry no prose: the help strings are only in content/i18n
+    assert not any(hasattr(t, "help") for t in ranks.TOPICS.values())
+    assert not any(hasattr(o, "help") for t in ranks.TOPICS.values() for o in t.options)
+    out = subprocess.run([sys.executable, "-m", "tpmath.real", "--lang", lang, "vocab-ce", "--help"],
+                         capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert out.returncode == 0
+    assert " ".join(said["cli.real.vocab-ce.about"].split()) in " ".join(out.stdout.split())

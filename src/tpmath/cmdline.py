@@ -13,6 +13,7 @@ from typing import Callable
 
 from . import i18n
 from .errors import TPMathError
+from .i18n import Text
 
 # Said in code because it is the one message that cannot come from the message files.
 NO_MESSAGES = "error: tpmath's message files (content/i18n/*.errors.toml) were not found"
@@ -110,3 +111,38 @@ def quiet_on_closed_pipe(main: Callable[[], int]) -> int:
         # exit does not fail (and print a traceback) too.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+
+
+def say_help(key: str, lang: str, **args) -> str:
+    """A help string in ``lang``; a list of values is quoted comma-separated.  (argparse
+    %-formats help strings, so a literal % is doubled.)"""
+    args = {k: ", ".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v) for k, v in args.items()}
+    return i18n.text(Text(key, **args), lang).replace("%", "%%")
+
+
+# argparse's section headings -> their keys
+_HEADINGS = {"positional arguments": "cli.positionals", "options": "cli.options"}
+
+
+def help_formatter(lang: str, raw: bool = False) -> dict:
+    """What every parser of ``lang`` is made with: a formatter that says argparse's own words
+    (``usage:``, the section headings) in ``lang``; ``raw`` keeps a pre-wrapped epilog's lines."""
+    base = argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter
+
+    class Formatter(base):
+        def add_usage(self, usage, actions, groups, prefix=None):
+            super().add_usage(usage, actions, groups, say_help("cli.usage", lang) if prefix is None else prefix)
+
+        # A heading's string carries its own colon (the language's: full-width in Chinese);
+        # argparse appends an ASCII one, which is taken off again below.
+        def start_section(self, heading):
+            super().start_section(say_help(_HEADINGS[heading], lang) if heading in _HEADINGS else heading)
+
+        def format_help(self):
+            text = super().format_help()
+            for key in _HEADINGS.values():
+                said = say_help(key, lang)
+                text = text.replace(f"{said}:\n", f"{said}\n")
+            return text
+
+    return {"formatter_class": Formatter}

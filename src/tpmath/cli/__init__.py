@@ -21,7 +21,8 @@ import sys
 import numpy as np
 
 from .. import i18n
-from ..cmdline import Parser, join_negative_values, quiet_on_closed_pipe, say_error, start
+from ..cmdline import (Parser, help_formatter, join_negative_values, quiet_on_closed_pipe, say_error, say_help,
+                       start)
 from ..errors import TPMathError
 from ..i18n import Text
 from ..jsonio import to_jsonable
@@ -32,30 +33,23 @@ COMMAND_MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if
 
 def build_parser(lang: str = i18n.DEFAULT_LANG) -> argparse.ArgumentParser:
     """The top-level parser with one sub-command per command module, its help in ``lang``."""
-    parser = _parser(lang, prog="python -m tpmath", description=_say("cli.description", lang))
+    parser = _parser(lang, prog="python -m tpmath", description=say_help("cli.description", lang))
     # --lang is taken off the line before parsing (cmdline.take_lang); listed here for the help only.
     parser.add_argument("--lang", metavar="LANG", default=i18n.DEFAULT_LANG)
     _help_of(parser, "cli", lang, {"lang": {"choices": i18n.languages()}})
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=_say("cli.command", lang))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=say_help("cli.command", lang))
     for mod_name in COMMAND_MODULES:
         mod = importlib.import_module(f".{mod_name}", __name__)   # a broken command fails here, loudly
         args = getattr(mod, "HELP_ARGS", {})
-        about = _say(f"cli.{mod.NAME}.about", lang, **args.get("about", {}))
+        about = say_help(f"cli.{mod.NAME}.about", lang, **args.get("about", {}))
         epilog = i18n.strings(lang).get(f"cli.{mod.NAME}.epilog")
         p = sub.add_parser(mod.NAME, help=about, description=about, epilog=epilog,
-                           **_parser_options(lang, raw=epilog is not None))
+                           **help_formatter(lang, raw=epilog is not None))
         p.add_argument("--json", action="store_true")
         mod.add_arguments(p)
         _help_of(p, f"cli.{mod.NAME}.options", lang, args)
         p.set_defaults(_run=mod.run)
     return parser
-
-
-def _say(key: str, lang: str, **args) -> str:
-    """A help string in ``lang``; a list of values is quoted comma-separated.  (argparse
-    %-formats help strings, so a literal % is doubled.)"""
-    args = {k: ", ".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v) for k, v in args.items()}
-    return i18n.text(Text(key, **args), lang).replace("%", "%%")
 
 
 def _help_of(parser: argparse.ArgumentParser, prefix: str, lang: str, args: dict) -> None:
@@ -65,39 +59,11 @@ def _help_of(parser: argparse.ArgumentParser, prefix: str, lang: str, args: dict
         if isinstance(action, argparse._SubParsersAction):
             continue
         key = f"cli.{action.dest}" if action.dest in ("help", "json") else f"{prefix}.{action.dest}"
-        action.help = _say(key, lang, default=action.default, **args.get(action.dest, {}))
+        action.help = say_help(key, lang, default=action.default, **args.get(action.dest, {}))
 
 
 def _parser(lang: str, **kw) -> Parser:
-    return Parser(**kw, **_parser_options(lang))
-
-
-# argparse's section headings -> their keys
-_HEADINGS = {"positional arguments": "cli.positionals", "options": "cli.options"}
-
-
-def _parser_options(lang: str, raw: bool = False) -> dict:
-    """What every parser of ``lang`` is made with: a formatter that says argparse's own words
-    (``usage:``, the section headings) in ``lang``; ``raw`` keeps a pre-wrapped epilog's lines."""
-    base = argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter
-
-    class Formatter(base):
-        def add_usage(self, usage, actions, groups, prefix=None):
-            super().add_usage(usage, actions, groups, _say("cli.usage", lang) if prefix is None else prefix)
-
-        # A heading's string carries its own colon (the language's: full-width in Chinese);
-        # argparse appends an ASCII one, which is taken off again below.
-        def start_section(self, heading):
-            super().start_section(_say(_HEADINGS[heading], lang) if heading in _HEADINGS else heading)
-
-        def format_help(self):
-            text = super().format_help()
-            for key in _HEADINGS.values():
-                said = _say(key, lang)
-                text = text.replace(f"{said}:\n", f"{said}\n")
-            return text
-
-    return {"formatter_class": Formatter}
+    return Parser(**kw, **help_formatter(lang))
 
 
 def main(argv: list[str] | None = None) -> int:

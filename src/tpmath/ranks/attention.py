@@ -72,16 +72,8 @@ def _expected_attention(p: dict) -> tuple[list, list]:
     return per_rank, check
 
 
-TOPICS = (Topic("attention", "multi-head attention with GQA split by heads (f before QKV, g after W_o), forward and "
-                "backward", opts(
-    ("tp", "2", "tensor-parallel size = number of processes; must divide --heads"),
-    ("heads", "4", "query heads H"),
-    ("kv-heads", None, "KV heads K (default H); K ≥ tp: tp divides K; K < tp: K divides tp (replicated)"),
-    ("seq", "4", "sequence length S"),
-    ("batch", "1", "batch B"),
-    ("hidden", "8", "hidden size D (head size D/H)"),
-    ("seed", "0", "seed of the page's inputs (tpmath.attention.example_inputs)"),
-    ("causal", None, "causal mask", True),
-    ("mistake", "none", f"one of {', '.join(attention.MISTAKES)}"),
-    ("stage", "all", f"which tensors to print: {', '.join(STAGES)}"),
-), _plan_attention, _expected_attention, real_module="attention"),)
+TOPICS = (Topic("attention", opts(
+    ("tp", "2"), ("heads", "4"), ("kv-heads", None), ("seq", "4"), ("batch", "1"), ("hidden", "8"), ("seed", "0"),
+    ("causal", None, True), ("mistake", "none"), ("stage", "all"),
+), _plan_attention, _expected_attention, real_module="attention",
+    help_args={"mistake": {"choices": attention.MISTAKES}, "stage": {"choices": STAGES}}),)

@@ -82,9 +82,6 @@ def _expected_collective(p: dict) -> tuple[list, list]:
 
 
 
-TOPICS = (Topic("collective", "one collective on the site's buffers: rank r holds 10^r·[1, 2, …]", opts(
-    ("name", "all-reduce", f"one of {', '.join(collectives.NAMES)}"),
-    ("ranks", "2", "number of processes"),
-    ("op", "sum", f"reduction: {', '.join(collectives.OPS)}"),
-    ("root", "0", "root rank of reduce, broadcast, gather, scatter"),
-), _plan_collective, _expected_collective, real_module="collective"),)
+TOPICS = (Topic("collective", opts(("name", "all-reduce"), ("ranks", "2"), ("op", "sum"), ("root", "0")),
+                _plan_collective, _expected_collective, real_module="collective",
+                help_args={"name": {"choices": collectives.NAMES}, "op": {"choices": collectives.OPS}}),)

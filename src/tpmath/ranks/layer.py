@@ -70,16 +70,7 @@ def _expected_layer(p: dict) -> tuple[list, list]:
     return per_rank, check
 
 
-TOPICS = (Topic("layer", "pre-LN transformer layer (LN, attention, residual, LN, GeLU MLP, residual): f and g "
-                "twice, replicated LayerNorm weights and row-parallel biases", opts(
-    ("tp", "2", "tensor-parallel size = number of processes; must divide --heads and --ffn"),
-    ("heads", "4", "query heads H"),
-    ("kv-heads", None, "KV heads K (default H); K ≥ tp: tp divides K; K < tp: K divides tp (replicated)"),
-    ("seq", "4", "sequence length S"),
-    ("batch", "1", "batch B"),
-    ("hidden", "8", "hidden size D (head size D/H)"),
-    ("ffn", None, "MLP width F (default 4·D)"),
-    ("seed", "0", "seed of the page's inputs (tpmath.layer.example_inputs)"),
-    ("causal", None, "causal mask", True),
-    ("stage", "all", f"which tensors to print: {', '.join(STAGES)}"),
-), _plan_layer, _expected_layer, real_module="layer"),)
+TOPICS = (Topic("layer", opts(
+    ("tp", "2"), ("heads", "4"), ("kv-heads", None), ("seq", "4"), ("batch", "1"), ("hidden", "8"), ("ffn", None),
+    ("seed", "0"), ("causal", None, True), ("stage", "all"),
+), _plan_layer, _expected_layer, real_module="layer", help_args={"stage": {"choices": STAGES}}),)

@@ -6,25 +6,15 @@ from .. import row_linear
 from ..record import fields_of
 from ..validate import as_choice
 from .output import cols, rows, tolerance, verdict
-from .topic import JSON, Opt, Topic, opts
+from .topic import Opt, Topic, opts
 
 LINEAR_STAGES = ("all", "forward", "backward")
 
 
-def _linear_opts(split: str, bias: str) -> tuple[Opt, ...]:
-    """Options of the two linear examples (they differ in the split dimension)."""
-    return opts(
-        ("tp", "2", f"tensor-parallel size = number of processes; must divide {split}"),
-        ("stage", "all", f"which tensors to print: {', '.join(LINEAR_STAGES)}"),
-        ("seed", "0", "the page's example inputs: standard normal draws rounded to one decimal"),
-        ("batch", "2", "example inputs: batch"),
-        ("d-in", "4", "example inputs: input features D"),
-        ("d-out", "4", "example inputs: output features O"),
-        ("x", None, f"X (batch × d_in) {JSON}; overrides the example"),
-        ("a", None, f"A (d_in × d_out) {JSON}; overrides the example"),
-        ("dy", None, f"upstream gradient dY (batch × d_out) {JSON}; overrides the example"),
-        ("bias", None, f"bias b (d_out) {JSON}; {bias}"),
-    )
+def _linear_opts() -> tuple[Opt, ...]:
+    """Options of the two linear examples (their help says which dimension each splits)."""
+    return opts(("tp", "2"), ("stage", "all"), ("seed", "0"), ("batch", "2"), ("d-in", "4"), ("d-out", "4"),
+                ("x", None), ("a", None), ("dy", None), ("bias", None))
 
 
 def _plan_linear(o: dict, kind: str) -> dict:
@@ -89,9 +79,8 @@ def _expected_linear(p: dict) -> tuple[list, list]:
 
 
 
-TOPICS = (Topic("row-linear", "row-parallel linear Y = X A (A split by rows, X by columns, AllReduce of Y)",
-            _linear_opts("d_in", "added once, after the AllReduce"), lambda o: _plan_linear(o, "row"),
-            _expected_linear, real_module="linear"),
-          Topic("column-linear", "column-parallel linear Y = X A (A split by columns, AllGather of Y)",
-               _linear_opts("d_out", "each rank adds its slice"), lambda o: _plan_linear(o, "column"),
-               _expected_linear, real_module="linear"),)
+LINEAR_HELP = {"stage": {"choices": LINEAR_STAGES}}
+TOPICS = (Topic("row-linear", _linear_opts(), lambda o: _plan_linear(o, "row"), _expected_linear,
+                real_module="linear", help_args=LINEAR_HELP),
+          Topic("column-linear", _linear_opts(), lambda o: _plan_linear(o, "column"), _expected_linear,
+                real_module="linear", help_args=LINEAR_HELP),)

@@ -51,8 +51,6 @@ def _expected_mismatch(p: dict) -> tuple[list, list]:
 
 
 
-TOPICS = (Topic("mismatch", "a mismatched collective: the checker's verdict, then the real run (with a timeout)",
-              opts(
-                  ("scenario", "order_swapped", f"one of {', '.join(mismatch.SCENARIOS)}"),
-                  ("timeout", "10", "seconds a collective may wait before the backend gives up (1–600)"),
-              ), _plan_mismatch, _expected_mismatch, real_module="mismatch"),)
+TOPICS = (Topic("mismatch", opts(("scenario", "order_swapped"), ("timeout", "10")),
+                _plan_mismatch, _expected_mismatch, real_module="mismatch",
+                help_args={"scenario": {"choices": tuple(mismatch.SCENARIOS)}}),)

@@ -9,7 +9,7 @@ from .. import mlp
 from ..record import fields_of
 from ..validate import as_choice, as_dtype
 from .output import cols, rows, verdict
-from .topic import DTYPE_HELP, JSON, Topic, opts
+from .topic import Topic, opts
 
 MLP_STAGES = ("all", "shards", "forward", "partial", "backward", "grad-w", "grad-x", "grads")
 
@@ -61,17 +61,7 @@ def _expected_mlp(p: dict) -> tuple[list, list]:
 
 
 
-TOPICS = (Topic(
-    "mlp", "column→row MLP (tanh, L = Σ Y⊙G): forward and backward, one process per rank", opts(
-        ("tp", "2", "tensor-parallel size = number of processes; must divide d_ff"),
-        ("stage", "all", f"which tensors to print: {', '.join(MLP_STAGES)} (the page's stages; grads = every gradient)"),
-        ("dtype", "float64", DTYPE_HELP),
-        ("x", None, f"X (batch × d_model) {JSON}; default the seed's [[1,2],[3,-1]]"),
-        ("w1", None, f"W1 (d_model × d_ff) {JSON}"),
-        ("w2", None, f"W2 (d_ff × d_model) {JSON}"),
-        ("g", None, f"upstream gradient G = dL/dY (batch × d_model) {JSON}"),
-        ("seed", None, "random inputs from this seed (with --batch --d-model --d-ff)"),
-        ("batch", None, "random inputs: batch (default 4)"),
-        ("d-model", None, "random inputs: d_model (default 4)"),
-        ("d-ff", None, "random inputs: d_ff (default 24)"),
-    ), _plan_mlp, _expected_mlp, real_module="mlp"),)
+TOPICS = (Topic("mlp", opts(
+    ("tp", "2"), ("stage", "all"), ("dtype", "float64"), ("x", None), ("w1", None), ("w2", None), ("g", None),
+    ("seed", None), ("batch", None), ("d-model", None), ("d-ff", None),
+), _plan_mlp, _expected_mlp, real_module="mlp", help_args={"stage": {"choices": MLP_STAGES}}),)

@@ -74,16 +74,9 @@ def _expected_sp_layer(p: dict) -> tuple[list, list]:
     return per_rank, check
 
 
-TOPICS = (Topic("sp-layer", "Y = X + tanh(LN(X) W1) W2 with tensor + sequence parallelism (AllGather / ReduceScatter "
-                "along the sequence), one process per rank", opts(
-    ("tp", "2", "tensor-parallel size = number of processes; must divide seq and ffn"),
-    ("stage", "all", f"which tensors to print: {', '.join(STAGES)}"),
-    ("seq", "4", "sequence length S"),
-    ("batch", "2", "batch B"),
-    ("hidden", "4", "hidden size D"),
-    ("ffn", "8", "MLP width F"),
-    ("seed", "0", "inputs from numpy.random.default_rng(seed)"),
-    ("mistake", "none", f"one of {', '.join(sp_layer.MISTAKES)}"),
-    ("dropout", None, f"dropout probability p (default 0; {sp_layer.DEMO_DROPOUT} with "
-                      "--mistake same-dropout-seed)"),
-), _plan_sp_layer, _expected_sp_layer, real_module="sp_layer"),)
+TOPICS = (Topic("sp-layer", opts(
+    ("tp", "2"), ("stage", "all"), ("seq", "4"), ("batch", "2"), ("hidden", "4"), ("ffn", "8"), ("seed", "0"),
+    ("mistake", "none"), ("dropout", None),
+), _plan_sp_layer, _expected_sp_layer, real_module="sp_layer",
+    help_args={"stage": {"choices": STAGES}, "mistake": {"choices": sp_layer.MISTAKES},
+               "dropout": {"demo": sp_layer.DEMO_DROPOUT}}),)

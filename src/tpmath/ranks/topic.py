@@ -3,21 +3,16 @@ plans and the expected output derive."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
-
-JSON = "as JSON"
-DTYPE_HELP = ("float64 | float32 | float16 (float16: PyTorch's CPU kernels accumulate in float32, the "
-              "simulation rounds every float16 operation, so the last printed digits can differ)")
-
 
 @dataclass(frozen=True)
 class Opt:
-    """One option of an example: ``--name VALUE`` (``None`` default = not given)."""
+    """One option of an example: ``--name VALUE`` (``None`` default = not given).  Its help is
+    content: ``cli.real.<example>.options.<dest>`` in content/i18n/<lang>.cli.toml."""
 
     name: str
     default: str | None
-    help: str
     flag: bool = False          # a bare ``--name`` (true when given), no value
 
     @property
@@ -25,7 +20,8 @@ class Opt:
         return self.name.replace("-", "_")
 
 
-def opts(*specs: tuple[str, str | None, str]) -> tuple[Opt, ...]:
+def opts(*specs: tuple) -> tuple[Opt, ...]:
+    """(name, default) or (name, default, True) for a flag."""
     return tuple(Opt(*s) for s in specs)
 
 
@@ -39,11 +35,14 @@ class Topic:
     simulation use (``world`` = the processes it needs, ``core`` = the core's result);
     ``expected(plan)`` is what each rank prints and rank 0's check lines; ``real_module`` names
     the :mod:`tpmath.real` module whose ``run(plan, ctx)`` does it with torch.distributed.
+    Its help is content (``cli.real.<name>.about``, ``cli.real.<name>.options.<dest>``);
+    ``help_args`` gives an option's help the values it quotes (``{choices}``, …), from the code
+    that checks them, so the help never lists what the example would refuse.
     """
 
     name: str
-    help: str
     options: tuple[Opt, ...]
     plan: Callable[[dict], dict]
     expected: Callable[[dict], tuple[list, list]]
     real_module: str
+    help_args: dict = field(default_factory=dict)

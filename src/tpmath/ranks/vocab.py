@@ -13,7 +13,7 @@ from .. import collectives, vocab_ce
 from ..record import fields_of
 from ..validate import as_array, as_dtype, as_float, as_int, parse_json
 from .output import tolerance, verdict
-from .topic import DTYPE_HELP, JSON, Topic, opts
+from .topic import Topic, opts
 
 
 def _plan_vocab(o: dict) -> dict:
@@ -89,13 +89,7 @@ def vocab_check(loss: float, ref_loss: float, grad: Any, ref_grad: Any, dtype: s
 
 
 
-TOPICS = (Topic("vocab-ce", "vocab-parallel cross-entropy (Megatron's algorithm), one process per vocabulary shard",
-              opts(
-                  ("shards", "2", "vocabulary shards = number of processes (pads V when it does not divide)"),
-                  ("target", None, "target token id, or a JSON list for 2-D logits (default the seed's 2)"),
-                  ("shift", "0", "constant added to every logit (|shift| ≤ 1e4)"),
-                  ("label-smoothing", "0", "ε in [0, 1], as F.cross_entropy(label_smoothing=ε)"),
-                  ("ignore-index", "-100", "target value whose positions are ignored"),
-                  ("dtype", "float64", DTYPE_HELP),
-                  ("logits", None, f"logits (V,) or (positions, V) {JSON}; default the seed's six"),
-              ), _plan_vocab, _expected_vocab, real_module="vocab"),)
+TOPICS = (Topic("vocab-ce", opts(
+    ("shards", "2"), ("target", None), ("shift", "0"), ("label-smoothing", "0"), ("ignore-index", "-100"),
+    ("dtype", "float64"), ("logits", None),
+), _plan_vocab, _expected_vocab, real_module="vocab"),)

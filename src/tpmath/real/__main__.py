@@ -17,34 +17,41 @@ import numpy as np
 
 from .. import ranks
 from .. import i18n
-from ..cmdline import Parser, join_negative_values, say_error, start
+from ..cmdline import Parser, help_formatter, join_negative_values, say_error, say_help, start
 from ..errors import TPMathError
 from . import common
 
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """One sub-command per topic, options from its record (tpmath.ranks.TOPICS)."""
+def build_parser(lang: str = i18n.DEFAULT_LANG) -> argparse.ArgumentParser:
+    """One sub-command per topic, options from its record (tpmath.ranks.TOPICS), the help in
+    ``lang`` (content/i18n/<lang>.cli.toml, ``cli.real.*``)."""
     parser = Parser(prog="torchrun --standalone --nproc-per-node N -m tpmath.real",
-                     description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="example", parser_class=Parser, metavar="EXAMPLE")
+                    description=say_help("cli.real.description", lang), **help_formatter(lang))
+    sub = parser.add_subparsers(dest="example", parser_class=Parser, metavar="EXAMPLE",
+                                help=say_help("cli.real.example", lang))
     for name, topic in ranks.TOPICS.items():
-        p = sub.add_parser(name, help=topic.help, description=topic.help)
+        about = say_help(f"cli.real.{name}.about", lang)
+        p = sub.add_parser(name, help=about, description=about, **help_formatter(lang))
         for o in topic.options:
+            text = say_help(f"cli.real.{name}.options.{o.dest}", lang, default=o.default,
+                            **topic.help_args.get(o.dest, {}))
             if o.flag:
-                p.add_argument(f"--{o.name}", dest=o.dest, default=None, action="store_true", help=o.help)
-                continue
-            p.add_argument(f"--{o.name}", dest=o.dest, default=None,
-                           help=o.help + ("" if o.default is None else f" (default {o.default})"))
+                p.add_argument(f"--{o.name}", dest=o.dest, default=None, action="store_true", help=text)
+            else:
+                p.add_argument(f"--{o.name}", dest=o.dest, default=None, help=text)
         p.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"),
-                       help="gloo on CPU; nccl with one GPU per rank; auto = nccl when there are enough GPUs")
-        p.add_argument("--json", action="store_true",
-                       help="one JSON line per rank with full-precision values (for scripts and tests)")
+                       help=say_help("cli.real.backend", lang, default="auto"))
+        p.add_argument("--json", action="store_true", help=say_help("cli.real.json", lang))
+    for p in (parser, *sub.choices.values()):      # argparse's own -h
+        for action in p._actions:
+            if action.dest == "help":
+                action.help = say_help("cli.help", lang)
     return parser
 
 
-def _plan(argv: list[str]) -> tuple[argparse.Namespace, dict]:
-    parser = build_parser()
+def _plan(argv: list[str], lang: str) -> tuple[argparse.Namespace, dict]:
+    parser = build_parser(lang)
     if not argv or argv[0] in ("-h", "--help"):
         if os.environ.get("RANK", "0") == "0":       # once per run, not once per rank
             parser.print_help()
@@ -72,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         return refused
     lang, argv = started
     try:
-        args, p = _plan(argv)                      # validation first: before torch is imported
+        args, p = _plan(argv, lang)                      # validation first: before torch is imported
         torch = common.import_torch()
         extra = ((("--backend", args.backend) if args.backend != "auto" else ()) + (("--json",) if args.json else ())
                  + (("--lang", lang) if lang != i18n.DEFAULT_LANG else ()))
