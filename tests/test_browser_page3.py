@@ -44,7 +44,12 @@ SNAPSHOT_FN = """function snapshot(demo) {
     const out = [];
     const walk = e => {
       const attrs = {};
-      for (const a of e.attributes) attrs[a.name] = a.value;
+      for (const a of e.attributes) {
+        // the "what changed" cue's class is the reader's highlight for a moment, not the figure
+        const v = a.name === "class" ? a.value.split(/\\s+/).filter(c => c && c !== "tp-changed").join(" ") : a.value;
+        if (a.name === "class" && v === "" && a.value.includes("tp-changed")) continue;
+        attrs[a.name] = v;
+      }
       const own = Array.from(e.childNodes).filter(n => n.nodeType === 3).map(n => n.textContent).join("");
       out.push([e.tagName.toLowerCase(), attrs, own]);
       Array.from(e.children).forEach(walk);
