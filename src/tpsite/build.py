@@ -344,6 +344,7 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
     slugs = content.slugs()
     for lang in content.langs:
         strings = content.strings[lang]
+        inline = inline_strings(strings)          # the same for every page of the language
         (out / lang).mkdir(parents=True, exist_ok=True)
         for slug in slugs:
             prep = prepared[(lang, slug)]
@@ -360,7 +361,8 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
             html = env.get_template("page.html").render(
                 html_lang=content.tag(lang), lang=lang, page={
                     "title": page.title, "description": page.meta.get("description", "")},
-                t=t, strings=inline_strings(strings), strings_url=page_url(urls["strings"][lang], "../"), csp=csp, root="../", home_href="index.html",
+                t=t, strings=inline, strings_url=page_url(urls["strings"][lang], "../"), csp=csp, root="../",
+                home_href="index.html",
                 alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != content.tag(lang)],
                 nav=nav, toc=prep.toc, body=render.Markup(prep.html),
                 pyodide_url=page_url(urls["pyodide"], "../"), wheel_url=page_url(urls["wheel"], "../"),

@@ -126,7 +126,7 @@ function morph(old, fresh, cue) {
   }
 }
 
-/** Put `fresh` in the place of `old` (or where a part of its kind goes) unless they are the same. */
+/** Make `old` equal to `fresh` (morph), or put `fresh` where a part of its kind goes. */
 function replacePart(table, old, fresh, cue) {
   if (old) {
     morph(old, fresh, cue);
