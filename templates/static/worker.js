@@ -3,7 +3,11 @@
  * Protocol (see ARCHITECTURE.md):
  *   page -> worker  {type: "boot", base, wheel, snapshot}   first message: runtime base URL, wheel URL
  *                   (absolute), snapshot {key, numpy, sha256} or null (see "Memory snapshot" below)
- *                   {type: "render", id, section, controls, lang}
+ *                   {type: "render", id, section, controls, lang, next}   next: the states one
+ *                   step from `controls` (a list of control objects, likeliest first), computed
+ *                   ahead while the worker is idle (see "Ahead of the reader" below)
+ *                   {type: "ahead", section, lang, next}   compute `next` ahead (the reader reaches
+ *                   for a demo's controls)
  *                   {type: "run", id, code}
  *                   {type: "idle"}   the page is idle after ready: store the snapshot made by this boot
  *   worker -> page  {type: "status", stage: "download"|"python"|"numpy"|"ready"|"failed", detail, boot}
@@ -214,6 +218,7 @@ async function boot(base, wheel, snapshot) {
  * back and forth through a select revisits states: those are answered without running Python.
  * Cleared when a reader's program runs (it could change what tpmath computes). */
 const RESULTS_KEPT = 256;
+const AHEAD_MAX = 48;        // states waiting to be computed ahead (a few ms each)
 const answers = new Map();
 
 function answer(section, controls, lang) {
@@ -229,6 +234,34 @@ function answer(section, controls, lang) {
   return text;
 }
 
+/* Ahead of the reader: the worker computes answers the reader is likely to ask for next while it
+ * is idle, one per task, so that a request arriving meanwhile waits for at most one of them.
+ * Their answers join the kept ones: stepping or dragging on finds its next state computed, and a
+ * change costs the page's own work, not Python's.  After a render, the states one step from it
+ * (the page sends them: a slider's neighbouring positions, a select's neighbouring choices)
+ * replace the list; an "ahead" message adds to it (once the runtime is ready the page asks for
+ * each demo's current state, which imports its view module -- the slowest answer of a visit --
+ * and warms the code; a reader reaching for a demo's controls adds its neighbours).  A reader's
+ * program clears it. */
+let ahead = [];          // [section, lang, controls] still to compute, first first
+let aheadTimer = null;
+
+function computeAhead() {
+  aheadTimer = null;
+  const next = ahead.shift();
+  if (!next) return;
+  if (!answers.has(JSON.stringify(next))) {
+    try { answer(next[0], next[2], next[1]); } catch (err) { /* asked for, it reports */ }
+  }
+  aheadTimer = setTimeout(computeAhead, 0);
+}
+
+function planAhead(msg, replace) {
+  const states = (Array.isArray(msg.next) ? msg.next : []).map((c) => [msg.section, msg.lang || "en", c]);
+  ahead = (replace ? states : ahead.concat(states)).slice(0, AHEAD_MAX);
+  if (ahead.length && aheadTimer === null) aheadTimer = setTimeout(computeAhead, 0);
+}
+
 function render(msg) {
   // The answer goes to the page as JSON text: posting a string is a copy of its bytes, where a
   // parsed result (thousands of figure and grid nodes) is cloned node by node -- several ms on
@@ -242,6 +275,7 @@ function render(msg) {
                             field: null, internal: true });
   }
   self.postMessage({ type: "result", id: msg.id, section: msg.section, text: text });
+  planAhead(msg, true);
 }
 
 /* A reader's program failed: its traceback without the frames of Pyodide's own machinery
@@ -260,6 +294,7 @@ function readerTraceback(text) {
 
 function run(pyodide, msg) {
   answers.clear();
+  ahead = [];
   const out = [];
   const sink = { batched: (line) => out.push(line) };
   pyodide.setStdout(sink);
@@ -290,6 +325,7 @@ self.onmessage = async (event) => {
   let pyodide;
   try { pyodide = await booted; } catch (err) { return; }  // "failed" already reported
   if (msg.type === "render") render(msg);
+  else if (msg.type === "ahead") planAhead(msg, false);
   else if (msg.type === "run") run(pyodide, msg);
   else if (msg.type === "idle") storeSnapshot().catch((err) => console.info("tp runtime: memory snapshot not stored: " + String(err)));
 };

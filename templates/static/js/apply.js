@@ -4,7 +4,7 @@
  * moment (the "what changed" cue, cue.js). */
 
 import { cellText, keyText } from "./i18n.js";
-import { build, TreeError } from "./tree.js";
+import { build, TreeError, validate } from "./tree.js";
 import { markChanged } from "./cue.js";
 
 function findIn(scope, attr, name) {
@@ -46,6 +46,39 @@ function buildRow(row) {
   return tr;
 }
 
+/** Make the row `tr` show `row` (as buildRow would build it), straight from the row's values:
+ * a grid cell is morphed from its tree, a text cell gets its text; a cell that changes kind
+ * (text <-> grid) or a row of another length is built. */
+function morphRow(tr, row, cue) {
+  if (tr.cells.length !== row.length) { morph(tr, buildRow(row), cue); return; }
+  row.forEach((value, j) => {
+    const cell = tr.cells[j];
+    const tree = value !== null && typeof value === "object" && value.el ? value.el : null;
+    if (tree && cell.childElementCount === 1) {
+      if (cell.childNodes.length !== 1) dropBlank(cell);
+      if (cell.childNodes.length === 1 && !cell.hasAttribute("class")) {
+        validate(tree);
+        morphTree(cell.firstElementChild, tree, false, cue, 1);
+        return;
+      }
+    } else if (!tree && cell.childElementCount === 0) {
+      const prose = value !== null && typeof value === "object" && typeof value.key === "string" && cell.tagName === "TD";
+      if (prose ? cell.getAttribute("class") === "prose" : !cell.hasAttribute("class")) {
+        const text = cellText(value);
+        if (cell.textContent !== text) {
+          cell.textContent = text;
+          if (cue) cue.push(cell);
+        }
+        return;
+      }
+    }
+    const fresh = document.createElement(j === 0 ? "th" : "td");
+    if (j === 0) fresh.setAttribute("scope", "row");
+    fillCell(fresh, value);
+    morph(cell, fresh, cue);
+  });
+}
+
 function buildRows(tag, rows) {
   const part = document.createElement(tag);
   for (const row of rows || []) part.appendChild(buildRow(row));
@@ -64,7 +97,7 @@ function fillPart(table, tag, rows, cue) {
   const before = old && builtFrom.get(old);
   if (before && before.length === keys.length) {
     keys.forEach((key, i) => {
-      if (key !== before[i]) morph(old.rows[i], buildRow(rows[i]), cue);
+      if (key !== before[i]) morphRow(old.rows[i], rows[i], cue);
     });
     builtFrom.set(old, keys);
     return;
@@ -124,6 +157,49 @@ function morph(old, fresh, cue) {
     morph(a, b, cue);
     a = nextA; b = nextB;
   }
+}
+
+// The JSON of the element tree a figure, its drawings and their groups were last made from: a
+// part whose tree did not change is not walked at all (a stage change lights another step of
+// one drawing; the others, and most groups, stay as they are).
+const treeOf = new WeakMap();
+const KEYED_DEPTH = 2;
+
+/** Make the element `old` (in the page) equal to the element tree `node` (validated): like morph,
+ * but straight from the tree -- only the elements of a changed shape are built. */
+function morphTree(old, node, svg, cue, depth) {
+  const inSvg = svg || node.t === "svg";
+  const kids = "x" in node ? null : node.c || [];
+  const key = kids && kids.length && depth <= KEYED_DEPTH ? JSON.stringify(node) : null;
+  if (key !== null && treeOf.get(old) === key) return;
+  if (kids && kids.length && old.childNodes.length !== old.childElementCount) dropBlank(old);
+  if (old.localName !== node.t ||
+      (kids && kids.length ? old.childNodes.length !== kids.length || old.childElementCount !== kids.length
+                           : old.childElementCount !== 0)) {
+    const fresh = build(node, svg);
+    markChanged(old, fresh, cue);
+    old.replaceWith(fresh);
+    if (key !== null) treeOf.set(fresh, key);
+    return;
+  }
+  const attrs = node.a || {};
+  for (const name of old.getAttributeNames()) if (!Object.prototype.hasOwnProperty.call(attrs, name)) old.removeAttribute(name);
+  for (const name in attrs) if (old.getAttribute(name) !== attrs[name]) old.setAttribute(name, attrs[name]);
+  if (!kids || !kids.length) {
+    const text = kids ? "" : cellText(node.x);
+    if (old.textContent !== text) {
+      old.textContent = text;
+      if (cue) cue.push(old);
+    }
+    return;
+  }
+  let a = old.firstElementChild;
+  for (const child of kids) {
+    const next = a.nextElementSibling;   // morphTree may replace a
+    morphTree(a, child, inSvg, cue, depth + 1);
+    a = next;
+  }
+  if (key !== null) treeOf.set(old, key);
 }
 
 /** Make `old` equal to `fresh` (morph), or put `fresh` where a part of its kind goes. */
@@ -195,9 +271,8 @@ function applyFigures(demo, figures, cue) {
   const seen = new Set();
   for (const [name, node] of Object.entries(figures)) {
     seen.add(name);
-    let fresh;
     try {
-      fresh = build(node);
+      validate(node);   // the whole tree first: a figure is changed whole or not at all
     } catch (err) {
       if (!(err instanceof TreeError)) throw err;
       console.error(`tp figure ${name}: ${err.message}; the last good figure stays`);
@@ -205,8 +280,10 @@ function applyFigures(demo, figures, cue) {
     }
     const old = findIn(demo, "data-figure", name);
     if (old) {
-      morph(old, fresh, cue);   // (also shows it again: a built figure has no `hidden`)
+      if (old.hasAttribute("hidden")) treeOf.delete(old);   // hidden since: not as last made
+      morphTree(old, node, false, cue, 0);   // (also shows it again: a built figure has no `hidden`)
     } else {   // figures come before the tables
+      const fresh = build(node);
       const first = demo.querySelector(".table-wrap, table[data-table], [data-note], details.real-ranks");
       if (first) first.before(fresh); else demo.appendChild(fresh);
     }

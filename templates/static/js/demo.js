@@ -13,7 +13,7 @@
 import { cellText, has, pageLang, stringsReady, tr, whenStrings } from "./i18n.js";
 import { applyResult } from "./apply.js";
 import { showCue } from "./cue.js";
-import { toSlider } from "./sliders.js";
+import { toSlider, valuesBeside } from "./sliders.js";
 import { loadedResults, loadResults, lookup } from "./results.js";
 
 const PENDING_AFTER_MS = 100;
@@ -151,6 +151,10 @@ export class Demo {
   /** The reader is about to use the controls: fetch the precomputed results now (once). */
   prefetch() {
     if (!this.runtime.ready && this.resultsUrl) loadResults(this.resultsUrl);
+    // With the runtime ready: have it compute the states one step away now (the section's first
+    // one also imports its view module, the slowest answer of a visit).
+    const values = this.values();
+    this.runtime.tell({ type: "ahead", section: this.name, lang: pageLang(), next: this.statesBeside(values) });
     whenStrings();
   }
 
@@ -183,9 +187,28 @@ export class Demo {
       return;
     }
     this.busy(true);
-    this.inflight = this.runtime.send({ type: "render", section: this.name, controls, lang: pageLang() },
+    this.inflight = this.runtime.send({ type: "render", section: this.name, controls, lang: pageLang(),
+                                         next: this.statesBeside(controls) },
       (msg) => this.onReply(msg, controls),
       () => { this.inflight = null; this.request(); });   // lost with its worker: wait for the next
+  }
+
+  /** The states one step from `controls` that a reader reaches next: each enabled control moved
+   * one slider step or one choice either way, the controls just moved first (the worker computes
+   * them ahead, worker.js).  Typed numbers are not guessed. */
+  statesBeside(controls) {
+    const moved = (el) => (this.done && this.done[el.name] !== controls[el.name] ? 0 : 1);
+    const states = [];
+    for (const el of this.controls().filter((c) => !c.disabled).sort((a, b) => moved(a) - moved(b))) {
+      let values = valuesBeside(el);
+      if (values === null && el.tagName === "SELECT") {
+        const opts = Array.from(el.options).filter((o) => !o.disabled).map((o) => o.value);
+        const i = opts.indexOf(controls[el.name]);
+        values = i < 0 ? [] : [opts[i + 1], opts[i - 1]].filter((v) => v !== undefined);
+      }
+      for (const v of values || []) states.push({ ...controls, [el.name]: v });
+    }
+    return states;
   }
 
   /** Before the runtime is ready: answer from the precomputed results, else mark pending. */
@@ -208,9 +231,11 @@ export class Demo {
     loadResults(this.resultsUrl).then(answer);
   }
 
-  /** The runtime became ready: send what is waiting. */
+  /** The runtime became ready: send what is waiting, then have the worker compute the state the
+   * tables show (it imports the section's view module: the first change need not). */
   flush() {
     if (this.dirty) this.request();
+    this.runtime.tell({ type: "ahead", section: this.name, lang: pageLang(), next: [this.values()] });
   }
 
   /** The runtime is gone for good: the tables stay as they are; controls go back to them. */

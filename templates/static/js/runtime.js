@@ -209,6 +209,11 @@ export class Runtime {
   }
 
   /** Send a request ({type, ...}: an id is added); null when the runtime is not ready. */
+  /** Post a message that has no answer (dropped unless ready). */
+  tell(msg) {
+    if (this.ready && this.worker) this.worker.postMessage(msg);
+  }
+
   send(msg, reply, lost) {
     if (!this.ready || !this.worker) return null;
     const id = this.nextId++;

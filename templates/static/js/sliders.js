@@ -77,6 +77,29 @@ export function toSlider(control) {
   }
 }
 
+/** The values one step away from the control's on its slider (one per side, as a drag would
+ * produce them), or null when it has no slider. */
+export function valuesBeside(control) {
+  if (!control.form || !control.name) return null;
+  for (const slider of control.form.querySelectorAll("input[type=range][data-for]")) {
+    if (slider.getAttribute("data-for") !== control.name) continue;
+    const pos = positionOf(slider, control);
+    if (pos === null) return [];
+    // A detached copy of the slider moved by one step: the browser clamps, snaps and spells the
+    // position exactly as it would for the reader's drag.
+    const probe = slider.cloneNode(false);
+    const out = [];
+    for (const dir of [1, -1]) {
+      probe.value = String(pos);
+      if (dir > 0) probe.stepUp(); else probe.stepDown();
+      const v = valueAt(probe, control);
+      if (v !== control.value && !out.includes(v)) out.push(v);
+    }
+    return out;
+  }
+  return null;
+}
+
 /** Show the sliders of a form and align them with their controls. */
 export function setupSliders(form) {
   for (const slider of form.querySelectorAll("input[type=range][data-for]")) {

@@ -29,26 +29,37 @@ function isCell(x) {
     Object.values(x.args || {}).every(isCell);
 }
 
-/** The DOM element of `node`; `svg`: whether the parent is SVG. Throws TreeError. */
-export function build(node, svg = false) {
+/** Check one node (not its children) against the whitelist; returns whether it is SVG. */
+function checked(node, svg) {
   if (node === null || typeof node !== "object" || typeof node.t !== "string") {
     throw new TreeError("not a node: " + JSON.stringify(node));
   }
   const tag = node.t;
   const inSvg = svg || tag === "svg";
   if (!(inSvg ? SVG_TAGS : HTML_TAGS).has(tag)) throw new TreeError(`tag <${tag}> is not allowed here`);
-  const el = inSvg ? document.createElementNS(SVG_NS, tag) : document.createElement(tag);
   for (const [name, value] of Object.entries(node.a || {})) {
     if (!ATTRS.has(name) && !DATA_ATTR.test(name)) throw new TreeError(`attribute ${name} of <${tag}> is not allowed`);
     if (typeof value !== "string") throw new TreeError(`attribute ${name} of <${tag}> is not a string`);
-    el.setAttribute(name, value);
   }
   if ("x" in node) {
     if ("c" in node) throw new TreeError(`<${tag}> has both text and children`);
     if (!isCell(node.x)) throw new TreeError(`text of <${tag}> is not a cell`);
-    el.textContent = cellText(node.x);
-  } else {
-    for (const child of node.c || []) el.appendChild(build(child, inSvg));
   }
+  return inSvg;
+}
+
+/** Throw TreeError unless the whole tree is buildable (nothing is built). */
+export function validate(node, svg = false) {
+  const inSvg = checked(node, svg);
+  if (!("x" in node)) for (const child of node.c || []) validate(child, inSvg);
+}
+
+/** The DOM element of `node`; `svg`: whether the parent is SVG. Throws TreeError. */
+export function build(node, svg = false) {
+  const inSvg = checked(node, svg);
+  const el = inSvg ? document.createElementNS(SVG_NS, node.t) : document.createElement(node.t);
+  for (const [name, value] of Object.entries(node.a || {})) el.setAttribute(name, value);
+  if ("x" in node) el.textContent = cellText(node.x);
+  else for (const child of node.c || []) el.appendChild(build(child, inSvg));
   return el;
 }

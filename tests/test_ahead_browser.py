@@ -1,0 +1,113 @@
+"""Ahead of the reader (templates/static/worker.js, js/demo.js ``statesBeside``), in real Chromium
+with real Pyodide: the page tells the worker which states a reader reaches next, and the answers
+the worker computed ahead are the ones CPython computes.
+
+What is compared with what:
+- the states the page sends along (recorded by wrapping ``Worker.postMessage`` in the test, the
+  page itself unchanged) = the neighbours worked out here from the section's Control records:
+  each enabled control one choice / one slider step either way, the control just moved first;
+- once ready, every demo asks for its current state (the form's values) once;
+- the tables shown for a state the worker had computed ahead = ``tpmath.views.render`` in CPython.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from test_browser import BOOT_TIMEOUT_MS, LivePage, diff, expected
+from tpmath import views
+
+pytestmark = pytest.mark.browser
+
+TAP_JS = """(() => {
+  const Native = window.Worker;
+  window.__sent = [];
+  function Tapped(url, opts) {
+    const w = new Native(url, opts);
+    const post = w.postMessage.bind(w);
+    w.postMessage = (msg, transfer) => {
+      if (msg && (msg.type === "render" || msg.type === "ahead")) window.__sent.push(JSON.parse(JSON.stringify(msg)));
+      return post(msg, transfer);
+    };
+    return w;
+  }
+  Tapped.prototype = Native.prototype;
+  window.Worker = Tapped;
+})();"""
+
+SENT_JS = "() => window.__sent.splice(0)"
+IDLE_JS = """(demo) => new Promise(resolve => {
+  if (!demo.hasAttribute("aria-busy")) return resolve();
+  const obs = new MutationObserver(() => { if (!demo.hasAttribute("aria-busy")) { obs.disconnect(); resolve(); } });
+  obs.observe(demo, {attributes: true, attributeFilter: ["aria-busy"]});
+})"""
+
+
+def neighbours(section: str, values: dict, first: str | None = None) -> list[dict]:
+    """Each select-like control one option either way (next first), ``first``'s before the rest."""
+    controls = [c for c in views.sections()[section].controls if c.options]
+    controls.sort(key=lambda c: c.name != first)       # stable: form order otherwise
+    out = []
+    for c in controls:
+        opts = [str(o) for o in c.options]
+        i = opts.index(str(values[c.name]))
+        out += [{**values, c.name: opts[j]} for j in (i + 1, i - 1) if 0 <= j < len(opts)]
+    return out
+
+
+@pytest.fixture(scope="module")
+def live(new_context, site_url):
+    ctx = new_context()
+    ctx.add_init_script(TAP_JS)
+    page = ctx.new_page()
+    lp = LivePage(page, "en", "index.html")
+    page.goto(f"{site_url}en/index.html", wait_until="domcontentloaded")
+    page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
+    assert page.evaluate("document.documentElement.dataset.runtime") == "ready"
+    yield lp
+    page.close()
+
+
+def test_once_ready_each_demo_asks_for_the_state_it_shows(live):
+    sent = live.page.evaluate(SENT_JS)
+    forms = live.page.eval_on_selector_all(
+        ".demo[data-section] form.controls",
+        "fs => fs.map(f => [f.closest('.demo').dataset.section, "
+        "Object.fromEntries(Array.from(f.elements).filter(e => e.name).map(e => [e.name, e.value]))])")
+    ahead = [(m["section"], m["next"]) for m in sent if m["type"] == "ahead"]
+    assert ahead == [(s, [v]) for s, v in forms], ahead
+    assert len(forms) >= 8
+
+
+def test_the_states_one_step_away_go_with_each_request_and_their_answers_are_cpythons(live):
+    page, section = live.page, "mlp"
+    demo = live.demo(section)
+    page.evaluate(SENT_JS)
+    slider = page.locator(f'.demo[data-section="{section}"] input[type=range][data-for="stage"]')
+    slider.focus()                                   # reaching for the controls: neighbours of the shown state
+    start = live.snapshot(section)["controls"]
+    page.wait_for_function("() => window.__sent.length > 0")
+    sent = page.evaluate(SENT_JS)
+    assert [(m["type"], m["section"]) for m in sent] == [("ahead", section)]
+    assert sent[0]["next"] == neighbours(section, start)
+
+    opts = [str(o) for o in next(c for c in views.sections()[section].controls if c.name == "stage").options]
+    i = opts.index(start["stage"])
+    key = "ArrowRight" if i + 2 < len(opts) else "ArrowLeft"
+    step = 1 if key == "ArrowRight" else -1
+    for n in (1, 2):
+        page.keyboard.press(key)
+        page.evaluate(IDLE_JS, demo)
+        state = live.snapshot(section)
+        want_controls = {**start, "stage": opts[i + n * step]}
+        assert state["controls"] == want_controls
+        renders = [m for m in page.evaluate(SENT_JS) if m["type"] == "render"]
+        assert [m["controls"] for m in renders] == [want_controls]
+        # The first change follows the static page (nothing answered yet): form order; after
+        # that the control just moved comes first.
+        assert renders[0]["next"] == neighbours(section, want_controls, first="stage" if n == 2 else None)
+        # The second state was computed ahead by the first request (it is one step from it);
+        # either way what the page shows is CPython's answer.
+        assert diff(f"en {section} stage={want_controls['stage']}", state,
+                    expected(section, want_controls, "en")) == []
+    assert live.errors == []
