@@ -53,7 +53,9 @@ export function setupLayout() {
     mark(shown);
   });
   for (const el of document.querySelectorAll(SELECTOR)) observer.observe(el);
-  idle(() => mark(document.querySelectorAll("pre")));
+  // (Not those in a closed <details> -- the real-ranks blocks: they are not rendered, measuring
+  // one would lay its whole block out; opened, the observer reports them.)
+  idle(() => mark(Array.from(document.querySelectorAll("pre")).filter((el) => !el.closest("details:not([open])"))));
   // A font that arrives after a block was measured (the math font) widens its content but not the
   // block itself, which the observer would not report: measure the laid-out blocks again.
   if (document.fonts && document.fonts.addEventListener) {
