@@ -24,6 +24,7 @@ import pytest
 from tpmath import attention as att
 from tpmath import layer as lay
 from tpmath.errors import TPMathError
+from tpmath.record import fields_of
 
 ROOT = Path(__file__).resolve().parents[1]
 FD_STEP = 1e-6
@@ -112,14 +113,14 @@ def test_sharded_equals_reference_and_loop_forward(tp, H, K, causal):
     E = 1 + (tp + H + K) % 3
     res = att.run_attention(tp=tp, heads=H, kv_heads=K, seq=3 + H % 3, batch=2, hidden=H * E,
                             seed=tp * 100 + H * 10 + K, causal=causal)
-    assert res["matches_reference"], res["max_abs_err"]
-    for key, err in res["max_abs_err"].items():
-        assert err <= 1e-13 * max(1.0, float(np.max(np.abs(res["reference"][key])))), (key, err)
-    i = res["inputs"]
+    assert res.matches_reference, res.max_abs_err
+    for key, err in res.max_abs_err.items():
+        assert err <= 1e-13 * max(1.0, float(np.max(np.abs(getattr(res.reference, key))))), (key, err)
+    i = res.inputs
     Y = loop_attention(i["X"], i["W_q"], i["W_k"], i["W_v"], i["W_o"], H, K, causal)
-    assert maxdiff(res["reference"]["Y"], Y) < 1e-13
-    assert abs(res["reference"]["loss"] - np.sum(Y * i["G"])) < 1e-12
-    assert all(v == 0 for v in res["replica_spread"].values()), res["replica_spread"]
+    assert maxdiff(res.reference.Y, Y) < 1e-13
+    assert abs(res.reference.loss - np.sum(Y * i["G"])) < 1e-12
+    assert all(v == 0 for v in res.replica_spread.values()), res.replica_spread
 
 
 @pytest.mark.parametrize("H, K, causal", [(2, 2, False), (4, 2, True), (4, 1, False), (2, 1, True)])
@@ -133,36 +134,36 @@ def test_gradients_against_central_differences(H, K, causal):
 
     fd = central_differences(loss, inputs, ("X",) + att.WEIGHTS)
     for key, num in fd.items():
-        assert maxdiff(ref[key], num) < 1e-8, key
+        assert maxdiff(getattr(ref, key), num) < 1e-8, key
 
 
 @pytest.mark.parametrize("tp, H, K", [(2, 4, 1), (4, 4, 2), (2, 2, 2)])
 def test_layer_gradients_against_central_differences(tp, H, K):
     res = lay.run_layer(tp=tp, heads=H, kv_heads=K, seq=3, batch=1, hidden=H, ffn=2 * tp, seed=2, causal=K < H)
-    p, causal = res["inputs"], K < H
+    p, causal = res.inputs, K < H
 
     def loss(q):
         return float(np.sum(loop_layer(q, H, K, causal) * q["G"]))
 
-    assert maxdiff(res["reference"]["Y"], loop_layer(p, H, K, causal)) < 1e-13
+    assert maxdiff(res.reference.Y, loop_layer(p, H, K, causal)) < 1e-13
     fd = central_differences(loss, p, ("X",) + lay.PARAMS)
     for key, num in fd.items():
-        assert maxdiff(res["sharded"][key], num) < 2e-8, key
-        assert maxdiff(res["reference"][key], num) < 2e-8, key
+        assert maxdiff(getattr(res.sharded, key), num) < 2e-8, key
+        assert maxdiff(getattr(res.reference, key), num) < 2e-8, key
 
 
 @pytest.mark.parametrize("tp, H, K", [s for s in SPLITS if s[1] >= 2][::3])
 def test_layer_sharded_equals_reference(tp, H, K):
     res = lay.run_layer(tp=tp, heads=H, kv_heads=K, seq=4, batch=2, hidden=2 * H, ffn=4 * tp, seed=tp + K,
                         causal=True)
-    assert res["matches_reference"], res["max_abs_err"]
-    assert set(res["sharded"]) == set(lay.RESULT_KEYS)
+    assert res.matches_reference, res.max_abs_err
+    assert set(fields_of(res.sharded)) == set(lay.RESULT_KEYS)
     # LayerNorm and row-parallel bias gradients: each rank computed its own, all identical
     for name in lay.REPLICATED:
-        copies = [rk["G_" + name] for rk in res["ranks"]]
+        copies = [getattr(rk, "G_" + name) for rk in res.ranks]
         assert all(np.array_equal(c, copies[0]) for c in copies), name
-        assert res["replica_spread"][name] == 0
-    collectives = [(c["phase"], c["operator"]) for c in res["comm"] if c["operator"] in "fg"]
+        assert res.replica_spread[name] == 0
+    collectives = [(c.phase, c.operator) for c in res.comm if c.operator in "fg"]
     assert collectives == ([] if tp == 1 else [("forward", "g")] * 2 + [("backward", "f")] * 2)
 
 
@@ -190,14 +191,14 @@ def test_comm_lists_the_allreduces_with_their_sizes(tp, H, K, seq, batch, hidden
     if K < tp:
         groups = [list(range(k * tp // K, (k + 1) * tp // K)) for k in range(K)]
         want += [("backward", "kv-replicas", t, hidden * (hidden // H), groups) for t in ("G_W_k", "G_W_v")]
-    got = [(c["phase"], c["operator"], c["tensor"], c["elements"], c["groups"]) for c in res["comm"]]
+    got = [(c.phase, c.operator, c.tensor, c.elements, c.groups) for c in res.comm]
     assert got == want
-    assert all(c["collective"] == "all-reduce" for c in res["comm"])
+    assert all(c.collective == "all-reduce" for c in res.comm)
 
 
 def test_kv_replication_cost():
     res = att.run_attention(tp=4, heads=8, kv_heads=1, seq=4, batch=2, hidden=16, dtype_bytes=2)
-    c = res["kv_replication"]
+    c = res.kv_replication
     D, E, B, S = 16, 2, 2, 4
     assert c["kv_heads_per_rank"] == 1 and c["replicas"] == 4
     assert c["weight_elements_per_rank"] == 2 * D * E                   # W_k and W_v of one head
@@ -207,9 +208,9 @@ def test_kv_replication_cost():
     assert c["activation_bytes_per_rank_unreplicated"] == 2 * 2 * B * S * E / 4
     assert c["overhead_factor"] == 4
     # the shards the ranks really hold have that many elements
-    assert all(rk["W_k"].size + rk["W_v"].size == c["weight_elements_per_rank"] for rk in res["ranks"])
-    assert all(rk["K"].size + rk["V"].size == c["activation_elements_per_rank"] for rk in res["ranks"])
-    even = att.run_attention(tp=2, heads=4, kv_heads=2, hidden=8)["kv_replication"]
+    assert all(rk.W_k.size + rk.W_v.size == c["weight_elements_per_rank"] for rk in res.ranks)
+    assert all(rk.K.size + rk.V.size == c["activation_elements_per_rank"] for rk in res.ranks)
+    even = att.run_attention(tp=2, heads=4, kv_heads=2, hidden=8).kv_replication
     assert even["overhead_factor"] == 1 and even["replicas"] == 1
 
 
@@ -220,28 +221,28 @@ def test_rank_records_have_the_documented_shapes():
             "K": (B, S, Kr * E), "V": (B, S, Kr * E), "scores": (B, Hr, S, S), "probs": (B, Hr, S, S),
             "context": (B, S, Hr * E), "Y_partial": (B, S, D), "Y": (B, S, D), "G_X_partial": (B, S, D),
             "G_W_q": (D, Hr * E), "G_W_k": (D, Kr * E), "G_W_o": (Hr * E, D)}
-    for rk in res["ranks"]:
+    for rk in res.ranks:
         for key, shape in want.items():
-            assert rk[key].shape == shape and tuple(rk["shapes"][key]) == shape, key
-        np.testing.assert_allclose(rk["probs"].sum(-1), 1.0, rtol=0, atol=1e-15)
+            assert getattr(rk, key).shape == shape and tuple(rk.shapes[key]) == shape, key
+        np.testing.assert_allclose(rk.probs.sum(-1), 1.0, rtol=0, atol=1e-15)
     shapes = {"Y": (B, S, D), "G_X": (B, S, D), "G_W_q": (D, D), "G_W_k": (D, 2 * E), "G_W_v": (D, 2 * E),
               "G_W_o": (D, D)}
     for key, shape in shapes.items():
-        assert res["sharded"][key].shape == shape == res["reference"][key].shape
+        assert getattr(res.sharded, key).shape == shape == getattr(res.reference, key).shape
 
 
 def test_causal_probabilities_are_zero_above_the_diagonal():
     res = att.run_attention(tp=2, heads=2, kv_heads=1, seq=5, hidden=4, causal=True)
-    for rk in res["ranks"]:
-        assert np.all(np.triu(rk["probs"], k=1) == 0)
-        assert np.all(rk["probs"][..., 0, 0] == 1)              # the first query sees only itself
+    for rk in res.ranks:
+        assert np.all(np.triu(rk.probs, k=1) == 0)
+        assert np.all(rk.probs[..., 0, 0] == 1)                 # the first query sees only itself
 
 
 def test_inputs_are_deterministic_readable_and_share_heads_across_k():
-    a = att.run_attention(seed=7, kv_heads=4)["inputs"]
-    b = att.run_attention(seed=7, kv_heads=2)["inputs"]
-    c = att.run_attention(seed=8, kv_heads=4)["inputs"]
-    assert all(np.array_equal(a[k], att.run_attention(seed=7, kv_heads=4)["inputs"][k]) for k in a)
+    a = att.run_attention(seed=7, kv_heads=4).inputs
+    b = att.run_attention(seed=7, kv_heads=2).inputs
+    c = att.run_attention(seed=8, kv_heads=4).inputs
+    assert all(np.array_equal(a[k], att.run_attention(seed=7, kv_heads=4).inputs[k]) for k in a)
     assert np.array_equal(a["W_k"][:, :4], b["W_k"]) and np.array_equal(a["W_q"], b["W_q"])
     assert not np.array_equal(a["X"], c["X"])
     for k, v in a.items():
@@ -261,50 +262,50 @@ MISTAKE_CASES = [("f-and-g-swapped", 2, 4, 4), ("f-and-g-swapped", 4, 8, 2), ("k
 @pytest.mark.parametrize("causal", (False, True))
 def test_each_mistake_leaves_the_reference(mistake, tp, H, K, causal):
     res = att.run_attention(tp=tp, heads=H, kv_heads=K, hidden=2 * H, seq=4, causal=causal, mistake=mistake)
-    assert not res["matches_reference"]
-    assert max(res["max_abs_err"].values()) > 1e-2, res["max_abs_err"]
+    assert not res.matches_reference
+    assert max(res.max_abs_err.values()) > 1e-2, res.max_abs_err
     ok = att.run_attention(tp=tp, heads=H, kv_heads=K, hidden=2 * H, seq=4, causal=causal)
-    assert ok["matches_reference"]
-    assert all(np.array_equal(res["reference"][k], ok["reference"][k]) for k in ok["reference"])
+    assert ok.matches_reference
+    assert all(np.array_equal(getattr(res.reference, k), getattr(ok.reference, k)) for k in fields_of(ok.reference))
 
 
 def test_f_and_g_swapped_is_the_partial_of_tp_times_x():
     """Rank r's Y is its heads' partial output of tp·X, not summed; G_X is its partial for tp·G."""
     tp = 2
     res = att.run_attention(tp=tp, heads=4, kv_heads=4, hidden=8, mistake="f-and-g-swapped")
-    i = res["inputs"]
-    for rk in res["ranks"]:
-        cols = slice(rk["q_heads"][0] * 2, (rk["q_heads"][-1] + 1) * 2)
+    i = res.inputs
+    for rk in res.ranks:
+        cols = slice(rk.q_heads[0] * 2, (rk.q_heads[-1] + 1) * 2)
         only_mine = {"W_q": i["W_q"][:, cols], "W_k": i["W_k"][:, cols], "W_v": i["W_v"][:, cols],
                      "W_o": i["W_o"][cols, :], "X": tp * i["X"], "G": tp * i["G"]}
         sub = att.reference_attention(only_mine, 2, 2, False)
-        assert maxdiff(rk["Y"], sub["Y"]) < 1e-13
-        assert maxdiff(rk["G_X"], sub["G_X"]) < 1e-13
-    assert res["replica_spread"]["Y"] > 1e-2
-    assert [c["tensor"] for c in res["comm"]] == ["X", "G_Y"]
+        assert maxdiff(rk.Y, sub.Y) < 1e-13
+        assert maxdiff(rk.G_X, sub.G_X) < 1e-13
+    assert res.replica_spread["Y"] > 1e-2
+    assert [c.tensor for c in res.comm] == ["X", "G_Y"]
 
 
 def test_kv_grad_not_summed_keeps_each_replicas_part():
     res = att.run_attention(tp=4, heads=4, kv_heads=1, hidden=8, mistake="kv-grad-not-summed")
-    ref = res["reference"]
-    parts = [rk["G_W_k"] for rk in res["ranks"]]
-    assert maxdiff(sum(parts), ref["G_W_k"]) < 1e-13                  # the parts add up to the gradient
-    assert maxdiff(res["sharded"]["G_W_k"], parts[0]) == 0            # but rank 0 keeps only its own
-    assert res["replica_spread"]["G_W_k"] > 1e-2                      # and the replicas drift apart
-    assert maxdiff(res["sharded"]["G_W_q"], ref["G_W_q"]) < 1e-13     # everything else is right
-    assert not any(c["operator"] == "kv-replicas" for c in res["comm"])
+    ref = res.reference
+    parts = [rk.G_W_k for rk in res.ranks]
+    assert maxdiff(sum(parts), ref.G_W_k) < 1e-13                # the parts add up to the gradient
+    assert maxdiff(res.sharded.G_W_k, parts[0]) == 0             # but rank 0 keeps only its own
+    assert res.replica_spread["G_W_k"] > 1e-2                    # and the replicas drift apart
+    assert maxdiff(res.sharded.G_W_q, ref.G_W_q) < 1e-13         # everything else is right
+    assert not any(c.operator == "kv-replicas" for c in res.comm)
 
 
 def test_kv_not_replicated_reads_the_wrong_head():
     res = att.run_attention(tp=4, heads=4, kv_heads=2, hidden=8, mistake="kv-not-replicated")
-    assert [rk["kv_heads"] for rk in res["ranks"]] == [[0], [1], [0], [1]]   # right: 0 0 1 1
-    assert maxdiff(res["sharded"]["Y"], res["reference"]["Y"]) > 1e-2
+    assert [rk.kv_heads for rk in res.ranks] == [[0], [1], [0], [1]]      # right: 0 0 1 1
+    assert maxdiff(res.sharded.Y, res.reference.Y) > 1e-2
 
 
 def test_scale_local_width_uses_the_rank_width():
     res = att.run_attention(tp=2, heads=4, kv_heads=4, hidden=8, mistake="scale-local-width")
-    assert res["config"]["scale"] == 1 / math.sqrt(2 * 2)
-    assert att.run_attention(tp=2, heads=4, hidden=8)["config"]["scale"] == 1 / math.sqrt(2)
+    assert res.config["scale"] == 1 / math.sqrt(2 * 2)
+    assert att.run_attention(tp=2, heads=4, hidden=8).config["scale"] == 1 / math.sqrt(2)
 
 
 @pytest.mark.parametrize("mistake, tp, H, K", [("f-and-g-swapped", 1, 4, 4), ("kv-not-replicated", 4, 4, 4),
@@ -369,7 +370,7 @@ def test_cli_attention_json_matches_the_core():
     for part in ("reference", "sharded"):
         assert set(data[part]) == set(att.RESULT_KEYS)
         for k in att.RESULT_KEYS:
-            assert np.array_equal(np.asarray(data[part][k]), core[part][k]), (part, k)
+            assert np.array_equal(np.asarray(data[part][k]), getattr(getattr(core, part), k)), (part, k)
     assert [(r["rank"], r["q_heads"], r["kv_heads"]) for r in data["ranks"]] == \
         [(0, [0, 1], [0]), (1, [2, 3], [0]), (2, [4, 5], [1]), (3, [6, 7], [1])]
     assert {"phase", "collective", "elements"} <= set(data["comm"][0])
@@ -417,12 +418,12 @@ def test_real_ranks_records_follow_the_core():
     p = ranks.plan("attention", {"tp": 2, "heads": 4, "kv_heads": 1, "batch": 2, "seq": 3})
     per_rank, check = ranks.expected(p)
     for r, recs in enumerate(per_rank):
-        rk = p["core"]["ranks"][r]
+        rk = p["core"].ranks[r]
         got = dict(recs)
-        assert np.array_equal(got["Q"], rk["Q"].reshape(6, -1))
-        assert np.array_equal(got[f"P (head {2 * r + 1})"], rk["probs"][:, 1].reshape(6, 3))
-        assert np.array_equal(got["G_W_k[:, 0:2] ← all_reduce(SUM, ranks 0,1)"], rk["G_W_k"])
-        assert np.array_equal(got["Y ← all_reduce(SUM)"], p["core"]["sharded"]["Y"].reshape(6, -1))
+        assert np.array_equal(got["Q"], rk.Q.reshape(6, -1))
+        assert np.array_equal(got[f"P (head {2 * r + 1})"], rk.probs[:, 1].reshape(6, 3))
+        assert np.array_equal(got["G_W_k[:, 0:2] ← all_reduce(SUM, ranks 0,1)"], rk.G_W_k)
+        assert np.array_equal(got["Y ← all_reduce(SUM)"], p["core"].sharded.Y.reshape(6, -1))
     assert [n for n, _ in check] == [f"max|Δ| {k}" for k in ranks.attention.ATTENTION_CHECK]
 
 

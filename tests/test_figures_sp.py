@@ -118,7 +118,7 @@ def test_layernorm_figure_numbers(tp, mistake):
     texts = {n["a"]["data-key"]: float(n["x"].replace(MINUS, "-")) for n in walk(fig)
              if n["t"] == "text" and "data-key" in n.get("a", {})}
     # each rank's partial sums over its tokens, from the block written out in numpy (test_page4)
-    ref = block(run["inputs"])
+    ref = block(run.inputs)
     xh, G_A = ref["xhat"], ref["G_A"]
     s_l = 8 // tp
     for r in range(tp):

@@ -185,7 +185,7 @@ def test_layernorm_mistake_leaves_each_rank_its_own_row():
     assert abs(err(worst[2]) - want) <= 0.06 * want
     rows = {row[0]: row for row in res["tables"]["sp-check"]["rows"]}
     assert rows["G_γ"][3] == "✗" and rows["Y"][3] == "✓" and rows["G_X"][3] == "✓"
-    assert not any(c["collective"] == "all-reduce" for c in core.run_sp_layer(tp=4, seq=8, batch=1, mistake="ln-grad-not-reduced")["comm"])
+    assert not any(c.collective == "all-reduce" for c in core.run_sp_layer(tp=4, seq=8, batch=1, mistake="ln-grad-not-reduced").comm)
 
 
 @pytest.mark.parametrize("tp,seq", [(2, 4), (4, 8)])

@@ -115,31 +115,31 @@ def maxdiff(a, b):
 
 def test_forward_matches_python_loops():
     r = run_sp_layer(tp=2, seq=4, batch=2, hidden=3, ffn=4, seed=5)
-    inp = r["inputs"]
+    inp = r.inputs
     want = loops_forward(*(inp[k].tolist() for k in ("X", "gamma", "beta", "W1", "W2")))
-    assert maxdiff(r["reference"]["Y"], want) < 1e-14
-    assert maxdiff(r["sharded"]["Y"], want) < 1e-14
-    assert abs(r["sharded"]["loss"] - float(np.sum(np.array(want) * inp["G"]))) < 1e-13
+    assert maxdiff(r.reference.Y, want) < 1e-14
+    assert maxdiff(r.sharded.Y, want) < 1e-14
+    assert abs(r.sharded.loss - float(np.sum(np.array(want) * inp["G"]))) < 1e-13
 
 
 @pytest.mark.parametrize("tp", (1, 2, 3, 4))
 @pytest.mark.parametrize("dropout", (0.0, 0.3))
 def test_sharded_equals_the_one_device_block(tp, dropout):
     r = run_sp_layer(tp=tp, seq=12, batch=2, hidden=5, ffn=12, seed=tp, dropout=dropout)
-    assert r["within_tolerance"], r["max_abs_err"]
+    assert r.within_tolerance, r.max_abs_err
     for key in KEYS:
-        assert maxdiff(r["sharded"][key], r["reference"][key]) < 1e-13, key
-        assert maxdiff(r["plain_tp"][key], r["reference"][key]) < 1e-13, key
+        assert maxdiff(getattr(r.sharded, key), getattr(r.reference, key)) < 1e-13, key
+        assert maxdiff(getattr(r.plain_tp, key), getattr(r.reference, key)) < 1e-13, key
     # the numpy forward written here, with the core's one-device masks
     masks = None
     if dropout:
         B, S, D, F = 2, 12, 5, 12
         key = tp + MP_SEED_OFFSET
         masks = {"H": keep_mask(key, 0, (B, S, F), 2, dropout), "O": keep_mask(key, B * S * F, (B, S, D), 1, dropout)}
-    Y = forward_np(*(r["inputs"][k] for k in ("X", "gamma", "beta", "W1", "W2")),
+    Y = forward_np(*(r.inputs[k] for k in ("X", "gamma", "beta", "W1", "W2")),
                    keep_h=None if masks is None else masks["H"], keep_o=None if masks is None else masks["O"],
                    p=dropout)
-    assert maxdiff(r["sharded"]["Y"], Y) < 1e-13
+    assert maxdiff(r.sharded.Y, Y) < 1e-13
 
 
 @settings(max_examples=40, deadline=None)
@@ -147,8 +147,8 @@ def test_sharded_equals_the_one_device_block(tp, dropout):
        fcols=st.integers(1, 3), seed=st.integers(0, 2**32 - 1), dropout=st.sampled_from([0.0, 0.1, 0.5]))
 def test_random_shapes_sharded_equals_reference(tp, per, batch, hidden, fcols, seed, dropout):
     r = run_sp_layer(tp=tp, seq=tp * per, batch=batch, hidden=hidden, ffn=tp * fcols, seed=seed, dropout=dropout)
-    assert r["within_tolerance"], r["max_abs_err"]
-    assert r["ln_grads_agree"]
+    assert r.within_tolerance, r.max_abs_err
+    assert r.ln_grads_agree
 
 
 # ------------------------------------------------------------------------------ backward
@@ -159,34 +159,34 @@ def test_gradients_equal_the_complex_step(dropout):
     key = 11 + MP_SEED_OFFSET
     masks = None if not dropout else {"H": keep_mask(key, 0, (2, 4, 4), 2, dropout),
                                       "O": keep_mask(key, 32, (2, 4, 3), 1, dropout)}
-    cs = complex_step(r["inputs"], masks, dropout)
+    cs = complex_step(r.inputs, masks, dropout)
     for name in ("X", "gamma", "beta", "W1", "W2"):
-        assert maxdiff(r["sharded"]["G_" + name], cs["G_" + name]) < 1e-12, name
+        assert maxdiff(getattr(r.sharded, "G_" + name), cs["G_" + name]) < 1e-12, name
 
 
 def test_gradients_equal_central_finite_differences():
     r = run_sp_layer(tp=2, seq=4, batch=1, hidden=4, ffn=6, seed=3)
-    fd = central_differences(r["inputs"])
+    fd = central_differences(r.inputs)
     for name in ("X", "gamma", "beta", "W1", "W2"):
-        assert maxdiff(r["sharded"]["G_" + name], fd["G_" + name]) < 1e-7, name
+        assert maxdiff(getattr(r.sharded, "G_" + name), fd["G_" + name]) < 1e-7, name
 
 
 def test_partial_layernorm_gradients_sum_to_the_full_ones():
     r = run_sp_layer(tp=4, seq=8, batch=2, hidden=4, ffn=8, seed=2)
-    parts_g = [rk["G_gamma_partial"] for rk in r["ranks"]]
-    parts_b = [rk["G_beta_partial"] for rk in r["ranks"]]
-    assert maxdiff(sum(parts_g), r["reference"]["G_gamma"]) < 1e-13
-    assert maxdiff(sum(parts_b), r["reference"]["G_beta"]) < 1e-13
+    parts_g = [rk.G_gamma_partial for rk in r.ranks]
+    parts_b = [rk.G_beta_partial for rk in r.ranks]
+    assert maxdiff(sum(parts_g), r.reference.G_gamma) < 1e-13
+    assert maxdiff(sum(parts_b), r.reference.G_beta) < 1e-13
     # each partial is the sum over the rank's own tokens only (written out independently)
-    inp = r["inputs"]
+    inp = r.inputs
     X = inp["X"]
     mu = X.mean(-1, keepdims=True)
     xhat = (X - mu) / np.sqrt(((X - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
-    for rk in r["ranks"]:
-        a, b = rk["seq_range"]
-        G_A = rk["G_A"]                                   # dL/dLN(X) of own tokens, after g's backward
-        assert maxdiff(rk["G_beta_partial"], G_A.sum(axis=(0, 1))) < 1e-13
-        assert maxdiff(rk["G_gamma_partial"], (G_A * xhat[:, a:b]).sum(axis=(0, 1))) < 1e-13
+    for rk in r.ranks:
+        a, b = rk.seq_range
+        G_A = rk.G_A                                      # dL/dLN(X) of own tokens, after g's backward
+        assert maxdiff(rk.G_beta_partial, G_A.sum(axis=(0, 1))) < 1e-13
+        assert maxdiff(rk.G_gamma_partial, (G_A * xhat[:, a:b]).sum(axis=(0, 1))) < 1e-13
 
 
 # ------------------------------------------------------------------- collectives, layouts
@@ -211,29 +211,29 @@ def test_sequence_collectives_are_nccl_layouts_on_the_seq_major_buffer(tp):
 
 def test_rank_tensors_are_slices_of_the_one_device_tensors():
     r = run_sp_layer(tp=2, seq=6, batch=2, hidden=4, ffn=6, seed=9)
-    inp, ref = r["inputs"], r["reference"]
-    for rk in r["ranks"]:
-        (a, b), (c, d) = rk["seq_range"], rk["ffn_range"]
-        assert np.array_equal(rk["X"], inp["X"][:, a:b])
-        assert np.array_equal(rk["W1"], inp["W1"][:, c:d]) and np.array_equal(rk["W2"], inp["W2"][c:d])
-        assert maxdiff(rk["Y"], ref["Y"][:, a:b]) < 1e-14
-        assert maxdiff(rk["G_X"], ref["G_X"][:, a:b]) < 1e-14
-        assert maxdiff(rk["G_W1"], ref["G_W1"][:, c:d]) < 1e-14
-        assert rk["shapes"]["X"] == [2, 3, 4] and rk["shapes"]["A_full"] == [2, 6, 4]
-        assert rk["shapes"]["Z"] == [2, 6, 3] and rk["shapes"]["G_W2"] == [3, 4]
+    inp, ref = r.inputs, r.reference
+    for rk in r.ranks:
+        (a, b), (c, d) = rk.seq_range, rk.ffn_range
+        assert np.array_equal(rk.X, inp["X"][:, a:b])
+        assert np.array_equal(rk.W1, inp["W1"][:, c:d]) and np.array_equal(rk.W2, inp["W2"][c:d])
+        assert maxdiff(rk.Y, ref.Y[:, a:b]) < 1e-14
+        assert maxdiff(rk.G_X, ref.G_X[:, a:b]) < 1e-14
+        assert maxdiff(rk.G_W1, ref.G_W1[:, c:d]) < 1e-14
+        assert rk.shapes["X"] == [2, 3, 4] and rk.shapes["A_full"] == [2, 6, 4]
+        assert rk.shapes["Z"] == [2, 6, 3] and rk.shapes["G_W2"] == [3, 4]
 
 
 def test_comm_list_and_bytes_equal_plain_tp():
     r = run_sp_layer(tp=4, seq=8, batch=2, hidden=4, ffn=8)
     n = 2 * 8 * 4
-    assert [(c["phase"], c["collective"], c["elements"]) for c in r["comm"]] == [
+    assert [(c.phase, c.collective, c.elements) for c in r.comm] == [
         ("forward", "all-gather", n), ("forward", "reduce-scatter", n),
         ("backward", "all-gather", n), ("backward", "reduce-scatter", n), ("backward", "all-reduce", 2 * 4)]
-    assert [(c["phase"], c["collective"], c["elements"]) for c in r["plain_tp"]["comm"]] == [
+    assert [(c.phase, c.collective, c.elements) for c in r.plain_tp.comm] == [
         ("forward", "all-reduce", n), ("backward", "all-reduce", n)]
     # ring: AllReduce 2(n−1)/n, AllGather and ReduceScatter (n−1)/n each: the same total
-    assert r["comm_per_rank"]["block"] == r["plain_tp"]["comm_per_rank"]["block"] == 2 * 2 * 3 / 4 * n
-    assert r["comm_per_rank"]["ln_grads"] == 2 * 3 / 4 * 8
+    assert r.comm_per_rank["block"] == r.plain_tp.comm_per_rank["block"] == 2 * 2 * 3 / 4 * n
+    assert r.comm_per_rank["ln_grads"] == 2 * 3 / 4 * 8
 
 
 # ---------------------------------------------------------------------------- dropout RNG
@@ -252,22 +252,22 @@ def test_correct_masks_are_blocks_of_the_one_device_masks_and_the_mistake_repeat
     key = 1 + MP_SEED_OFFSET
     full_h = keep_mask(key, 0, (B, S, F), 2, p)
     full_o = keep_mask(key, B * S * F, (B, S, D), 1, p)
-    for rk in ok["ranks"]:
-        (a, b), (c, d) = rk["seq_range"], rk["ffn_range"]
-        assert np.array_equal(rk["keep_H"], full_h[:, :, c:d])
-        assert np.array_equal(rk["keep_O"], full_o[:, a:b])
-    first = bad["ranks"][0]
-    for rk in bad["ranks"][1:]:                        # every rank drew the same numbers
-        assert np.array_equal(rk["keep_H"], first["keep_H"])
-        assert np.array_equal(rk["keep_O"], first["keep_O"])
-    assert not np.array_equal(ok["ranks"][1]["keep_H"], ok["ranks"][0]["keep_H"])
+    for rk in ok.ranks:
+        (a, b), (c, d) = rk.seq_range, rk.ffn_range
+        assert np.array_equal(rk.keep_H, full_h[:, :, c:d])
+        assert np.array_equal(rk.keep_O, full_o[:, a:b])
+    first = bad.ranks[0]
+    for rk in bad.ranks[1:]:                           # every rank drew the same numbers
+        assert np.array_equal(rk.keep_H, first.keep_H)
+        assert np.array_equal(rk.keep_O, first.keep_O)
+    assert not np.array_equal(ok.ranks[1].keep_H, ok.ranks[0].keep_H)
     assert 0.3 < np.mean(full_h) < 0.7                 # p = 0.5 keeps about half
 
 
 def test_same_dropout_seed_defaults_to_the_demo_probability():
     r = run_sp_layer(mistake="same-dropout-seed")
-    assert r["dropout"] == DEMO_DROPOUT
-    assert run_sp_layer()["dropout"] == 0.0
+    assert r.dropout == DEMO_DROPOUT
+    assert run_sp_layer().dropout == 0.0
 
 
 # ------------------------------------------------------------------------------ mistakes
@@ -275,24 +275,24 @@ def test_same_dropout_seed_defaults_to_the_demo_probability():
 @pytest.mark.parametrize("mistake", [m for m in MISTAKES if m != "none"])
 def test_each_mistake_visibly_leaves_the_reference(mistake):
     r = run_sp_layer(tp=2, seq=4, batch=2, hidden=4, ffn=8, mistake=mistake)
-    assert not r["within_tolerance"]
-    assert max(r["max_abs_err"].values()) > 0.1, r["max_abs_err"]
-    fine = run_sp_layer(tp=2, seq=4, batch=2, hidden=4, ffn=8, dropout=r["dropout"])
-    assert fine["within_tolerance"]
+    assert not r.within_tolerance
+    assert max(r.max_abs_err.values()) > 0.1, r.max_abs_err
+    fine = run_sp_layer(tp=2, seq=4, batch=2, hidden=4, ffn=8, dropout=r.dropout)
+    assert fine.within_tolerance
 
 
 def test_ln_grad_not_reduced_changes_only_gamma_and_beta_and_ranks_disagree():
     r = run_sp_layer(tp=4, seq=8, mistake="ln-grad-not-reduced")
-    errs = r["max_abs_err"]
+    errs = r.max_abs_err
     assert errs["G_gamma"] > 0.1 and errs["G_beta"] > 0.1
     assert all(errs[k] < 1e-13 for k in ("Y", "G_X", "G_W1", "G_W2"))
-    assert not r["ln_grads_agree"]                    # replicas of γ, β would drift apart
-    assert all(c["collective"] != "all-reduce" for c in r["comm"])
+    assert not r.ln_grads_agree                       # replicas of γ, β would drift apart
+    assert all(c.collective != "all-reduce" for c in r.comm)
 
 
 def test_gather_wrong_dim_is_invisible_with_one_token_per_rank_only():
-    assert run_sp_layer(tp=4, seq=4, mistake="gather-wrong-dim")["within_tolerance"]   # (B,1,T·D) = (B,T,D)
-    assert not run_sp_layer(tp=4, seq=8, mistake="gather-wrong-dim")["within_tolerance"]
+    assert run_sp_layer(tp=4, seq=4, mistake="gather-wrong-dim").within_tolerance   # (B,1,T·D) = (B,T,D)
+    assert not run_sp_layer(tp=4, seq=8, mistake="gather-wrong-dim").within_tolerance
 
 
 # ---------------------------------------------------------------------------- validation
@@ -334,7 +334,7 @@ def test_cli_json_has_the_contract_keys_and_shapes():
     assert len(data["ranks"]) == 2 and {c["collective"] for c in data["comm"]} == {
         "all-gather", "reduce-scatter", "all-reduce"}
     direct = run_sp_layer(tp=2, seq=6, batch=3, hidden=4, ffn=6, seed=7)
-    assert data["sharded"]["Y"] == direct["sharded"]["Y"].tolist()
+    assert data["sharded"]["Y"] == direct.sharded.Y.tolist()
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -86,12 +86,12 @@ SWEEP = sweep()
                               for c in SWEEP])
 def test_core_against_sdpa_gqa_and_autograd(tp, H, K, E, S, B, causal, seed):
     res = att.run_attention(tp=tp, heads=H, kv_heads=K, seq=S, batch=B, hidden=H * E, seed=seed, causal=causal)
-    ref = torch_attention(res["inputs"], H, K, causal)
-    rep = torch_attention(res["inputs"], H, K, causal, gqa="repeat_interleave")
+    ref = torch_attention(res.inputs, H, K, causal)
+    rep = torch_attention(res.inputs, H, K, causal, gqa="repeat_interleave")
     for key in att.RESULT_KEYS:
         scale = max(1.0, float(np.max(np.abs(ref[key]))))
         for part in ("reference", "sharded"):
-            err = maxdiff(res[part][key], ref[key])
+            err = maxdiff(getattr(getattr(res, part), key), ref[key])
             assert err <= 1e-13 * scale, (part, key, err)
         assert maxdiff(rep[key], ref[key]) <= 1e-13 * scale, key
 
@@ -105,7 +105,7 @@ def test_layer_against_torch_autograd(tp, H, K, E, S, B, causal):
     D = H * E
     res = lay.run_layer(tp=tp, heads=H, kv_heads=K, seq=S, batch=B, hidden=D, ffn=3 * tp * 2, seed=tp + H + K,
                         causal=causal)
-    p = {k: t(v) for k, v in res["inputs"].items()}
+    p = {k: t(v) for k, v in res.inputs.items()}
     x = p["X"]
     a1 = F.layer_norm(x, (D,), p["gamma1"], p["beta1"], eps=1e-5)
     q = (a1 @ p["W_q"]).view(B, S, H, E).transpose(1, 2)
@@ -122,7 +122,7 @@ def test_layer_against_torch_autograd(tp, H, K, E, S, B, causal):
     for key in lay.RESULT_KEYS:
         scale = max(1.0, float(np.max(np.abs(want[key]))))
         for part in ("reference", "sharded"):
-            err = maxdiff(res[part][key], want[key])
+            err = maxdiff(getattr(getattr(res, part), key), want[key])
             assert err <= 1e-13 * scale, (part, key, err)
 
 
@@ -130,24 +130,24 @@ def test_layer_against_torch_autograd(tp, H, K, E, S, B, causal):
 def test_scale_mistake_is_torch_with_the_rank_width_scale(tp, H, K, causal):
     res = att.run_attention(tp=tp, heads=H, kv_heads=K, hidden=2 * H, seq=5, causal=causal,
                             mistake="scale-local-width")
-    wrong = torch_attention(res["inputs"], H, K, causal, scale=1 / math.sqrt(2 * H // tp))
+    wrong = torch_attention(res.inputs, H, K, causal, scale=1 / math.sqrt(2 * H // tp))
     for key in att.RESULT_KEYS:
-        assert maxdiff(res["sharded"][key], wrong[key]) < 1e-12, key
-    assert maxdiff(res["sharded"]["Y"], res["reference"]["Y"]) > 1e-3
+        assert maxdiff(getattr(res.sharded, key), wrong[key]) < 1e-12, key
+    assert maxdiff(res.sharded.Y, res.reference.Y) > 1e-3
 
 
 def test_kv_not_replicated_is_torch_reading_the_dealt_heads():
     """Rank r reads KV head r mod K: the merged Y equals torch where query head h reads that head."""
     tp, H, K = 4, 4, 2
     res = att.run_attention(tp=tp, heads=H, kv_heads=K, hidden=8, seq=4, mistake="kv-not-replicated")
-    i = res["inputs"]
+    i = res.inputs
     E = 2
     order = [r % K for r in range(tp)]                               # KV head read by query head h = r
     wk = np.concatenate([i["W_k"][:, k * E:(k + 1) * E] for k in order], axis=1)   # one KV head per query head
     wv = np.concatenate([i["W_v"][:, k * E:(k + 1) * E] for k in order], axis=1)
     wrong = torch_attention({**i, "W_k": wk, "W_v": wv}, H, H, False)
-    assert maxdiff(res["sharded"]["Y"], wrong["Y"]) < 1e-13
-    assert maxdiff(res["sharded"]["G_X"], wrong["G_X"]) < 1e-13
+    assert maxdiff(res.sharded.Y, wrong["Y"]) < 1e-13
+    assert maxdiff(res.sharded.G_X, wrong["G_X"]) < 1e-13
 
 
 # --------------------------------------------------------------------------- DTensor (gloo)
@@ -198,7 +198,7 @@ def _dtensor_worker(rank: int, n: int, port: int, outdir: str) -> None:
     try:
         for H, K, S, B, E, causal, seed in dtensor_cases(n):
             inp = att.run_attention(tp=n, heads=H, kv_heads=K, seq=S, batch=B, hidden=H * E, seed=seed,
-                                    causal=causal)["inputs"]
+                                    causal=causal).inputs
             m = Attention(H * E, H, K, E, causal)
             with torch.no_grad():                  # nn.Linear weight is (out, in): Megatron's Aᵀ
                 for name, w in (("q_proj", "W_q"), ("k_proj", "W_k"), ("v_proj", "W_v"), ("o_proj", "W_o")):
@@ -259,11 +259,11 @@ def test_dtensor_colwise_rowwise_equals_the_core(n):
         for r in range(n):
             got = ranks[r][c]
             for key in att.RESULT_KEYS:           # every rank holds the full Y, loss, G_X and gathered grads
-                scale = max(1.0, float(np.max(np.abs(res["reference"][key]))))
-                err = maxdiff(got[key], res["sharded"][key])
+                scale = max(1.0, float(np.max(np.abs(getattr(res.reference, key)))))
+                err = maxdiff(got[key], getattr(res.sharded, key))
                 assert err <= 1e-13 * scale, (n, c, r, key, err)
-            mine = res["ranks"][r]
+            mine = res.ranks[r]
             for w in att.WEIGHTS:                 # PyTorch's shard of rank r = the core's
-                assert np.array_equal(got["local_" + w], mine[w]), (n, c, r, w)
-                assert maxdiff(got["local_G_" + w], mine["G_" + w]) < 1e-13, (n, c, r, w)
+                assert np.array_equal(got["local_" + w], getattr(mine, w)), (n, c, r, w)
+                assert maxdiff(got["local_G_" + w], getattr(mine, "G_" + w)) < 1e-13, (n, c, r, w)
 

@@ -30,6 +30,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
+from tpmath.record import fields_of
 from tpmath.sp_layer import reference_masks, run_sp_layer
 
 pytestmark = pytest.mark.torch
@@ -70,25 +71,25 @@ def test_sharded_block_equals_torch_autograd(tp, seed, dropout):
     seq, batch, hidden, ffn = tp * int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(2, 9)), \
         tp * int(rng.integers(1, 5))
     r = run_sp_layer(tp=tp, seq=seq, batch=batch, hidden=hidden, ffn=ffn, seed=seed, dropout=dropout)
-    t = torch_block(r["inputs"], reference_masks(r), dropout)
+    t = torch_block(r.inputs, reference_masks(fields_of(r)), dropout)
     for key in KEYS:
-        assert maxdiff(r["sharded"][key], t[key]) < 1e-13, key
-        assert maxdiff(r["plain_tp"][key], t[key]) < 1e-13, key
-    assert abs(r["sharded"]["loss"] - t["loss"]) < 1e-12
-    for rk in r["ranks"]:                                   # every rank's own pieces of torch's tensors
-        (a, b), (c, d) = rk["seq_range"], rk["ffn_range"]
-        assert maxdiff(rk["Y"], t["Y"][:, a:b]) < 1e-13
-        assert maxdiff(rk["G_X"], t["G_X"][:, a:b]) < 1e-13
-        assert maxdiff(rk["G_W1"], t["G_W1"][:, c:d]) < 1e-13
-        assert maxdiff(rk["G_W2"], t["G_W2"][c:d]) < 1e-13
-        assert maxdiff(rk["G_gamma"], t["G_gamma"]) < 1e-13
+        assert maxdiff(getattr(r.sharded, key), t[key]) < 1e-13, key
+        assert maxdiff(getattr(r.plain_tp, key), t[key]) < 1e-13, key
+    assert abs(r.sharded.loss - t["loss"]) < 1e-12
+    for rk in r.ranks:                                      # every rank's own pieces of torch's tensors
+        (a, b), (c, d) = rk.seq_range, rk.ffn_range
+        assert maxdiff(rk.Y, t["Y"][:, a:b]) < 1e-13
+        assert maxdiff(rk.G_X, t["G_X"][:, a:b]) < 1e-13
+        assert maxdiff(rk.G_W1, t["G_W1"][:, c:d]) < 1e-13
+        assert maxdiff(rk.G_W2, t["G_W2"][c:d]) < 1e-13
+        assert maxdiff(rk.G_gamma, t["G_gamma"]) < 1e-13
 
 
 @pytest.mark.parametrize("mistake", ["ln-grad-not-reduced", "same-dropout-seed", "gather-wrong-dim"])
 def test_mistakes_leave_torch_autograd(mistake):
     r = run_sp_layer(tp=2, seq=4, batch=2, hidden=4, ffn=8, mistake=mistake)
-    t = torch_block(r["inputs"], reference_masks(r), r["dropout"])
-    assert max(maxdiff(r["sharded"][k], t[k]) for k in KEYS) > 0.1
+    t = torch_block(r.inputs, reference_masks(fields_of(r)), r.dropout)
+    assert max(maxdiff(getattr(r.sharded, k), t[k]) for k in KEYS) > 0.1
 
 
 # ----------------------------------------------------- PyTorch's SequenceParallel on gloo
@@ -120,8 +121,8 @@ def _worker(rank: int, n: int, port: int, outdir: str) -> None:
         s = SP_SIZES
         res = run_sp_layer(tp=n, seq=n * s["seq_per_rank"], batch=s["batch"], hidden=s["hidden"],
                            ffn=n * s["ffn_per_rank"], seed=s["seed"])
-        inp = res["inputs"]
-        a, b = res["ranks"][rank]["seq_range"]
+        inp = res.inputs
+        a, b = res.ranks[rank].seq_range
         m = Block(s["hidden"], n * s["ffn_per_rank"]).double()
         with torch.no_grad():                     # the same values on every rank before parallelizing
             m.norm.weight.copy_(torch.tensor(inp["gamma"]))
@@ -177,21 +178,21 @@ def test_pytorch_sequence_parallel_equals_the_core(n):
     core = run_sp_layer(tp=n, seq=n * s["seq_per_rank"], batch=s["batch"], hidden=s["hidden"],
                         ffn=n * s["ffn_per_rank"], seed=s["seed"])
     got = _run_world(n)
-    for rk, g in zip(core["ranks"], got):
-        assert maxdiff(g["Y"], rk["Y"]) < 1e-13
-        assert maxdiff(g["G_X"], rk["G_X"]) < 1e-13
-        assert maxdiff(g["G_W1_local"], rk["G_W1"]) < 1e-13          # ColwiseParallel: weight rows = A's columns
-        assert maxdiff(g["G_W2_local"], rk["G_W2"]) < 1e-13
+    for rk, g in zip(core.ranks, got):
+        assert maxdiff(g["Y"], rk.Y) < 1e-13
+        assert maxdiff(g["G_X"], rk.G_X) < 1e-13
+        assert maxdiff(g["G_W1_local"], rk.G_W1) < 1e-13             # ColwiseParallel: weight rows = A's columns
+        assert maxdiff(g["G_W2_local"], rk.G_W2) < 1e-13
         assert g["w1_grad_placements"] == "(Shard(dim=0),)"
         # PyTorch leaves the LayerNorm gradients partial: the local value is the own-token sum ...
         assert g["ln_grad_placements"] == "(Partial(sum),)"
-        assert maxdiff(g["G_gamma_local"], rk["G_gamma_partial"]) < 1e-13
-        assert maxdiff(g["G_beta_local"], rk["G_beta_partial"]) < 1e-13
+        assert maxdiff(g["G_gamma_local"], rk.G_gamma_partial) < 1e-13
+        assert maxdiff(g["G_beta_local"], rk.G_beta_partial) < 1e-13
         # ... and reduces them when asked for the full value, or when the optimizer applies them.
-        assert maxdiff(g["G_gamma_full"], core["sharded"]["G_gamma"]) < 1e-13
-        assert maxdiff(g["G_beta_full"], core["sharded"]["G_beta"]) < 1e-13
+        assert maxdiff(g["G_gamma_full"], core.sharded.G_gamma) < 1e-13
+        assert maxdiff(g["G_beta_full"], core.sharded.G_beta) < 1e-13
         assert g["gamma_placements"] == "(Replicate(),)"
-        want = core["inputs"]["gamma"] - 0.1 * core["reference"]["G_gamma"]
+        want = core.inputs["gamma"] - 0.1 * core.reference.G_gamma
         assert maxdiff(g["gamma_after_step"], want) < 1e-13
     # the partials differ from rank to rank: without the reduction the replicas would drift apart
     assert maxdiff(got[0]["G_gamma_local"], got[1]["G_gamma_local"]) > 1e-3

@@ -62,6 +62,7 @@ import numpy as np
 from .collectives import reduce_all
 from .errors import TPMathError
 from .i18n import Text
+from .record import fields_of
 from .validate import as_choice, as_flag, as_int
 
 MISTAKES = ("none", "f-and-g-swapped", "kv-not-replicated", "kv-grad-not-summed", "scale-local-width")
@@ -168,6 +169,88 @@ def rank_heads(cfg: Config, r: int) -> tuple[list[int], list[int]]:
     if cfg.mistake == "kv-not-replicated":
         return q, [r % cfg.kv_heads]                      # round robin: not the head its queries read
     return q, [kv_head_of(q[0], cfg.heads, cfg.kv_heads)]   # = ⌊r·K/tp⌋, the same for all its heads
+
+
+# ----------------------------------------------------------------------------- results
+
+@dataclass(frozen=True, eq=False)
+class AttentionOutputs:
+    """Y, the loss and the five gradients at full shapes: the unsharded reference, or merged
+    from the ranks (a replicated value as rank 0 holds it)."""
+    Y: np.ndarray                   # (B, S, D)
+    loss: Any                       # 0-d float64
+    G_X: np.ndarray                 # (B, S, D)
+    G_W_q: np.ndarray               # (D, H·E)
+    G_W_k: np.ndarray               # (D, K·E)
+    G_W_v: np.ndarray               # (D, K·E)
+    G_W_o: np.ndarray               # (H·E, D)
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionRank:
+    """What rank ``rank`` holds and computes: its heads, its shards, the forward of its heads
+    (no communication inside), then the backward; ``shapes`` = the shape of every array field."""
+    rank: int
+    q_heads: list[int]              # H_r consecutive query heads
+    kv_heads: list[int]             # the K_r KV heads it holds (replicated when K < tp)
+    W_q: np.ndarray                 # (D, H_r·E)   column parallel
+    W_k: np.ndarray                 # (D, K_r·E)   column parallel, or replicated
+    W_v: np.ndarray                 # (D, K_r·E)
+    W_o: np.ndarray                 # (H_r·E, D)   row parallel
+    X_in: np.ndarray                # (B, S, D)    X after the operator entering the region
+    Q: np.ndarray                   # (B, S, H_r·E)
+    K: np.ndarray                   # (B, S, K_r·E)
+    V: np.ndarray                   # (B, S, K_r·E)
+    scores: np.ndarray              # (B, H_r, S, S) before the mask
+    probs: np.ndarray               # (B, H_r, S, S)
+    context: np.ndarray             # (B, S, H_r·E)
+    Y_partial: np.ndarray           # (B, S, D)    a partial sum over its heads
+    Y: np.ndarray                   # (B, S, D)    after the operator leaving the region
+    loss: Any                       # 0-d: Σ Y ⊙ G as this rank sees it
+    G_Y: np.ndarray                 # (B, S, D)    the upstream gradient after that operator's backward
+    G_context: np.ndarray           # (B, S, H_r·E)
+    G_probs: np.ndarray             # (B, H_r, S, S)
+    G_scores: np.ndarray            # (B, H_r, S, S)
+    G_Q: np.ndarray                 # (B, S, H_r·E)
+    G_K: np.ndarray                 # (B, S, K_r·E)
+    G_V: np.ndarray                 # (B, S, K_r·E)
+    G_W_q: np.ndarray               # (D, H_r·E)   complete locally
+    G_W_o: np.ndarray               # (H_r·E, D)   complete locally
+    G_W_k_partial: np.ndarray       # (D, K_r·E)   from its own query heads only
+    G_W_v_partial: np.ndarray       # (D, K_r·E)
+    G_W_k: np.ndarray               # (D, K_r·E)   after the replica-group sum (K < tp)
+    G_W_v: np.ndarray               # (D, K_r·E)
+    G_X_partial: np.ndarray         # (B, S, D)    a partial sum over its heads
+    G_X: np.ndarray                 # (B, S, D)    after the entering operator's backward
+    shapes: dict[str, list[int]]    # field -> shape, for every array field above
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionComm:
+    """One collective of a run: its phase, the Megatron operator (or the KV replica group) that
+    issues it, the tensor, its elements and the groups of ranks it runs in."""
+    phase: str                      # forward / backward
+    collective: str                 # all-reduce
+    operator: str                   # f, g, kv-replicas
+    tensor: str
+    elements: int
+    groups: list[list[int]]
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionResult:
+    """Attention sharded over tp ranks next to its unsharded reference (:func:`run_attention`)."""
+    config: dict[str, Any]          # tp heads kv_heads head_dim seq batch hidden causal mistake seed scale
+    inputs: dict[str, np.ndarray]   # X (B, S, D), W_q (D, H·E), W_k W_v (D, K·E), W_o (H·E, D), G (B, S, D)
+    reference: AttentionOutputs
+    sharded: AttentionOutputs
+    max_abs_err: dict[str, float]   # per field of ``reference``
+    tolerances: dict[str, float]
+    matches_reference: bool
+    ranks: list[AttentionRank]      # one per rank, in rank order
+    comm: list[AttentionComm]
+    replica_spread: dict[str, float]  # Y loss G_X G_W_k G_W_v: max |rank's copy − rank 0's|
+    kv_replication: dict[str, Any]  # :func:`kv_replication_cost`
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -316,13 +399,13 @@ def softmax_scale(cfg: Config) -> float:
     return 1.0 / math.sqrt(width)
 
 
-def reference_attention(inputs: dict, heads: int, kv_heads: int, causal: bool) -> dict:
+def reference_attention(inputs: dict, heads: int, kv_heads: int, causal: bool) -> AttentionOutputs:
     """The unsharded computation (one device): Y, loss and the five gradients."""
     X, G = inputs["X"], inputs["G"]
     E = inputs["W_q"].shape[1] // heads
     values, back = attention_forward(X, *(inputs[w] for w in WEIGHTS), heads, kv_heads, 1 / math.sqrt(E), causal)
     grads = back(G)
-    return {"Y": values["Y"], "loss": np.sum(values["Y"] * G), **{k: grads[k] for k in RESULT_KEYS[2:]}}
+    return AttentionOutputs(Y=values["Y"], loss=np.sum(values["Y"] * G), **{k: grads[k] for k in RESULT_KEYS[2:]})
 
 
 # ---------------------------------------------------------------------- communication
@@ -354,13 +437,13 @@ def tp_operators(mistake: str = "none") -> tuple[Operator, Operator]:
     return (G_OP, F_OP) if mistake == "f-and-g-swapped" else (F_OP, G_OP)
 
 
-def operator_comm(op: Operator, phase_tensors: dict, elements: int, tp: int) -> list[dict]:
+def operator_comm(op: Operator, phase_tensors: dict, elements: int, tp: int) -> list[AttentionComm]:
     """The AllReduces operator ``op`` issues, forward and backward (none on a single rank)."""
     out = []
     for phase in ("forward", "backward"):
         if getattr(op, phase) is all_reduce and tp > 1:
-            out.append({"phase": phase, "collective": "all-reduce", "operator": op.name,
-                        "tensor": phase_tensors[phase], "elements": elements, "groups": [list(range(tp))]})
+            out.append(AttentionComm(phase=phase, collective="all-reduce", operator=op.name,
+                                     tensor=phase_tensors[phase], elements=elements, groups=[list(range(tp))]))
     return out
 
 
@@ -423,7 +506,8 @@ def kv_replica_spread(parts: list[np.ndarray], kv_of_rank: list[list[int]]) -> f
 
 
 def sharded_attention(inputs: dict, cfg: Config) -> dict:
-    """The tensor-parallel computation: per-rank records, merged results, collectives, spreads."""
+    """The tensor-parallel computation: ``ranks`` (records), ``sharded`` (merged), ``comm``,
+    ``replica_spread``."""
     tp, X, G = cfg.tp, inputs["X"], inputs["G"]
     B, S, D = X.shape
     enter, leave = tp_operators(cfg.mistake)
@@ -456,22 +540,23 @@ def sharded_attention(inputs: dict, cfg: Config) -> dict:
                "G_W_k_partial": g["G_W_k"], "G_W_v_partial": g["G_W_v"], "G_W_k": G_W_k[r], "G_W_v": G_W_v[r],
                "G_X_partial": g["G_X"], "G_X": G_X[r]}
         rec["shapes"] = {k: list(np.shape(v)) for k, v in rec.items() if isinstance(v, np.ndarray)}
-        ranks.append(rec)
+        ranks.append(AttentionRank(**rec))
 
-    merged = {"Y": Y[0], "loss": ranks[0]["loss"], "G_X": G_X[0],
-              "G_W_q": np.concatenate([g["G_W_q"] for g in grads], axis=1),    # (D, H·E)
-              "G_W_k": merge_kv(G_W_k, kv_of_rank, cfg.kv_heads, E),          # (D, K·E)
-              "G_W_v": merge_kv(G_W_v, kv_of_rank, cfg.kv_heads, E),
-              "G_W_o": np.concatenate([g["G_W_o"] for g in grads], axis=0)}   # (H·E, D)
-    replica_spread = {"Y": spread(Y), "loss": spread([rk["loss"] for rk in ranks]), "G_X": spread(G_X),
+    merged = AttentionOutputs(
+        Y=Y[0], loss=ranks[0].loss, G_X=G_X[0],
+        G_W_q=np.concatenate([g["G_W_q"] for g in grads], axis=1),    # (D, H·E)
+        G_W_k=merge_kv(G_W_k, kv_of_rank, cfg.kv_heads, E),          # (D, K·E)
+        G_W_v=merge_kv(G_W_v, kv_of_rank, cfg.kv_heads, E),
+        G_W_o=np.concatenate([g["G_W_o"] for g in grads], axis=0))   # (H·E, D)
+    replica_spread = {"Y": spread(Y), "loss": spread([rk.loss for rk in ranks]), "G_X": spread(G_X),
                       "G_W_k": kv_replica_spread(G_W_k, kv_of_rank), "G_W_v": kv_replica_spread(G_W_v, kv_of_rank)}
 
     comm = operator_comm(leave, {"forward": "Y", "backward": "G_Y"}, B * S * D, tp) \
         + operator_comm(enter, {"forward": "X", "backward": "G_X"}, B * S * D, tp)
-    comm.sort(key=lambda c: c["phase"] != "forward")
+    comm.sort(key=lambda c: c.phase != "forward")
     if sum_kv:
-        comm += [{"phase": "backward", "collective": "all-reduce", "operator": "kv-replicas", "tensor": t,
-                  "elements": D * cfg.kv_per_rank * E, "groups": groups} for t in ("G_W_k", "G_W_v")]
+        comm += [AttentionComm(phase="backward", collective="all-reduce", operator="kv-replicas", tensor=t,
+                               elements=D * cfg.kv_per_rank * E, groups=groups) for t in ("G_W_k", "G_W_v")]
     return {"ranks": ranks, "sharded": merged, "comm": comm, "replica_spread": replica_spread}
 
 
@@ -580,24 +665,21 @@ def max_abs(a: Any, b: Any) -> float:
     return float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))))
 
 
-def compare(sharded: dict, reference: dict) -> dict:
-    """max |sharded − reference| per key, the tolerances and whether all are within them."""
-    errs = {k: max_abs(sharded[k], reference[k]) for k in reference}
-    tols = {k: REL_TOL * max(1.0, float(np.max(np.abs(reference[k])))) for k in reference}
+def compare(sharded: Any, reference: Any) -> dict:
+    """max |sharded − reference| per field of ``reference`` (a record of outputs), the tolerances
+    and whether all are within them."""
+    ref = fields_of(reference)
+    errs = {k: max_abs(getattr(sharded, k), v) for k, v in ref.items()}
+    tols = {k: REL_TOL * max(1.0, float(np.max(np.abs(v)))) for k, v in ref.items()}
     return {"max_abs_err": errs, "tolerances": tols, "matches_reference": all(errs[k] <= tols[k] for k in errs)}
 
 
 def run_attention(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any = 4, batch: Any = 1,
                   hidden: Any = 8, seed: Any = 0, causal: Any = False, mistake: Any = "none",
-                  dtype_bytes: Any = 2) -> dict:
-    """Attention sharded over tp ranks next to its unsharded reference (float64).
-
-    Keys: ``config``, ``inputs{X,W_q,W_k,W_v,W_o,G}``, ``reference`` / ``sharded``
-    ``{Y,loss,G_X,G_W_q,G_W_k,G_W_v,G_W_o}`` (full shapes; sharded merged from the ranks, a
-    replicated value as rank 0 holds it), ``max_abs_err`` / ``tolerances`` per key,
-    ``matches_reference``, ``ranks`` (per rank: heads, shards, local tensors, ``shapes``),
-    ``comm[{phase,collective,operator,tensor,elements,groups}]``, ``replica_spread`` (how far
-    the copies of replicated values differ between ranks) and ``kv_replication`` (costs).
+                  dtype_bytes: Any = 2) -> AttentionResult:
+    """Attention sharded over tp ranks next to its unsharded reference (float64): an
+    :class:`AttentionResult` (``replica_spread``: how far the copies of replicated values differ
+    between ranks; ``kv_replication``: what replicating KV heads costs).
     """
     cfg = validate_config(tp, heads, kv_heads, seq, batch, hidden, causal, mistake)
     seed = as_int("seed", seed, 0, MAX_SEED)
@@ -605,23 +687,23 @@ def run_attention(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any = 
     inputs = example_inputs(seed, cfg)
     reference = reference_attention(inputs, cfg.heads, cfg.kv_heads, cfg.causal)
     tp_run = sharded_attention(inputs, cfg)
-    return {"config": {"tp": cfg.tp, "heads": cfg.heads, "kv_heads": cfg.kv_heads, "head_dim": cfg.head_dim,
-                       "seq": cfg.seq, "batch": cfg.batch, "hidden": cfg.hidden, "causal": cfg.causal,
-                       "mistake": cfg.mistake, "seed": seed, "scale": softmax_scale(cfg)},
-            "inputs": inputs, "reference": reference, "sharded": tp_run["sharded"],
-            **compare(tp_run["sharded"], reference),
-            "ranks": tp_run["ranks"], "comm": tp_run["comm"], "replica_spread": tp_run["replica_spread"],
-            "kv_replication": kv_replication_cost(cfg, dtype_bytes)}
+    return AttentionResult(
+        config={"tp": cfg.tp, "heads": cfg.heads, "kv_heads": cfg.kv_heads, "head_dim": cfg.head_dim,
+                "seq": cfg.seq, "batch": cfg.batch, "hidden": cfg.hidden, "causal": cfg.causal,
+                "mistake": cfg.mistake, "seed": seed, "scale": softmax_scale(cfg)},
+        inputs=inputs, reference=reference, sharded=tp_run["sharded"], **compare(tp_run["sharded"], reference),
+        ranks=tp_run["ranks"], comm=tp_run["comm"], replica_spread=tp_run["replica_spread"],
+        kv_replication=kv_replication_cost(cfg, dtype_bytes))
 
 
 @functools.lru_cache(maxsize=32)
-def _cached(cfg: Config, seed: int) -> dict:
+def _cached(cfg: Config, seed: int) -> AttentionResult:
     return run_attention(cfg.tp, cfg.heads, cfg.kv_heads, cfg.seq, cfg.batch, cfg.hidden, seed, cfg.causal,
                          cfg.mistake)
 
 
 def cached_run(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any = 4, batch: Any = 1, hidden: Any = 8,
-               seed: Any = 0, causal: Any = False, mistake: Any = "none") -> dict:
+               seed: Any = 0, causal: Any = False, mistake: Any = "none") -> AttentionResult:
     """:func:`run_attention` memoised per validated configuration: a page section and its
     real-ranks block show the same run.  The result is shared: callers must not modify it."""
     cfg = validate_config(tp, heads, kv_heads, seq, batch, hidden, causal, mistake)

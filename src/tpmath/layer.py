@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from . import attention as att
-from .attention import F_OP, G_OP, Config, attention_forward, matmul_op
+from .attention import F_OP, G_OP, AttentionComm, Config, attention_forward, matmul_op
 from .validate import as_int, check_divides
 
 LN_EPS = 1e-5                  # torch.nn.LayerNorm's default
@@ -46,6 +47,111 @@ MAX_FFN = 512
 PARAMS = ("gamma1", "beta1", "W_q", "W_k", "W_v", "W_o", "b_o", "gamma2", "beta2", "W1", "b1", "W2", "b2")
 RESULT_KEYS = ("Y", "loss", "G_X") + tuple("G_" + p for p in PARAMS)
 REPLICATED = ("gamma1", "beta1", "b_o", "gamma2", "beta2", "b2")
+
+
+# ----------------------------------------------------------------------------- results
+
+@dataclass(frozen=True, eq=False)
+class LayerOutputs:
+    """The unsharded layer's Y, loss and the gradient of X and of every parameter (:data:`PARAMS`
+    order)."""
+    Y: np.ndarray                   # (B, S, D)
+    loss: Any                       # 0-d float64
+    G_X: np.ndarray                 # (B, S, D)
+    G_gamma1: np.ndarray            # (D,)
+    G_beta1: np.ndarray             # (D,)
+    G_W_q: np.ndarray               # (D, H·E)
+    G_W_k: np.ndarray               # (D, K·E)
+    G_W_v: np.ndarray               # (D, K·E)
+    G_W_o: np.ndarray               # (H·E, D)
+    G_b_o: np.ndarray               # (D,)
+    G_gamma2: np.ndarray            # (D,)
+    G_beta2: np.ndarray             # (D,)
+    G_W1: np.ndarray                # (D, F)
+    G_b1: np.ndarray                # (F,)
+    G_W2: np.ndarray                # (F, D)
+    G_b2: np.ndarray                # (D,)
+
+
+@dataclass(frozen=True, eq=False)
+class LayerMerged:
+    """The same quantities as :class:`LayerOutputs` merged from the ranks, at full shapes: the
+    replicated ones first (as rank 0 holds them), then the sharded ones put back together."""
+    Y: np.ndarray                   # (B, S, D)
+    loss: Any                       # 0-d float64
+    G_X: np.ndarray                 # (B, S, D)
+    G_gamma1: np.ndarray            # (D,)  every rank holds the same
+    G_beta1: np.ndarray             # (D,)
+    G_b_o: np.ndarray               # (D,)
+    G_gamma2: np.ndarray            # (D,)
+    G_beta2: np.ndarray             # (D,)
+    G_b2: np.ndarray                # (D,)
+    G_W_q: np.ndarray               # (D, H·E)  the ranks' columns side by side
+    G_W_k: np.ndarray               # (D, K·E)  each KV head from the first rank holding it
+    G_W_v: np.ndarray               # (D, K·E)
+    G_W_o: np.ndarray               # (H·E, D)  the ranks' rows stacked
+    G_W1: np.ndarray                # (D, F)
+    G_b1: np.ndarray                # (F,)
+    G_W2: np.ndarray                # (F, D)
+
+
+@dataclass(frozen=True, eq=False)
+class LayerRank:
+    """What rank ``rank`` holds and computes in the layer: its heads and MLP columns, its shards,
+    the forward, then every gradient (the replicated parameters' ones as this rank computed
+    them); ``shapes`` = the shape of every array field."""
+    rank: int
+    q_heads: list[int]              # H_r consecutive query heads
+    kv_heads: list[int]             # the K_r KV heads it holds (replicated when K < tp)
+    ffn_cols: list[int]             # [r·F/tp, (r+1)·F/tp): its columns of W1, rows of W2
+    W_q: np.ndarray                 # (D, H_r·E)    column parallel
+    W_k: np.ndarray                 # (D, K_r·E)    column parallel, or replicated
+    W_v: np.ndarray                 # (D, K_r·E)
+    W_o: np.ndarray                 # (H_r·E, D)    row parallel
+    W1: np.ndarray                  # (D, F/tp)     column parallel
+    b1: np.ndarray                  # (F/tp,)       split with W1's columns
+    W2: np.ndarray                  # (F/tp, D)     row parallel
+    A1: np.ndarray                  # (B, S, D)     LN1(X), replicated
+    Y_attn_partial: np.ndarray      # (B, S, D)     a partial sum over its heads
+    H1: np.ndarray                  # (B, S, D)     replicated
+    A2: np.ndarray                  # (B, S, D)     LN2(H1), replicated
+    Z: np.ndarray                   # (B, S, F/tp)  A2 W1 + b1
+    M: np.ndarray                   # (B, S, F/tp)  GeLU(Z)
+    Y_mlp_partial: np.ndarray       # (B, S, D)     a partial sum over its columns
+    Y: np.ndarray                   # (B, S, D)
+    loss: Any                       # 0-d
+    G_W_q: np.ndarray               # (D, H_r·E)
+    G_W_o: np.ndarray               # (H_r·E, D)
+    G_W_k: np.ndarray               # (D, K_r·E)    after the replica-group sum (K < tp)
+    G_W_v: np.ndarray               # (D, K_r·E)
+    G_W1: np.ndarray                # (D, F/tp)
+    G_b1: np.ndarray                # (F/tp,)
+    G_W2: np.ndarray                # (F/tp, D)
+    G_A2_partial: np.ndarray        # (B, S, D)     before f's backward AllReduce
+    G_A1_partial: np.ndarray        # (B, S, D)
+    G_X: np.ndarray                 # (B, S, D)
+    G_gamma1: np.ndarray            # (D,)          computed whole on every rank, no collective
+    G_beta1: np.ndarray             # (D,)
+    G_b_o: np.ndarray               # (D,)
+    G_gamma2: np.ndarray            # (D,)
+    G_beta2: np.ndarray             # (D,)
+    G_b2: np.ndarray                # (D,)
+    shapes: dict[str, list[int]]    # field -> shape, for every array field above
+
+
+@dataclass(frozen=True, eq=False)
+class LayerResult:
+    """The pre-LN layer sharded over tp ranks next to its unsharded reference (:func:`run_layer`)."""
+    config: dict[str, Any]          # tp heads kv_heads head_dim seq batch hidden ffn causal seed activation ln_eps
+    inputs: dict[str, np.ndarray]   # X, every parameter (:data:`PARAMS`), G
+    reference: LayerOutputs
+    sharded: LayerMerged
+    max_abs_err: dict[str, float]   # per field of ``reference``
+    tolerances: dict[str, float]
+    matches_reference: bool
+    ranks: list[LayerRank]          # one per rank, in rank order
+    comm: list[AttentionComm]
+    replica_spread: dict[str, float]  # Y, G_X and the replicated parameters: max |rank r − rank 0| (0)
 
 
 # --------------------------------------------------------------------------------- ops
@@ -115,7 +221,7 @@ def example_inputs(seed: Any, cfg: Config, ffn: int) -> dict[str, np.ndarray]:
 
 # ------------------------------------------------------------------------------- model
 
-def reference_layer(p: dict, heads: int, kv_heads: int, causal: bool) -> dict:
+def reference_layer(p: dict, heads: int, kv_heads: int, causal: bool) -> LayerOutputs:
     """The unsharded layer (one device): Y, loss and every gradient."""
     X, G = p["X"], p["G"]
     E = p["W_q"].shape[1] // heads
@@ -140,14 +246,14 @@ def reference_layer(p: dict, heads: int, kv_heads: int, causal: bool) -> dict:
     G_Yatt, G_b_o = b_bo(G_H1)
     ga = b_at(G_Yatt)
     G_X_ln, G_gamma1, G_beta1 = b_ln1(ga["G_X"])
-    return {"Y": Y, "loss": np.sum(Y * G), "G_X": G_H1 + G_X_ln, "G_gamma1": G_gamma1, "G_beta1": G_beta1,
-            "G_W_q": ga["G_W_q"], "G_W_k": ga["G_W_k"], "G_W_v": ga["G_W_v"], "G_W_o": ga["G_W_o"],
-            "G_b_o": G_b_o, "G_gamma2": G_gamma2, "G_beta2": G_beta2, "G_W1": G_W1, "G_b1": G_b1,
-            "G_W2": G_W2, "G_b2": G_b2}
+    return LayerOutputs(Y=Y, loss=np.sum(Y * G), G_X=G_H1 + G_X_ln, G_gamma1=G_gamma1, G_beta1=G_beta1,
+                        G_W_q=ga["G_W_q"], G_W_k=ga["G_W_k"], G_W_v=ga["G_W_v"], G_W_o=ga["G_W_o"],
+                        G_b_o=G_b_o, G_gamma2=G_gamma2, G_beta2=G_beta2, G_W1=G_W1, G_b1=G_b1,
+                        G_W2=G_W2, G_b2=G_b2)
 
 
 def sharded_layer(p: dict, cfg: Config, F: int) -> dict:
-    """The layer on tp ranks: per-rank records, merged results, collectives, replica spreads."""
+    """The layer on tp ranks: ``ranks`` (records), ``sharded`` (merged), ``comm``, ``replica_spread``."""
     tp, X, G = cfg.tp, p["X"], p["G"]
     B, S, D = X.shape
     Fr, E = F // tp, cfg.head_dim
@@ -212,68 +318,57 @@ def sharded_layer(p: dict, cfg: Config, F: int) -> dict:
                "G_A2_partial": g_z[r][0], "G_A1_partial": ga[r]["G_X"], "G_X": G_X[r],
                **{"G_" + k: v[r] for k, v in repl.items()}}
         rec["shapes"] = {k: list(np.shape(v)) for k, v in rec.items() if isinstance(v, np.ndarray)}
-        ranks.append(rec)
+        ranks.append(LayerRank(**rec))
 
-    merged = {"Y": Y[0], "loss": ranks[0]["loss"], "G_X": G_X[0],
-              **{"G_" + k: v[0] for k, v in repl.items()},                      # every rank holds the same
-              "G_W_q": np.concatenate([g["G_W_q"] for g in ga], axis=1),        # (D, H·E)
-              "G_W_k": att.merge_kv(G_W_k, kv_of_rank, cfg.kv_heads, E),
-              "G_W_v": att.merge_kv(G_W_v, kv_of_rank, cfg.kv_heads, E),
-              "G_W_o": np.concatenate([g["G_W_o"] for g in ga], axis=0),        # (H·E, D)
-              "G_W1": np.concatenate([g[1] for g in g_z], axis=1),              # (D, F)
-              "G_b1": np.concatenate([g[1] for g in g_b1]),                     # (F,)
-              "G_W2": np.concatenate([g[1] for g in g_y2], axis=0)}             # (F, D)
+    merged = LayerMerged(
+        Y=Y[0], loss=ranks[0].loss, G_X=G_X[0],
+        **{"G_" + k: v[0] for k, v in repl.items()},                            # every rank holds the same
+        G_W_q=np.concatenate([g["G_W_q"] for g in ga], axis=1),                 # (D, H·E)
+        G_W_k=att.merge_kv(G_W_k, kv_of_rank, cfg.kv_heads, E),
+        G_W_v=att.merge_kv(G_W_v, kv_of_rank, cfg.kv_heads, E),
+        G_W_o=np.concatenate([g["G_W_o"] for g in ga], axis=0),                 # (H·E, D)
+        G_W1=np.concatenate([g[1] for g in g_z], axis=1),                       # (D, F)
+        G_b1=np.concatenate([g[1] for g in g_b1]),                              # (F,)
+        G_W2=np.concatenate([g[1] for g in g_y2], axis=0))                      # (F, D)
     spread = {"Y": att.spread(Y), "G_X": att.spread(G_X), **{k: att.spread(v) for k, v in repl.items()}}
 
     comm = []
     if tp > 1:
         full = B * S * D
         everyone = [list(range(tp))]
-        comm = [{"phase": "forward", "collective": "all-reduce", "operator": "g", "tensor": "Y_attn",
-                 "elements": full, "groups": everyone},
-                {"phase": "forward", "collective": "all-reduce", "operator": "g", "tensor": "Y_mlp",
-                 "elements": full, "groups": everyone},
-                {"phase": "backward", "collective": "all-reduce", "operator": "f", "tensor": "G_A2",
-                 "elements": full, "groups": everyone},
-                {"phase": "backward", "collective": "all-reduce", "operator": "f", "tensor": "G_A1",
-                 "elements": full, "groups": everyone}]
+        comm = [AttentionComm(phase, "all-reduce", op, tensor, full, everyone)
+                for phase, op, tensor in (("forward", "g", "Y_attn"), ("forward", "g", "Y_mlp"),
+                                          ("backward", "f", "G_A2"), ("backward", "f", "G_A1"))]
         if cfg.kv_heads < tp:
-            comm += [{"phase": "backward", "collective": "all-reduce", "operator": "kv-replicas", "tensor": t,
-                      "elements": D * cfg.kv_per_rank * E, "groups": groups} for t in ("G_W_k", "G_W_v")]
+            comm += [AttentionComm("backward", "all-reduce", "kv-replicas", t, D * cfg.kv_per_rank * E, groups)
+                     for t in ("G_W_k", "G_W_v")]
     return {"ranks": ranks, "sharded": merged, "comm": comm, "replica_spread": spread}
 
 
 def run_layer(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any = 4, batch: Any = 1, hidden: Any = 8,
-              ffn: Any = None, seed: Any = 0, causal: Any = False) -> dict:
-    """The pre-LN layer sharded over tp ranks next to its unsharded reference (float64).
-
-    Keys: ``config``; ``inputs{X,gamma1,beta1,W_q,W_k,W_v,W_o,b_o,gamma2,beta2,W1,b1,W2,b2,G}``;
-    ``reference`` / ``sharded`` ``{Y,loss,G_X,G_<every parameter>}`` (full shapes, merged from
-    the ranks; replicated values as rank 0 holds them); ``max_abs_err`` / ``tolerances`` per
-    key, ``matches_reference``; ``ranks`` (heads, F columns, shards, local tensors, the
-    replicated parameters' gradients as each rank computed them, ``shapes``); ``comm``;
-    ``replica_spread`` (max |rank r − rank 0| of every replicated value: 0).
-    """
+              ffn: Any = None, seed: Any = 0, causal: Any = False) -> LayerResult:
+    """The pre-LN layer sharded over tp ranks next to its unsharded reference (float64): a
+    :class:`LayerResult`."""
     cfg, F = validate_layer(tp, heads, kv_heads, seq, batch, hidden, ffn, causal)
     seed = as_int("seed", seed, 0, att.MAX_SEED)
     p = example_inputs(seed, cfg, F)
     reference = reference_layer(p, cfg.heads, cfg.kv_heads, cfg.causal)
     run = sharded_layer(p, cfg, F)
-    return {"config": {"tp": cfg.tp, "heads": cfg.heads, "kv_heads": cfg.kv_heads, "head_dim": cfg.head_dim,
-                       "seq": cfg.seq, "batch": cfg.batch, "hidden": cfg.hidden, "ffn": F, "causal": cfg.causal,
-                       "seed": seed, "activation": "gelu-tanh", "ln_eps": LN_EPS},
-            "inputs": p, "reference": reference, "sharded": run["sharded"],
-            **att.compare(run["sharded"], reference),
-            "ranks": run["ranks"], "comm": run["comm"], "replica_spread": run["replica_spread"]}
+    return LayerResult(
+        config={"tp": cfg.tp, "heads": cfg.heads, "kv_heads": cfg.kv_heads, "head_dim": cfg.head_dim,
+                "seq": cfg.seq, "batch": cfg.batch, "hidden": cfg.hidden, "ffn": F, "causal": cfg.causal,
+                "seed": seed, "activation": "gelu-tanh", "ln_eps": LN_EPS},
+        inputs=p, reference=reference, sharded=run["sharded"], **att.compare(run["sharded"], reference),
+        ranks=run["ranks"], comm=run["comm"], replica_spread=run["replica_spread"])
 
 
 @functools.lru_cache(maxsize=32)
-def _cached(cfg: Config, F: int, seed: int) -> dict:
+def _cached(cfg: Config, F: int, seed: int) -> LayerResult:
     return run_layer(cfg.tp, cfg.heads, cfg.kv_heads, cfg.seq, cfg.batch, cfg.hidden, F, seed, cfg.causal)
 
 
 def cached_run(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any = 4, batch: Any = 1, hidden: Any = 8,
-               ffn: Any = None, seed: Any = 0, causal: Any = False) -> dict:
+               ffn: Any = None, seed: Any = 0, causal: Any = False) -> LayerResult:
     """:func:`run_layer` memoised per validated configuration (a page section and its real-ranks
     block show the same run).  The result is shared: callers must not modify it."""
     cfg, F = validate_layer(tp, heads, kv_heads, seq, batch, hidden, ffn, causal)

@@ -57,6 +57,7 @@ along the hidden dimension and the result is viewed as (B, S, D), with the match
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -77,6 +78,125 @@ DEMO_DROPOUT = 0.25          # the dropout probability of the RNG demo when none
 MP_SEED_OFFSET = 2718        # Megatron's model_parallel_cuda_manual_seed: seed + 2718 (+ tp rank)
 RESULT_KEYS = ("Y", "loss", "G_X", "G_gamma", "G_beta", "G_W1", "G_W2")
 REL_TOL = 1e-12              # sharding only reorders float64 sums: allowed |Δ| / max(1, |reference|)
+
+
+# -------------------------------------------------------------------------------- results
+
+@dataclass(frozen=True, eq=False)
+class SpOutputs:
+    """Y, the loss and the gradients at full shapes: one device, or assembled from the ranks
+    (γ/β: what rank 0 would step with)."""
+    Y: np.ndarray                   # (B, S, D)
+    loss: float
+    G_X: np.ndarray                 # (B, S, D)
+    G_gamma: np.ndarray             # (D,)
+    G_beta: np.ndarray              # (D,)
+    G_W1: np.ndarray                # (D, F)
+    G_W2: np.ndarray                # (F, D)
+
+
+@dataclass(frozen=True, eq=False)
+class SpComm:
+    """One collective of the block: phase, collective, the full tensor's elements (B·S·D, or 2D
+    for the γ/β AllReduce), the operator that issues it and the tensor's name."""
+    phase: str                      # forward / backward
+    collective: str                 # all-gather, reduce-scatter, all-reduce
+    elements: int
+    operator: str                   # g, ḡ, f, f̄, LN
+    tensor: str
+
+
+@dataclass(frozen=True, eq=False)
+class SpRng:
+    """Where a rank starts its dropout stream (module doc): the generator's key and the counter
+    offsets of its H and O mask blocks; ``state`` = model-parallel, or default (the mistake)."""
+    state: str
+    key: int
+    tp_offset: int
+    sp_offset: int
+
+
+@dataclass(frozen=True, eq=False)
+class SpRank:
+    """What rank ``rank`` holds and computes with TP + SP: its tokens and MLP columns, its masks,
+    the forward, then the backward; ``shapes`` = the shape of every array field but the masks."""
+    rank: int
+    seq_range: list[int]            # [r·Sl, (r+1)·Sl): its tokens
+    ffn_range: list[int]            # [r·F/T, (r+1)·F/T): its columns of W1, rows of W2
+    rng: SpRng
+    X: np.ndarray                   # (B, Sl, D)   sequence shard
+    G_Y: np.ndarray                 # (B, Sl, D)   dL/dY of its tokens
+    W1: np.ndarray                  # (D, F/T)     column parallel
+    W2: np.ndarray                  # (F/T, D)     row parallel
+    keep_H: np.ndarray | None       # (B, S, F/T)  keep-mask of its H block; None: dropout off
+    keep_O: np.ndarray | None       # (B, Sl, D)   keep-mask of its O tokens
+    A: np.ndarray                   # (B, Sl, D)   LN on its own tokens only
+    mean: np.ndarray                # (B, Sl)
+    rstd: np.ndarray                # (B, Sl)
+    A_full: np.ndarray              # (B, S, D)    after g's AllGather
+    Z: np.ndarray                   # (B, S, F/T)
+    H: np.ndarray                   # (B, S, F/T)
+    Hd: np.ndarray                  # (B, S, F/T)  after the H dropout
+    O_partial: np.ndarray           # (B, S, D)    a partial sum over its columns
+    O: np.ndarray                   # (B, Sl, D)   after ḡ's ReduceScatter
+    Y: np.ndarray                   # (B, Sl, D)
+    loss_partial: float             # Σ Y ⊙ G over its tokens
+    G_O_full: np.ndarray            # (B, S, D)    after ḡ's backward AllGather
+    G_Hd: np.ndarray                # (B, S, F/T)
+    G_H: np.ndarray                 # (B, S, F/T)
+    G_Z: np.ndarray                 # (B, S, F/T)
+    G_W1: np.ndarray                # (D, F/T)     complete locally
+    G_W2: np.ndarray                # (F/T, D)     complete locally
+    G_A_partial: np.ndarray         # (B, S, D)    a partial sum over its columns
+    G_A: np.ndarray                 # (B, Sl, D)   after g's backward ReduceScatter
+    G_gamma_partial: np.ndarray     # (D,)         from its own tokens only
+    G_beta_partial: np.ndarray      # (D,)
+    G_X: np.ndarray                 # (B, Sl, D)
+    G_gamma: np.ndarray             # (D,)         after the AllReduce over TP (the partial under the mistake)
+    G_beta: np.ndarray              # (D,)
+    shapes: dict[str, list[int]]    # field -> shape, for every array field above but keep_H, keep_O
+
+
+@dataclass(frozen=True, eq=False)
+class SpPlainTp:
+    """The same block with plain TP (LN, dropout on O and the residual on every rank, f / f̄):
+    its outputs, collectives, errors against the one-device block and per-rank traffic."""
+    Y: np.ndarray                   # (B, S, D)
+    loss: float
+    G_X: np.ndarray                 # (B, S, D)
+    G_gamma: np.ndarray             # (D,)
+    G_beta: np.ndarray              # (D,)
+    G_W1: np.ndarray                # (D, F)
+    G_W2: np.ndarray                # (F, D)
+    comm: list[SpComm]
+    max_abs_err: dict[str, float]   # per :data:`RESULT_KEYS`
+    comm_per_rank: dict[str, float]  # block, ln_grads, total (:func:`comm_totals`)
+
+
+@dataclass(frozen=True, eq=False)
+class SpLayerResult:
+    """The block with TP + SP next to the one-device reference and plain TP (:func:`run_sp_layer`);
+    the options first, as validated."""
+    tp: int
+    seq: int
+    batch: int
+    hidden: int
+    ffn: int
+    seed: int
+    mistake: str
+    dropout: float
+    eps: float
+    inputs: dict[str, np.ndarray]   # X (B, S, D), gamma beta (D,), W1 (D, F), W2 (F, D), G (B, S, D)
+    reference: SpOutputs
+    sharded: SpOutputs
+    max_abs_err: dict[str, float]   # per :data:`RESULT_KEYS`
+    tolerances: dict[str, float]
+    within_tolerance: bool
+    ln_grads_agree: bool            # every rank steps with the same γ/β gradients
+    ranks: list[SpRank]             # one per rank, in rank order
+    comm: list[SpComm]
+    comm_per_rank: dict[str, float]  # block, ln_grads, total (:func:`comm_totals`)
+    plain_tp: SpPlainTp
 
 
 # ----------------------------------------------------------------------------- validation
@@ -228,7 +348,7 @@ def reduce_scatter_hidden_viewed(partials: list[np.ndarray]) -> list[np.ndarray]
 
 # ---------------------------------------------------------------------------- the block
 
-def reference_block(inp: dict, masks: dict, p: float) -> dict:
+def reference_block(inp: dict, masks: dict, p: float) -> SpOutputs:
     """One device: forward, loss, and the hand-written backward."""
     X, gamma, beta, W1, W2, G = (inp[k] for k in ("X", "gamma", "beta", "W1", "W2", "G"))
     A, ln = layer_norm(X, gamma, beta)                                  # (B, S, D)
@@ -236,18 +356,18 @@ def reference_block(inp: dict, masks: dict, p: float) -> dict:
     Y = X + apply_dropout(f["O_partial"], masks["O"], p)                # (B, S, D)
     b = mlp_backward(A, W1, W2, f, apply_dropout(G, masks["O"], p), masks["H"], p)
     G_X_ln, G_gamma, G_beta = layer_norm_backward(b["G_A_partial"], ln, gamma)
-    return {"Y": Y, "loss": float(np.sum(Y * G)), "G_X": G + G_X_ln, "G_gamma": G_gamma, "G_beta": G_beta,
-            "G_W1": b["G_W1"], "G_W2": b["G_W2"]}
+    return SpOutputs(Y=Y, loss=float(np.sum(Y * G)), G_X=G + G_X_ln, G_gamma=G_gamma, G_beta=G_beta,
+                     G_W1=b["G_W1"], G_W2=b["G_W2"])
 
 
-def _rng_offsets(o: dict, r: int) -> dict:
+def _rng_offsets(o: dict, r: int) -> SpRng:
     """Where rank r starts its dropout stream for the H and the O dropout (see module doc)."""
     B, S, D, F, T = o["batch"], o["seq"], o["hidden"], o["ffn"], o["tp"]
     h_local, o_local = B * S * (F // T), B * (S // T) * D
     if o["mistake"] == "same-dropout-seed":        # default state: identical on every rank
-        return {"state": "default", "key": o["seed"] + MP_SEED_OFFSET, "tp_offset": 0, "sp_offset": h_local}
-    return {"state": "model-parallel", "key": o["seed"] + MP_SEED_OFFSET,
-            "tp_offset": r * h_local, "sp_offset": B * S * F + r * o_local}
+        return SpRng(state="default", key=o["seed"] + MP_SEED_OFFSET, tp_offset=0, sp_offset=h_local)
+    return SpRng(state="model-parallel", key=o["seed"] + MP_SEED_OFFSET,
+                 tp_offset=r * h_local, sp_offset=B * S * F + r * o_local)
 
 
 def reference_masks(o: dict) -> dict:
@@ -257,8 +377,8 @@ def reference_masks(o: dict) -> dict:
     return {"H": keep_mask(key, 0, (B, S, F), 2, p), "O": keep_mask(key, B * S * F, (B, S, D), 1, p)}
 
 
-def sharded_block(inp: dict, o: dict) -> tuple[list[dict], dict, list[dict]]:
-    """TP + SP, one dict per rank (each sees only its shards), the assembled results, and comm."""
+def sharded_block(inp: dict, o: dict) -> tuple[list[SpRank], SpOutputs, list[SpComm]]:
+    """TP + SP, one record per rank (each sees only its shards), the assembled results, and comm."""
     X, gamma, beta, W1, W2, G = (inp[k] for k in ("X", "gamma", "beta", "W1", "W2", "G"))
     T, p, mistake = o["tp"], o["dropout"], o["mistake"]
     B, S, D = X.shape
@@ -275,10 +395,10 @@ def sharded_block(inp: dict, o: dict) -> tuple[list[dict], dict, list[dict]]:
             "G_Y": G[:, r * Sl:(r + 1) * Sl],                           # (B, Sl, D) dL/dY of own tokens
             "W1": W1[:, r * Fl:(r + 1) * Fl],                           # (D, F/T) columns
             "W2": W2[r * Fl:(r + 1) * Fl, :],                           # (F/T, D) rows
-            "keep_H": keep_mask(rng["key"], rng["tp_offset"], (B, S, Fl), 2, p),    # (B, S, F/T)
-            "keep_O": keep_mask(rng["key"], rng["sp_offset"], (B, Sl, D), 1, p),    # (B, Sl, D)
+            "keep_H": keep_mask(rng.key, rng.tp_offset, (B, S, Fl), 2, p),          # (B, S, F/T)
+            "keep_O": keep_mask(rng.key, rng.sp_offset, (B, Sl, D), 1, p),          # (B, Sl, D)
         })
-    # ---- forward
+    # ---- forward (each rank's values gathered by name, then frozen into its record)
     caches = []
     for rk in ranks:
         rk["A"], cache = layer_norm(rk["X"], gamma, beta)               # (B, Sl, D) LN on own tokens only
@@ -309,29 +429,32 @@ def sharded_block(inp: dict, o: dict) -> tuple[list[dict], dict, list[dict]]:
         G_beta = reduce_all([rk["G_beta_partial"] for rk in ranks], "sum")
         for rk in ranks:
             rk["G_gamma"], rk["G_beta"] = G_gamma, G_beta
-    assembled = {
-        "Y": np.concatenate([rk["Y"] for rk in ranks], axis=1),          # (B, S, D) only to compare
-        "loss": float(sum(rk["loss_partial"] for rk in ranks)),
-        "G_X": np.concatenate([rk["G_X"] for rk in ranks], axis=1),
-        "G_gamma": ranks[0]["G_gamma"], "G_beta": ranks[0]["G_beta"],    # what rank 0 would step with
-        "G_W1": np.concatenate([rk["G_W1"] for rk in ranks], axis=1),    # (D, F)
-        "G_W2": np.concatenate([rk["G_W2"] for rk in ranks], axis=0),    # (F, D)
-    }
-    return ranks, assembled, sp_comm(B, S, D, mistake)
+    assembled = SpOutputs(
+        Y=np.concatenate([rk["Y"] for rk in ranks], axis=1),             # (B, S, D) only to compare
+        loss=float(sum(rk["loss_partial"] for rk in ranks)),
+        G_X=np.concatenate([rk["G_X"] for rk in ranks], axis=1),
+        G_gamma=ranks[0]["G_gamma"], G_beta=ranks[0]["G_beta"],          # what rank 0 would step with
+        G_W1=np.concatenate([rk["G_W1"] for rk in ranks], axis=1),       # (D, F)
+        G_W2=np.concatenate([rk["G_W2"] for rk in ranks], axis=0),       # (F, D)
+    )
+    records = [SpRank(**rk, shapes={k: list(np.shape(v)) for k, v in rk.items()
+                                    if isinstance(v, np.ndarray) and k not in ("keep_H", "keep_O")})
+               for rk in ranks]
+    return records, assembled, sp_comm(B, S, D, mistake)
 
 
-def sp_comm(B: int, S: int, D: int, mistake: str = "none") -> list[dict]:
+def sp_comm(B: int, S: int, D: int, mistake: str = "none") -> list[SpComm]:
     """The collectives of one TP + SP block; ``elements`` = the full (B, S, D) tensor (B·S·D)."""
     n = B * S * D
     comm = [
-        {"phase": "forward", "collective": "all-gather", "elements": n, "operator": "g", "tensor": "LN(X)"},
-        {"phase": "forward", "collective": "reduce-scatter", "elements": n, "operator": "ḡ", "tensor": "O"},
-        {"phase": "backward", "collective": "all-gather", "elements": n, "operator": "ḡ", "tensor": "G_O"},
-        {"phase": "backward", "collective": "reduce-scatter", "elements": n, "operator": "g", "tensor": "G_A"},
+        SpComm(phase="forward", collective="all-gather", elements=n, operator="g", tensor="LN(X)"),
+        SpComm(phase="forward", collective="reduce-scatter", elements=n, operator="ḡ", tensor="O"),
+        SpComm(phase="backward", collective="all-gather", elements=n, operator="ḡ", tensor="G_O"),
+        SpComm(phase="backward", collective="reduce-scatter", elements=n, operator="g", tensor="G_A"),
     ]
     if mistake != "ln-grad-not-reduced":
-        comm.append({"phase": "backward", "collective": "all-reduce", "elements": 2 * D, "operator": "LN",
-                     "tensor": "G_gamma, G_beta"})
+        comm.append(SpComm(phase="backward", collective="all-reduce", elements=2 * D, operator="LN",
+                           tensor="G_gamma, G_beta"))
     return comm
 
 
@@ -340,6 +463,7 @@ def plain_tp_block(inp: dict, o: dict, masks: dict) -> dict:
 
     The O dropout is in the replicated region, so every rank must draw the *same* mask (the
     default RNG state); the H dropout is in the TP region (per-rank blocks, as with SP).
+    Returns the fields of :class:`SpOutputs` and ``comm`` by name.
     """
     X, gamma, beta, W1, W2, G = (inp[k] for k in ("X", "gamma", "beta", "W1", "W2", "G"))
     T, p = o["tp"], o["dropout"]
@@ -361,8 +485,8 @@ def plain_tp_block(inp: dict, o: dict, masks: dict) -> dict:
     return {
         "Y": Y, "loss": float(np.sum(Y * G)), "G_X": G + G_X_ln, "G_gamma": G_gamma, "G_beta": G_beta,
         "G_W1": np.concatenate([b["G_W1"] for b in bw], axis=1), "G_W2": np.concatenate([b["G_W2"] for b in bw]),
-        "comm": [{"phase": "forward", "collective": "all-reduce", "elements": n, "operator": "f̄", "tensor": "O"},
-                 {"phase": "backward", "collective": "all-reduce", "elements": n, "operator": "f", "tensor": "G_A"}],
+        "comm": [SpComm(phase="forward", collective="all-reduce", elements=n, operator="f̄", tensor="O"),
+                 SpComm(phase="backward", collective="all-reduce", elements=n, operator="f", tensor="G_A")],
     }
 
 
@@ -372,10 +496,10 @@ def ring_elements_per_rank(collective: str, elements: int, n: int) -> float:
     return REGISTRY[collective].bus_factor(n) * elements
 
 
-def comm_totals(comm: list[dict], n: int) -> dict:
+def comm_totals(comm: list[SpComm], n: int) -> dict:
     """Per-rank ring traffic (elements sent) of a comm list: the g/ḡ or f/f̄ pairs, and the rest."""
-    block = sum(ring_elements_per_rank(c["collective"], c["elements"], n) for c in comm if c["operator"] != "LN")
-    extra = sum(ring_elements_per_rank(c["collective"], c["elements"], n) for c in comm if c["operator"] == "LN")
+    block = sum(ring_elements_per_rank(c.collective, c.elements, n) for c in comm if c.operator != "LN")
+    extra = sum(ring_elements_per_rank(c.collective, c.elements, n) for c in comm if c.operator == "LN")
     return {"block": block, "ln_grads": extra, "total": block + extra}
 
 
@@ -384,7 +508,7 @@ def _max_abs(a: Any, b: Any) -> float:
 
 
 def run_sp_layer(tp: Any = 2, seq: Any = 4, batch: Any = 2, hidden: Any = 4, ffn: Any = 8, seed: Any = 0,
-                 mistake: Any = "none", dropout: Any = None) -> dict:
+                 mistake: Any = "none", dropout: Any = None) -> SpLayerResult:
     """The block with TP + SP next to the one-device reference and plain TP (see module doc)."""
     o = validate_options(tp, seq, batch, hidden, ffn, seed, mistake, dropout)
     inp = make_inputs(o["seed"], o["batch"], o["seq"], o["hidden"], o["ffn"])
@@ -392,25 +516,22 @@ def run_sp_layer(tp: Any = 2, seq: Any = 4, batch: Any = 2, hidden: Any = 4, ffn
     reference = reference_block(inp, masks, o["dropout"])
     ranks, sharded, comm = sharded_block(inp, o)
     plain = plain_tp_block(inp, o, masks)
-    tol = {k: REL_TOL * max(1.0, float(np.max(np.abs(reference[k])))) for k in RESULT_KEYS}
-    err = {k: _max_abs(sharded[k], reference[k]) for k in RESULT_KEYS}
+    tol = {k: REL_TOL * max(1.0, float(np.max(np.abs(getattr(reference, k))))) for k in RESULT_KEYS}
+    err = {k: _max_abs(getattr(sharded, k), getattr(reference, k)) for k in RESULT_KEYS}
     T = o["tp"]
-    for rk in ranks:
-        rk["shapes"] = {k: list(np.shape(v)) for k, v in rk.items()
-                        if isinstance(v, np.ndarray) and k not in ("keep_H", "keep_O")}
-    return {
-        **o, "eps": EPS,
-        "inputs": inp,
-        "reference": reference,
-        "sharded": sharded,
-        "max_abs_err": err,
-        "tolerances": tol,
-        "within_tolerance": all(err[k] <= tol[k] for k in RESULT_KEYS),
-        "ln_grads_agree": all(np.array_equal(rk["G_gamma"], ranks[0]["G_gamma"])
-                              and np.array_equal(rk["G_beta"], ranks[0]["G_beta"]) for rk in ranks),
-        "ranks": ranks,
-        "comm": comm,
-        "comm_per_rank": comm_totals(comm, T),
-        "plain_tp": {**plain, "max_abs_err": {k: _max_abs(plain[k], reference[k]) for k in RESULT_KEYS},
-                     "comm_per_rank": comm_totals(plain["comm"], T)},
-    }
+    return SpLayerResult(
+        **o, eps=EPS,
+        inputs=inp,
+        reference=reference,
+        sharded=sharded,
+        max_abs_err=err,
+        tolerances=tol,
+        within_tolerance=all(err[k] <= tol[k] for k in RESULT_KEYS),
+        ln_grads_agree=all(np.array_equal(rk.G_gamma, ranks[0].G_gamma)
+                           and np.array_equal(rk.G_beta, ranks[0].G_beta) for rk in ranks),
+        ranks=ranks,
+        comm=comm,
+        comm_per_rank=comm_totals(comm, T),
+        plain_tp=SpPlainTp(**plain, max_abs_err={k: _max_abs(plain[k], getattr(reference, k)) for k in RESULT_KEYS},
+                           comm_per_rank=comm_totals(plain["comm"], T)),
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import attention
+from ..record import fields_of
 from ..validate import as_choice
 from .output import cols, rows, verdict
 from .topic import Opt, Topic, opts
@@ -17,7 +18,7 @@ def _plan_attention(o: dict) -> dict:
     args = {k: o[k] for k in ("tp", "heads", "kv_heads", "seq", "batch", "hidden", "causal", "mistake")}
     cfg = attention.validate_config(**args)
     res = attention.cached_run(**args, seed=o["seed"])
-    return {"world": cfg.tp, "stage": stage, "dtype": "float64", "cfg": cfg, "inputs": res["inputs"], "core": res}
+    return {"world": cfg.tp, "stage": stage, "dtype": "float64", "cfg": cfg, "inputs": res.inputs, "core": res}
 
 
 def attention_records(cfg: attention.Config, r: int, q_heads: list, kv_heads: list,
@@ -48,13 +49,14 @@ def attention_records(cfg: attention.Config, r: int, q_heads: list, kv_heads: li
     return {"forward": fwd, "backward": bwd, "all": fwd + bwd}[stage]
 
 
-def attention_values(rk: dict) -> dict:
-    """A rank's values as printed: tokens as rows (B·S, ·), one (B·S, S) matrix per local head."""
+def attention_values(rk: attention.AttentionRank | dict) -> dict:
+    """A rank's values as printed: tokens as rows (B·S, ·), one (B·S, S) matrix per local head
+    (``rk``: the core's rank record, or the same values by name from real ranks)."""
     def rows2(x):
         return np.asarray(x).reshape(-1, np.shape(x)[-1])
-    out = {k: (rows2(v) if isinstance(v, np.ndarray) and v.ndim == 3 else v) for k, v in rk.items()}
-    for j in range(np.shape(rk["probs"])[1]):
-        out[f"P{j}"] = rows2(rk["probs"][:, j])
+    out = {k: (rows2(v) if isinstance(v, np.ndarray) and v.ndim == 3 else v) for k, v in fields_of(rk).items()}
+    for j in range(np.shape(out["probs"])[1]):
+        out[f"P{j}"] = rows2(out["probs"][:, j])
     return out
 
 
@@ -64,11 +66,11 @@ ATTENTION_CHECK = ("loss", "Y", "G_X", "G_W_q", "G_W_k", "G_W_v", "G_W_o")
 def _expected_attention(p: dict) -> tuple[list, list]:
     res, cfg = p["core"], p["cfg"]
     per_rank = []
-    for rk in res["ranks"]:
+    for rk in res.ranks:
         values = attention_values(rk)
-        recs = attention_records(cfg, rk["rank"], rk["q_heads"], rk["kv_heads"], p["stage"])
+        recs = attention_records(cfg, rk.rank, rk.q_heads, rk.kv_heads, p["stage"])
         per_rank.append([(name, values[key]) for key, name in recs])
-    check = [(f"max|Δ| {k}", verdict(res["max_abs_err"][k], res["tolerances"][k])) for k in ATTENTION_CHECK]
+    check = [(f"max|Δ| {k}", verdict(res.max_abs_err[k], res.tolerances[k])) for k in ATTENTION_CHECK]
     return per_rank, check
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import attention, layer
+from ..record import fields_of
 from ..validate import as_choice
 from .attention import STAGES
 from .output import cols, rows, verdict
@@ -17,7 +18,7 @@ def _plan_layer(o: dict) -> dict:
     args = {k: o[k] for k in ("tp", "heads", "kv_heads", "seq", "batch", "hidden", "ffn", "causal")}
     cfg, F = layer.validate_layer(**args)
     res = layer.cached_run(**args, seed=o["seed"])
-    return {"world": cfg.tp, "stage": stage, "dtype": "float64", "cfg": cfg, "ffn": F, "inputs": res["inputs"],
+    return {"world": cfg.tp, "stage": stage, "dtype": "float64", "cfg": cfg, "ffn": F, "inputs": res.inputs,
             "core": res}
 
 
@@ -25,15 +26,15 @@ def _plan_layer(o: dict) -> dict:
 LAYER_GRADS = ("G_gamma1", "G_beta1", "G_b_o", "G_gamma2", "G_beta2", "G_b2")
 
 
-def layer_records(cfg: attention.Config, rk: dict, stage: str) -> list[tuple[str, str]]:
-    """(key, printed name) of what rank ``rk`` of the layer prints for ``stage``: its shards, the
-    two g results, and every gradient; the replicated parameters' gradients say that no
-    collective made them."""
-    E, tp, r = cfg.head_dim, cfg.tp, rk["rank"]
-    q, kv = rk["q_heads"], rk["kv_heads"]
+def layer_records(cfg: attention.Config, r: int, q: list, kv: list, ffn_cols: list,
+                  stage: str) -> list[tuple[str, str]]:
+    """(key, printed name) of what rank r of the layer (query heads ``q``, KV heads ``kv``, MLP
+    columns ``ffn_cols``) prints for ``stage``: its shards, the two g results, and every
+    gradient; the replicated parameters' gradients say that no collective made them."""
+    E, tp = cfg.head_dim, cfg.tp
     a, b = q[0] * E, (q[-1] + 1) * E
     c, d = kv[0] * E, (kv[-1] + 1) * E
-    e, f = rk["ffn_cols"]
+    e, f = ffn_cols
     reduced = " ← all_reduce(SUM)" if tp > 1 else ""
     groups = attention.kv_groups([attention.rank_heads(cfg, x)[1] for x in range(tp)])
     mine = next(g for g in groups if r in g)
@@ -51,10 +52,11 @@ def layer_records(cfg: attention.Config, rk: dict, stage: str) -> list[tuple[str
     return {"forward": fwd, "backward": bwd, "all": fwd + bwd}[stage]
 
 
-def layer_values(rk: dict) -> dict:
-    """A layer rank's values as printed: tokens as rows (B·S, ·)."""
+def layer_values(rk: layer.LayerRank | dict) -> dict:
+    """A layer rank's values as printed: tokens as rows (B·S, ·) (``rk``: the core's rank
+    record, or the same values by name from real ranks)."""
     return {k: (np.asarray(v).reshape(-1, v.shape[-1]) if isinstance(v, np.ndarray) and v.ndim == 3 else v)
-            for k, v in rk.items()}
+            for k, v in fields_of(rk).items()}
 
 
 LAYER_CHECK = ("loss", "Y", "G_X") + tuple("G_" + p for p in layer.PARAMS)
@@ -63,10 +65,11 @@ LAYER_CHECK = ("loss", "Y", "G_X") + tuple("G_" + p for p in layer.PARAMS)
 def _expected_layer(p: dict) -> tuple[list, list]:
     res, cfg = p["core"], p["cfg"]
     per_rank = []
-    for rk in res["ranks"]:
+    for rk in res.ranks:
         values = layer_values(rk)
-        per_rank.append([(name, values[key]) for key, name in layer_records(cfg, rk, p["stage"])])
-    check = [(f"max|Δ| {k}", verdict(res["max_abs_err"][k], res["tolerances"][k])) for k in LAYER_CHECK]
+        recs = layer_records(cfg, rk.rank, rk.q_heads, rk.kv_heads, rk.ffn_cols, p["stage"])
+        per_rank.append([(name, values[key]) for key, name in recs])
+    check = [(f"max|Δ| {k}", verdict(res.max_abs_err[k], res.tolerances[k])) for k in LAYER_CHECK]
     return per_rank, check
 
 

@@ -18,7 +18,7 @@ def _plan_sp_layer(o: dict) -> dict:
     stage = as_choice("stage", o["stage"], STAGES)
     res = sp_layer.run_sp_layer(o["tp"], o["seq"], o["batch"], o["hidden"], o["ffn"], o["seed"], o["mistake"],
                                 o["dropout"])
-    return {"world": res["tp"], "stage": stage, "dtype": "float64", "core": res}
+    return {"world": res.tp, "stage": stage, "dtype": "float64", "core": res}
 
 
 SP_RECORDS = {
@@ -28,9 +28,9 @@ SP_RECORDS = {
 }
 
 
-def sp_names(rk: dict, mistake: str) -> dict[str, str]:
+def sp_names(rk: sp_layer.SpRank, mistake: str) -> dict[str, str]:
     """Printed names of rank rk's sequence-parallel records (its token and column ranges written out)."""
-    (a, b), (c, d) = rk["seq_range"], rk["ffn_range"]
+    (a, b), (c, d) = rk.seq_range, rk.ffn_range
     tok = f"[:, {a}:{b}, :]"
     wrong = mistake == "gather-wrong-dim"
     reduced = mistake != "ln-grad-not-reduced"
@@ -65,12 +65,12 @@ SP_CHECK = ("loss", "Y", "G_X", "G_gamma", "G_beta", "G_W1", "G_W2")
 
 def _expected_sp_layer(p: dict) -> tuple[list, list]:
     res = p["core"]
-    keys = sp_stage_keys(p["stage"], res["mistake"], res["dropout"])
+    keys = sp_stage_keys(p["stage"], res.mistake, res.dropout)
     per_rank = []
-    for rk in res["ranks"]:
-        names = sp_names(rk, res["mistake"])
-        per_rank.append([(names[k], sp_value(k, rk[k])) for k in keys])
-    check = [(f"max|Δ| {k}", verdict(res["max_abs_err"][k], res["tolerances"][k])) for k in SP_CHECK]
+    for rk in res.ranks:
+        names = sp_names(rk, res.mistake)
+        per_rank.append([(names[k], sp_value(k, getattr(rk, k))) for k in keys])
+    check = [(f"max|Δ| {k}", verdict(res.max_abs_err[k], res.tolerances[k])) for k in SP_CHECK]
     return per_rank, check
 
 

@@ -83,7 +83,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
            "G_W_k": ctx.tensor(attention.merge_kv(blocks(G_W_k), kv_of_rank, cfg.kv_heads, E)),
            "G_W_v": ctx.tensor(attention.merge_kv(blocks(G_W_v), kv_of_rank, cfg.kv_heads, E))}
     ref = _unsharded(ctx, inp, cfg)
-    tols = p["core"]["tolerances"]
+    tols = p["core"].tolerances
     check = [(f"max|Δ| {key}", ranks.verdict(max_abs(got[key], ref[key]), tols[key])) for key in ranks.attention.ATTENTION_CHECK]
     return records, check
 

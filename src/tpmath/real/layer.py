@@ -75,8 +75,8 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
               "Y": Y, "loss": loss, "G_X": X.grad, **{"G_" + k: W[k].grad for k in shards},
               **{"G_" + k: R[k].grad for k in layer.REPLICATED}}
     values = ranks.layer.layer_values({k: numpy(v) for k, v in values.items()})
-    rk = {"rank": r, "q_heads": q_heads, "kv_heads": kv_heads, "ffn_cols": [r * Fr, (r + 1) * Fr]}
-    records = [(name, values[key]) for key, name in ranks.layer.layer_records(cfg, rk, p["stage"])]
+    recs = ranks.layer.layer_records(cfg, r, q_heads, kv_heads, [r * Fr, (r + 1) * Fr], p["stage"])
+    records = [(name, values[key]) for key, name in recs]
 
     # Shards gathered only to compare; the replicated gradients are compared rank by rank.
     got = {"G_W_q": all_gather_cat(ctx, W["W_q"].grad, 1), "G_W_o": all_gather_cat(ctx, W["W_o"].grad, 0),
@@ -93,7 +93,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
         got["G_" + w] = ctx.tensor(attention.merge_kv(blocks, kv_of_rank, cfg.kv_heads, E))
     got.update(loss=loss, Y=Y, G_X=X.grad)
     ref = _unsharded(ctx, inp, cfg)
-    tols = p["core"]["tolerances"]
+    tols = p["core"].tolerances
     errs = {k: max_abs(got[k], ref[k]) for k in got}
     for k, t in repl.items():                                  # the worst rank's copy
         errs["G_" + k] = max(max_abs(t[i], ref["G_" + k]) for i in range(tp))

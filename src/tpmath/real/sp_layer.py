@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 
 from .. import ranks, sp_layer
+from ..record import fields_of
 from .common import Ctx, max_abs, numpy
 
 # torch 2.13 renamed the two collectives *_single and warns on every call; the examples keep
@@ -103,14 +104,14 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     F = torch.nn.functional
     g, g_bar, g_wrong = _functions(torch)
     res = p["core"]
-    inp, pr = res["inputs"], res["dropout"]
-    me = res["ranks"][ctx.rank]                      # only this rank's ranges and RNG offsets are used
-    (a, b), (c, d) = me["seq_range"], me["ffn_range"]
+    inp, pr = res.inputs, res.dropout
+    me = res.ranks[ctx.rank]                         # only this rank's ranges and RNG offsets are used
+    (a, b), (c, d) = me.seq_range, me.ffn_range
     B, S, D = inp["X"].shape
     Sl, Fl = b - a, d - c
-    rng = me["rng"]
-    keep_h = sp_layer.keep_mask(rng["key"], rng["tp_offset"], (B, S, Fl), 2, pr)    # (B, S, F/T) or None
-    keep_o = sp_layer.keep_mask(rng["key"], rng["sp_offset"], (B, Sl, D), 1, pr)    # (B, Sl, D) or None
+    rng = me.rng
+    keep_h = sp_layer.keep_mask(rng.key, rng.tp_offset, (B, S, Fl), 2, pr)          # (B, S, F/T) or None
+    keep_o = sp_layer.keep_mask(rng.key, rng.sp_offset, (B, Sl, D), 1, pr)          # (B, Sl, D) or None
 
     X = ctx.tensor(_seq_first(inp["X"][:, a:b])).requires_grad_()    # (Sl, B, D) own tokens only
     G = ctx.tensor(_seq_first(inp["G"][:, a:b]))                     # (Sl, B, D) dL/dY of own tokens
@@ -120,7 +121,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     W2 = ctx.tensor(inp["W2"][c:d, :]).requires_grad_()              # (F/T, D) rows
 
     A = F.layer_norm(X, (D,), gamma, beta, eps=sp_layer.EPS)         # (Sl, B, D) on own tokens
-    A_full = (g_wrong if res["mistake"] == "gather-wrong-dim" else g)(A)   # (S, B, D)
+    A_full = (g_wrong if res.mistake == "gather-wrong-dim" else g)(A)      # (S, B, D)
     H = torch.tanh(A_full @ W1)                                      # (S, B, F/T)
     O_partial = _dropout(ctx, H, keep_h, pr) @ W2                    # (S, B, D) partial sum over own F/T
     O = g_bar(O_partial)                                             # (Sl, B, D) ReduceScatter(SUM)
@@ -130,7 +131,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     loss_partial = (Y * G).sum()
     loss_partial.backward()
     G_gamma_partial, G_beta_partial = gamma.grad.clone(), beta.grad.clone()     # (D,) own tokens only
-    if res["mistake"] != "ln-grad-not-reduced":
+    if res.mistake != "ln-grad-not-reduced":
         dist.all_reduce(gamma.grad)                                  # (D,) over the TP group
         dist.all_reduce(beta.grad)
     values = {
@@ -140,9 +141,9 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
         "G_beta_partial": G_beta_partial, "G_beta": beta.grad,
     }
     masks = {"keep_H": keep_h, "keep_O": keep_o}
-    names = ranks.sp_layer.sp_names(me, res["mistake"])
+    names = ranks.sp_layer.sp_names(me, res.mistake)
     records = []
-    for key in ranks.sp_layer.sp_stage_keys(p["stage"], res["mistake"], pr):
+    for key in ranks.sp_layer.sp_stage_keys(p["stage"], res.mistake, pr):
         v = masks[key] if key in masks else _batch_first(numpy(values[key]))
         records.append((names[key], ranks.sp_layer.sp_value(key, v)))
 
@@ -150,7 +151,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     if ctx.rank != 0:
         return records, None
     ref = _unsharded(ctx, inp, res, pr)
-    check = [(f"max|Δ| {k}", ranks.verdict(max_abs(got[k], ref[k]), res["tolerances"][k])) for k in ranks.sp_layer.SP_CHECK]
+    check = [(f"max|Δ| {k}", ranks.verdict(max_abs(got[k], ref[k]), res.tolerances[k])) for k in ranks.sp_layer.SP_CHECK]
     return records, check
 
 
@@ -182,12 +183,12 @@ def _assemble(ctx: Ctx, Y, G_X, G_W1, G_W2, loss_partial, G_gamma, G_beta) -> di
             "G_W2": cat(G_W2, 0), "loss": loss, "G_gamma": G_gamma, "G_beta": G_beta}
 
 
-def _unsharded(ctx: Ctx, inp: dict, res: dict, p: float) -> dict:
+def _unsharded(ctx: Ctx, inp: dict, res: sp_layer.SpLayerResult, p: float) -> dict:
     """The same block in one process: F.layer_norm and autograd, the one-device masks."""
     torch = ctx.torch
     F = torch.nn.functional
     X, gamma, beta, W1, W2 = (ctx.tensor(inp[k]).requires_grad_() for k in ("X", "gamma", "beta", "W1", "W2"))
-    masks = sp_layer.reference_masks(res)
+    masks = sp_layer.reference_masks(fields_of(res))       # the options are the result's first fields
     H = _dropout(ctx, torch.tanh(F.layer_norm(X, (X.shape[-1],), gamma, beta, eps=sp_layer.EPS) @ W1),
                  masks["H"], p, seq_first=False)
     Y = X + _dropout(ctx, H @ W2, masks["O"], p, seq_first=False)

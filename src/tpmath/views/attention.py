@@ -88,59 +88,59 @@ def mistake_options(c: dict) -> dict:
     return off
 
 
-def _run(c: dict, mistake: str | None = None) -> dict:
+def _run(c: dict, mistake: str | None = None) -> att.AttentionResult:
     return att.cached_run(c["tp"], c["heads"], c["kv_heads"], c["seq"], BATCH, c["hidden"], c["seed"], c["causal"],
                           c["mistake"] if mistake is None else mistake)
 
 
-def _kv_cell(cfg: att.Config, rk: dict, groups: list) -> Any:
+def _kv_cell(cfg: att.Config, rk: att.AttentionRank, groups: list) -> Any:
     """A rank's KV heads, and where they are also held (replicas) or what it should hold."""
-    held = rk["kv_heads"]
-    needed = sorted({att.kv_head_of(h, cfg.heads, cfg.kv_heads) for h in rk["q_heads"]})
+    held = rk.kv_heads
+    needed = sorted({att.kv_head_of(h, cfg.heads, cfg.kv_heads) for h in rk.q_heads})
     if held != needed:
         return label("label.att_kv_wrong", held=_ids(held), needed=_ids(needed))
     if cfg.kv_heads < cfg.tp:
-        grp = next(g for g in groups if rk["rank"] in g)
+        grp = next(g for g in groups if rk.rank in g)
         return label("label.att_kv_replicated", heads=_ids(held), ranks=_ranks(grp))
     return _ids(held)
 
 
-def _heads_table(res: dict, cfg: att.Config) -> dict:
-    groups = att.kv_groups([rk["kv_heads"] for rk in res["ranks"]])
+def _heads_table(res: att.AttentionResult, cfg: att.Config) -> dict:
+    groups = att.kv_groups([rk.kv_heads for rk in res.ranks])
     rows = []
-    for rk in res["ranks"]:
-        s = rk["shapes"]
+    for rk in res.ranks:
+        s = rk.shapes
         shards = " · ".join(f"{k} {_shape(s[k])}" for k in att.WEIGHTS)
         local = " · ".join(f"{k} {_shape(s[key])}" for k, key in
                            (("q", "Q"), ("k", "K"), ("v", "V"), ("P", "probs"), ("Yᵣ", "Y_partial")))
-        rows.append([rank_tag(rk["rank"]), _ids(rk["q_heads"]), _kv_cell(cfg, rk, groups), shards, local])
+        rows.append([rank_tag(rk.rank), _ids(rk.q_heads), _kv_cell(cfg, rk, groups), shards, local])
     return table("cap.att_heads", ["col.rank", "col.att_q_heads", "col.att_kv_heads", "col.att_shards",
                                    "col.att_local"], rows)
 
 
-def _shards_table(res: dict) -> dict:
-    rows = [[rank_tag(rk["rank"])] + [grid(rk[w], rk["rank"]) for w in att.WEIGHTS] for rk in res["ranks"]]
+def _shards_table(res: att.AttentionResult) -> dict:
+    rows = [[rank_tag(rk.rank)] + [grid(getattr(rk, w), rk.rank) for w in att.WEIGHTS] for rk in res.ranks]
     return table("cap.att_shards", ["col.rank", "col.att_w_q", "col.att_w_k", "col.att_w_v", "col.att_w_o"], rows)
 
 
-def _inputs_table(res: dict) -> dict:
-    inp = res["inputs"]
+def _inputs_table(res: att.AttentionResult) -> dict:
+    inp = res.inputs
     rows = [["X", grid(_rows2(inp["X"])), _shape(inp["X"].shape), label("label.att_x_held")],
             ["G", grid(_rows2(inp["G"])), _shape(inp["G"].shape), label("label.att_g_held")]]
     return table("cap.att_inputs", ["col.att_tensor", "col.att_value", "col.att_shape", "col.att_held"], rows)
 
 
-def _probs_table(res: dict, one: dict, cfg: att.Config) -> dict:
+def _probs_table(res: att.AttentionResult, one: att.AttentionResult, cfg: att.Config) -> dict:
     """Each rank's local heads: the KV head it read, P, and P's distance from the unsharded P."""
-    ref = one["ranks"][0]["probs"]                               # (B, H, S, S) every head, one device
+    ref = one.ranks[0].probs                                     # (B, H, S, S) every head, one device
     rows = []
-    for rk in res["ranks"]:
-        for j, h in enumerate(rk["q_heads"]):
-            read = rk["kv_heads"][j * len(rk["kv_heads"]) // len(rk["q_heads"])]
-            P = rk["probs"][:, j]                                # (B, S, S)
-            rows.append([rank_tag(rk["rank"]), fmt.integer(h), fmt.integer(read),
+    for rk in res.ranks:
+        for j, h in enumerate(rk.q_heads):
+            read = rk.kv_heads[j * len(rk.kv_heads) // len(rk.q_heads)]
+            P = rk.probs[:, j]                                   # (B, S, S)
+            rows.append([rank_tag(rk.rank), fmt.integer(h), fmt.integer(read),
                          fmt.integer(att.kv_head_of(h, cfg.heads, cfg.kv_heads)),
-                         grid(_rows2(P), rk["rank"], scale=1.0), fmt.within(np.max(np.abs(P - ref[:, h])), att.REL_TOL)])
+                         grid(_rows2(P), rk.rank, scale=1.0), fmt.within(np.max(np.abs(P - ref[:, h])), att.REL_TOL)])
     return table("cap.att_probs", ["col.rank", "col.att_head", "col.att_read", "col.att_should_read",
                                    "col.att_p", "col.att_p_err"], rows)
 
@@ -153,38 +153,38 @@ def _how(key: str, cfg: att.Config) -> dict:
                   "G_W_q": "label.att_how_cols", "G_W_o": "label.att_how_rows"}[key])
 
 
-def _check_rows(res: dict, keys, how) -> list:
+def _check_rows(res: att.AttentionResult | lay.LayerResult, keys, how) -> list:
     rows = []
     for key in keys:
-        err, tol = res["max_abs_err"][key], res["tolerances"][key]
-        rows.append([key, _shape(np.shape(res["reference"][key])) or "—", how(key), fmt.within(err, tol),
+        err, tol = res.max_abs_err[key], res.tolerances[key]
+        rows.append([key, _shape(np.shape(getattr(res.reference, key))) or "—", how(key), fmt.within(err, tol),
                      label("label.att_ok" if err <= tol else "label.att_bad")])
     return rows
 
 
-def _check_table(res: dict, cfg: att.Config) -> dict:
+def _check_table(res: att.AttentionResult, cfg: att.Config) -> dict:
     return table("cap.att_check", ["col.att_result", "col.att_shape", "col.att_how", "col.max_abs_err",
                                    "col.att_verdict"],
                  _check_rows(res, att.RESULT_KEYS, lambda k: _how(k, cfg)))
 
 
-def _y_table(res: dict, caption: str) -> dict:
+def _y_table(res: att.AttentionResult | lay.LayerResult, caption: str) -> dict:
     """Y and G_X as the ranks hold them (after the collectives) and the unsharded reference, one
     matrix per row (a phone column holds one 4×8 grid, not two side by side)."""
-    sh, ref = res["sharded"], res["reference"]
+    sh, ref = res.sharded, res.reference
     rows = []
     for key in ("Y", "G_X"):
-        err = fmt.within(res["max_abs_err"][key], res["tolerances"][key])
-        rows += [[key, label("label.att_tp_result"), grid(_rows2(sh[key])), err],
-                 [key, label("label.reference"), grid(_rows2(ref[key])), "—"]]
+        err = fmt.within(res.max_abs_err[key], res.tolerances[key])
+        rows += [[key, label("label.att_tp_result"), grid(_rows2(getattr(sh, key))), err],
+                 [key, label("label.reference"), grid(_rows2(getattr(ref, key))), "—"]]
     return table(caption, ["col.att_result", "col.att_on", "col.att_value", "col.max_abs_err"], rows)
 
 
-def worst_error(res: dict) -> str:
+def worst_error(res: att.AttentionResult | lay.LayerResult) -> str:
     """All results within their tolerances: "< the largest tolerance" (rounding noise would pick a
     different "worst" result in CPython and in Pyodide); else the error of the result furthest
     from the reference relative to its tolerance."""
-    errs, tols = res["max_abs_err"], res["tolerances"]
+    errs, tols = res.max_abs_err, res.tolerances
     if all(errs[k] < tols[k] for k in errs):
         return fmt.within(0.0, max(tols.values()))
     k = max(errs, key=lambda key: errs[key] / tols[key])
@@ -195,10 +195,10 @@ def _operator(op: str) -> Any:
     return label("label.att_replica_group") if op == "kv-replicas" else op
 
 
-def comm_table(comm: list, caption: str) -> dict:
+def comm_table(comm: list[att.AttentionComm], caption: str) -> dict:
     """The collectives, one row each: phase, operator, tensor, elements and groups."""
-    rows = [[label(f"label.att_{c['phase']}"), REGISTRY[c["collective"]].nccl, _operator(c["operator"]), c["tensor"],
-             fmt.integer(c["elements"]), " | ".join(_ranks(g) for g in c["groups"])] for c in comm]
+    rows = [[label(f"label.att_{c.phase}"), REGISTRY[c.collective].nccl, _operator(c.operator), c.tensor,
+             fmt.integer(c.elements), " | ".join(_ranks(g) for g in c.groups)] for c in comm]
     if not rows:
         rows = [[label("label.att_none"), "—", "—", "—", "0", "—"]]
     return table(caption, ["col.att_phase", "col.att_collective", "col.att_operator", "col.att_tensor",
@@ -219,7 +219,7 @@ def _kv_cost_table(cfg: att.Config) -> dict:
     return table("cap.att_kv_cost", ["col.att_per_rank", "col.att_replicated", "col.att_megatron"], rows)
 
 
-def _notes(cfg: att.Config, res: dict, reset: str | None) -> dict:
+def _notes(cfg: att.Config, res: att.AttentionResult, reset: str | None) -> dict:
     n = fmt.integer
     if cfg.kv_heads >= cfg.tp:
         split = label("note.att_split_even", tp=n(cfg.tp), h=n(cfg.heads), k=n(cfg.kv_heads), hr=n(cfg.q_per_rank),
@@ -229,7 +229,7 @@ def _notes(cfg: att.Config, res: dict, reset: str | None) -> dict:
                       hr=n(cfg.q_per_rank), rep=n(cfg.replicas))
     out = {"att-split": split,
            "att-mistake": label(f"note.att_mistake_{_k(cfg.mistake)}", err=worst_error(res),
-                                tp=n(cfg.tp), hr=n(cfg.q_per_rank), spread=fmt.err(res["replica_spread"]["G_W_k"]))}
+                                tp=n(cfg.tp), hr=n(cfg.q_per_rank), spread=fmt.err(res.replica_spread["G_W_k"]))}
     # always present (empty when nothing was reset): the page only rewrites the notes a result names
     out["att-reset"] = "" if reset is None else label("note.att_reset", mistake=label(f"opt.mistake.{_k(reset)}"),
                                                       why=label(f"note.att_needs_{_k(reset)}"))
@@ -258,14 +258,14 @@ def render_attention(controls: dict, lang: str) -> dict:
         "tables": {"att-inputs": _inputs_table(res), "att-heads": _heads_table(res, cfg),
                    "att-shards": _shards_table(res), "att-probs": _probs_table(res, one, cfg),
                    "att-check": _check_table(res, cfg), "att-y": _y_table(res, "cap.att_y"),
-                   "att-comm": comm_table(res["comm"], "cap.att_comm"), "att-kv-cost": _kv_cost_table(cfg)},
+                   "att-comm": comm_table(res.comm, "cap.att_comm"), "att-kv-cost": _kv_cost_table(cfg)},
         "figures": {"attention": figure_attention(res, one, cfg),
                     "attention-grads": figure_attention_grads(res, cfg)},
-        "values": {"loss": fmt.num(res["sharded"]["loss"]), "reference-loss": fmt.num(res["reference"]["loss"]),
+        "values": {"loss": fmt.num(res.sharded.loss), "reference-loss": fmt.num(res.reference.loss),
                    "max-abs-err": worst_error(res),
-                   "softmax-scale": fmt.num(res["config"]["scale"]),
+                   "softmax-scale": fmt.num(res.config["scale"]),
                    "kv-replicas": fmt.integer(cfg.replicas),
-                   "kv-grad-spread": fmt.err(max(res["replica_spread"]["G_W_k"], res["replica_spread"]["G_W_v"]))},
+                   "kv-grad-spread": fmt.err(max(res.replica_spread["G_W_k"], res.replica_spread["G_W_v"]))},
         "notes": _notes(cfg, res, reset),
     }
 
@@ -285,7 +285,7 @@ def layer_controls(values: dict) -> dict:
     return c
 
 
-def run_layer_view(c: dict) -> dict:
+def run_layer_view(c: dict) -> lay.LayerResult:
     """The layer at the page's fixed sizes (S = 4, D = 8, F = 32, seed 0), memoised by the core."""
     return lay.cached_run(c["tp"], c["heads"], c["kv_heads"], LAYER_SEQ, BATCH, LAYER_HIDDEN, LAYER_FFN, 0,
                           c["causal"])
@@ -306,30 +306,30 @@ def _hold(p: str, cfg: att.Config) -> dict:
     return label(f"label.layer_hold_{how}")
 
 
-def _params_table(res: dict, cfg: att.Config) -> dict:
-    r0, rows = res["ranks"][0], []
-    kv_of_rank = [rk["kv_heads"] for rk in res["ranks"]]
+def _params_table(res: lay.LayerResult, cfg: att.Config) -> dict:
+    r0, rows = res.ranks[0], []
+    kv_of_rank = [rk.kv_heads for rk in res.ranks]
     for p in lay.PARAMS:
         key = "G_" + p
-        spread = res["replica_spread"].get(p)
+        spread = res.replica_spread.get(p)
         if HOLD[p] == "kv" and cfg.kv_heads < cfg.tp:
-            spread = att.kv_replica_spread([rk[key] for rk in res["ranks"]], kv_of_rank)
-        per_rank = r0["shapes"][p] if p in r0["shapes"] else r0["shapes"][key]
-        rows.append([SYMBOL[p], _shape(res["inputs"][p].shape), _hold(p, cfg), _shape(per_rank),
-                     fmt.within(res["max_abs_err"][key], res["tolerances"][key]),
+            spread = att.kv_replica_spread([getattr(rk, key) for rk in res.ranks], kv_of_rank)
+        per_rank = r0.shapes[p] if p in r0.shapes else r0.shapes[key]
+        rows.append([SYMBOL[p], _shape(res.inputs[p].shape), _hold(p, cfg), _shape(per_rank),
+                     fmt.within(res.max_abs_err[key], res.tolerances[key]),
                      "—" if spread is None else fmt.err(spread)])
     return table("cap.layer_params", ["col.layer_param", "col.att_shape", "col.layer_held", "col.layer_per_rank",
                                       "col.layer_grad_err", "col.layer_spread"], rows)
 
 
-def _replicated_table(res: dict) -> dict:
+def _replicated_table(res: lay.LayerResult) -> dict:
     """Rank 0's gradient of each replicated parameter above the reference's, one vector per row
     (two (D,) grids side by side do not fit a page column)."""
     rows = []
     for p in lay.REPLICATED:
-        rows += [[SYMBOL[p], label("label.att_tp_result"), grid(res["ranks"][0]["G_" + p]),
-                  fmt.err(res["replica_spread"][p])],
-                 [SYMBOL[p], label("label.reference"), grid(res["reference"]["G_" + p]), "—"]]
+        rows += [[SYMBOL[p], label("label.att_tp_result"), grid(getattr(res.ranks[0], "G_" + p)),
+                  fmt.err(res.replica_spread[p])],
+                 [SYMBOL[p], label("label.reference"), grid(getattr(res.reference, "G_" + p)), "—"]]
     return table("cap.layer_replicated", ["col.layer_param", "col.att_on", "col.layer_grad", "col.layer_spread"],
                  rows)
 
@@ -338,16 +338,16 @@ def render_layer(controls: dict, lang: str) -> dict:
     c = layer_controls(controls)
     res = run_layer_view(c)
     cfg = att.validate_config(c["tp"], c["heads"], c["kv_heads"], LAYER_SEQ, BATCH, LAYER_HIDDEN, c["causal"])
-    fwd = sum(1 for x in res["comm"] if x["phase"] == "forward")
-    bwd = sum(1 for x in res["comm"] if x["phase"] == "backward" and x["operator"] != "kv-replicas")
+    fwd = sum(1 for x in res.comm if x.phase == "forward")
+    bwd = sum(1 for x in res.comm if x.phase == "backward" and x.operator != "kv-replicas")
     shown = {"tp": str(c["tp"]), "heads": str(c["heads"]), "kv_heads": str(c["kv_heads"]),
              "causal": "on" if c["causal"] else "off", "pass": c["pass"]}
     return {
         "controls": shown,
         "tables": {"layer-params": _params_table(res, cfg), "layer-replicated": _replicated_table(res),
-                   "layer-out": _y_table(res, "cap.layer_out"), "layer-comm": comm_table(res["comm"], "cap.layer_comm")},
+                   "layer-out": _y_table(res, "cap.layer_out"), "layer-comm": comm_table(res.comm, "cap.layer_comm")},
         "figures": {"layer": figure_layer(res, cfg, c["pass"])},
-        "values": {"loss": fmt.num(res["sharded"]["loss"]), "reference-loss": fmt.num(res["reference"]["loss"]),
+        "values": {"loss": fmt.num(res.sharded.loss), "reference-loss": fmt.num(res.reference.loss),
                    "max-abs-err": worst_error(res),
                    "layer-allreduces": label("label.layer_allreduces", fwd=fmt.integer(fwd), bwd=fmt.integer(bwd))},
         "notes": {"layer-pass": label(f"note.layer_{c['pass']}", tp=fmt.integer(c["tp"]))},

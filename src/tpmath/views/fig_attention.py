@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import attention as att
 from .. import fmt
+from .. import layer as lay
 from .cells import label, rank as rank_name
 from .tree import NARROW_W, Panel, Row, arrow_head, arrow_panel, check, el, figure, figure_svg, n, rank_attrs, shades, text
 
@@ -93,26 +94,26 @@ def _err_line(err: float, tol: float):
 
 # ------------------------------------------------------------------------------ head map
 
-def head_map(res: dict, cfg: att.Config) -> Panel:
+def head_map(res: att.AttentionResult, cfg: att.Config) -> Panel:
     """Query heads on top, KV heads below, an edge from each query head to the KV head its rank
     holds for it; the holders of each KV head under it (a replica group when K < tp)."""
     H, K = cfg.heads, cfg.kv_heads
     bw, gap = 38.0, 6.0
     step = bw + gap
     x0, yq, yk = 64.0, CAP + 4, CAP + 4 + 22 + 34
-    owner_q = {h: rk["rank"] for rk in res["ranks"] for h in rk["q_heads"]}
+    owner_q = {h: rk.rank for rk in res.ranks for h in rk.q_heads}
     holders: dict[int, list[int]] = {}
-    for rk in res["ranks"]:
-        for k in rk["kv_heads"]:
-            holders.setdefault(k, []).append(rk["rank"])
+    for rk in res.ranks:
+        for k in rk.kv_heads:
+            holders.setdefault(k, []).append(rk.rank)
     group = H // K
     kx = {k: x0 + (k * group + (group - 1) / 2) * step for k in range(K)}     # KV box left edge
     nodes = [text(0, yq + 15, label("fig.att_q_heads"), "cap"), text(0, yk + 15, label("fig.att_kv_heads"), "cap")]
     edges, wrong = [], []
-    for rk in res["ranks"]:
-        per = len(rk["q_heads"]) // len(rk["kv_heads"])
-        for j, h in enumerate(rk["q_heads"]):
-            got = rk["kv_heads"][j // per]
+    for rk in res.ranks:
+        per = len(rk.q_heads) // len(rk.kv_heads)
+        for j, h in enumerate(rk.q_heads):
+            got = rk.kv_heads[j // per]
             ok = got == att.kv_head_of(h, H, K)
             line = el("line", {"class": "a-edge" if ok else "a-edge a-bad", "x1": n(x0 + h * step + bw / 2),
                                "y1": n(yq + 22), "x2": n(kx[got] + bw / 2), "y2": n(yk)})
@@ -145,9 +146,9 @@ def head_map(res: dict, cfg: att.Config) -> Panel:
 
 # ------------------------------------------------------------------------------ attention
 
-def _enter_row(res: dict, cfg: att.Config) -> list[Panel]:
+def _enter_row(res: att.AttentionResult, cfg: att.Config) -> list[Panel]:
     """X on every rank, then the operator in front of the QKV projections (f, or g by mistake)."""
-    X = res["inputs"]["X"]
+    X = res.inputs["X"]
     x = heat_panel(X, label("fig.att_x"), None, "X", HEAT_Y)
     if cfg.mistake == "f-and-g-swapped":
         box = op_box(label("fig.att_g_in_bad"), label("fig.att_times_tp", tp=fmt.integer(cfg.tp)),
@@ -157,14 +158,15 @@ def _enter_row(res: dict, cfg: att.Config) -> list[Panel]:
     return [x, arrow_panel(None, w=30, h=44), box]
 
 
-def _lane(rk: dict, res: dict, one: dict, cfg: att.Config, yscale: float) -> Row:
-    r = rk["rank"]
-    ref_p = one["ranks"][0]["probs"]
+def _lane(rk: att.AttentionRank, res: att.AttentionResult, one: att.AttentionResult, cfg: att.Config,
+          yscale: float) -> Row:
+    r = rk.rank
+    ref_p = one.ranks[0].probs
     panels = []
-    per = len(rk["q_heads"]) // len(rk["kv_heads"])
-    for j, h in enumerate(rk["q_heads"]):
-        got = rk["kv_heads"][j // per]
-        P = rk["probs"][:, j]
+    per = len(rk.q_heads) // len(rk.kv_heads)
+    for j, h in enumerate(rk.q_heads):
+        got = rk.kv_heads[j // per]
+        P = rk.probs[:, j]
         bad = np.abs(P - ref_p[:, h]) > 1e-12
         wrong = bool(bad.any())
         misread = got != att.kv_head_of(h, cfg.heads, cfg.kv_heads)
@@ -173,7 +175,7 @@ def _lane(rk: dict, res: dict, one: dict, cfg: att.Config, yscale: float) -> Row
         panels.append(heat_panel(P, "P · q" + fmt.integer(h), r, f"P.{r}.{h}", HEAT, 1.0,
                                  bad=_rows2(bad) if wrong else None, under=under[0], under_cls=under[1], min_w=52,
                                  masked=masked))
-    Yp = rk["Y_partial"]
+    Yp = rk.Y_partial
     panels += [arrow_panel("·W_o,ᵣ", w=58, h=2 * HEAT * cfg.seq / 2 + CAP),
                heat_panel(Yp, label("fig.partial_of", name="Yᵣ"), r, f"Yp.{r}", HEAT_Y, yscale,
                           under=_shape(Yp))]
@@ -185,7 +187,7 @@ def _shape(a) -> str:
     return "×".join(fmt.integer(s) for s in np.shape(_rows2(a)))
 
 
-def _leave_row(res: dict, cfg: att.Config, yscale: float) -> list[Panel]:
+def _leave_row(res: att.AttentionResult, cfg: att.Config, yscale: float) -> list[Panel]:
     """The operator after W_o (g, or f by mistake) and Y on every rank against the reference."""
     if cfg.mistake == "f-and-g-swapped":
         box = op_box(label("fig.att_f_out_bad"), label("fig.att_never_summed"), 180, "a-warnbox", "leave")
@@ -195,8 +197,8 @@ def _leave_row(res: dict, cfg: att.Config, yscale: float) -> list[Panel]:
     else:
         box = op_box(label("fig.allreduce_op", op="g"),
                      label("fig.sum_ranks", last=rank_name(cfg.tp - 1)), 150, "coll hl", "leave")
-    Y, ref = res["sharded"]["Y"], res["reference"]["Y"]
-    err, tol = res["max_abs_err"]["Y"], res["tolerances"]["Y"]
+    Y, ref = res.sharded.Y, res.reference.Y
+    err, tol = res.max_abs_err["Y"], res.tolerances["Y"]
     bad = np.abs(_rows2(Y) - _rows2(ref)) > tol
     line, cls = _err_line(err, tol)
     y = heat_panel(Y, label("fig.every_rank", name="Y"), None, "Y", HEAT_Y, yscale,
@@ -204,22 +206,22 @@ def _leave_row(res: dict, cfg: att.Config, yscale: float) -> list[Panel]:
     return [box, arrow_panel(None, w=30, h=44), y]
 
 
-def _scale_row(res: dict, cfg: att.Config) -> list[Panel]:
+def _scale_row(res: att.AttentionResult, cfg: att.Config) -> list[Panel]:
     """Under scale-local-width: the scale each rank used against 1/√E."""
-    s = res["config"]["scale"]
+    s = res.config["scale"]
     return [Panel(300, 20, [text(0, 14, label("fig.att_scale_bad", s=fmt.num(s)), "a-warn")],
                   part="scale")]
 
 
-def figure_attention(res: dict, one: dict, cfg: att.Config) -> dict:
+def figure_attention(res: att.AttentionResult, one: att.AttentionResult, cfg: att.Config) -> dict:
     """The ``attention`` figure: heads per rank, attention per local head, W_o partials, g, Y."""
-    yscale = float(np.max(np.abs(res["reference"]["Y"]))) or 1.0
+    yscale = float(np.max(np.abs(res.reference.Y))) or 1.0
 
     def rows():
         out = [[head_map(res, cfg)], _enter_row(res, cfg)]
         if cfg.mistake == "scale-local-width":
             out.append(_scale_row(res, cfg))
-        out += [_lane(rk, res, one, cfg, yscale) for rk in res["ranks"]]
+        out += [_lane(rk, res, one, cfg, yscale) for rk in res.ranks]
         out.append(_leave_row(res, cfg, yscale))
         return out
 
@@ -229,11 +231,11 @@ def figure_attention(res: dict, one: dict, cfg: att.Config) -> dict:
     return figure("attention", title, lambda: built, caption=label("fig.att_caption"))
 
 
-def figure_attention_grads(res: dict, cfg: att.Config) -> dict:
+def figure_attention_grads(res: att.AttentionResult, cfg: att.Config) -> dict:
     """The backward pass: replicated G_Y, partial G_X per rank and f, the KV replicas' gradient sum."""
-    G = res["ranks"][0]["G_Y"]
-    gscale = float(np.max(np.abs(res["reference"]["G_X"]))) or 1.0
-    kscale = float(np.max(np.abs(res["reference"]["G_W_k"]))) or 1.0
+    G = res.ranks[0].G_Y
+    gscale = float(np.max(np.abs(res.reference.G_X))) or 1.0
+    kscale = float(np.max(np.abs(res.reference.G_W_k))) or 1.0
     swapped = cfg.mistake == "f-and-g-swapped"
     replicated = cfg.kv_heads < cfg.tp
 
@@ -242,12 +244,12 @@ def figure_attention_grads(res: dict, cfg: att.Config) -> dict:
             else (label("fig.att_gy_once"), "dimtext")
         out = [[heat_panel(G, label("fig.att_gy"), None, "G_Y", HEAT_Y, None, under=gy_line[0],
                            under_cls=gy_line[1], min_w=150)]]
-        for rk in res["ranks"]:
-            r = rk["rank"]
-            panels = [heat_panel(rk["G_X_partial"], label("fig.partial_of", name="G_Xᵣ"), r,
+        for rk in res.ranks:
+            r = rk.rank
+            panels = [heat_panel(rk.G_X_partial, label("fig.partial_of", name="G_Xᵣ"), r,
                                  f"GXp.{r}", HEAT_Y, gscale)]
             if replicated:
-                panels.append(heat_panel(np.asarray(rk["G_W_k_partial"]).T,
+                panels.append(heat_panel(np.asarray(rk.G_W_k_partial).T,
                                          label("fig.partial_of", name="G_W_kᵣᵀ"), r, f"GWkp.{r}",
                                          HEAT_Y, kscale))
             h = max(p.h for p in panels)
@@ -262,7 +264,7 @@ def figure_attention_grads(res: dict, cfg: att.Config) -> dict:
     return figure("attention-grads", title, lambda: built, caption=label("fig.att_grads_caption"))
 
 
-def _gx_merge(res: dict, cfg: att.Config, swapped: bool, gscale: float) -> list[Panel]:
+def _gx_merge(res: att.AttentionResult, cfg: att.Config, swapped: bool, gscale: float) -> list[Panel]:
     if swapped:
         box = op_box(label("fig.att_g_back_bad"), label("fig.att_never_summed"), 180, "a-warnbox", "f-back")
     elif cfg.tp == 1:
@@ -272,8 +274,8 @@ def _gx_merge(res: dict, cfg: att.Config, swapped: bool, gscale: float) -> list[
         box = op_box(label("fig.allreduce_op", op="f"),
                      label("fig.sum_ranks", last=rank_name(cfg.tp - 1)), 150, "coll hl",
                      "f-back")
-    GX, ref = res["sharded"]["G_X"], res["reference"]["G_X"]
-    err, tol = res["max_abs_err"]["G_X"], res["tolerances"]["G_X"]
+    GX, ref = res.sharded.G_X, res.reference.G_X
+    err, tol = res.max_abs_err["G_X"], res.tolerances["G_X"]
     bad = np.abs(_rows2(GX) - _rows2(ref)) > tol
     line, cls = _err_line(err, tol)
     return [box, arrow_panel(None, w=30, h=44),
@@ -281,23 +283,23 @@ def _gx_merge(res: dict, cfg: att.Config, swapped: bool, gscale: float) -> list[
                        bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=150)]
 
 
-def _kv_merge(res: dict, cfg: att.Config, kscale: float) -> list[Panel]:
-    groups = att.kv_groups([rk["kv_heads"] for rk in res["ranks"]])
+def _kv_merge(res: att.AttentionResult, cfg: att.Config, kscale: float) -> list[Panel]:
+    groups = att.kv_groups([rk.kv_heads for rk in res.ranks])
     names = " ".join("{" + ",".join(rank_name(r) for r in g) + "}" for g in groups)
     if cfg.mistake == "kv-grad-not-summed":
         box = op_box(label("fig.att_kv_not_summed"), names, 210, "a-warnbox", "kv-sum")
     else:
         box = op_box(label("fig.att_kv_sum"), names, 210, "coll hl", "kv-sum")
-    GK, ref = res["sharded"]["G_W_k"], res["reference"]["G_W_k"]
-    err, tol = res["max_abs_err"]["G_W_k"], res["tolerances"]["G_W_k"]
+    GK, ref = res.sharded.G_W_k, res.reference.G_W_k
+    err, tol = res.max_abs_err["G_W_k"], res.tolerances["G_W_k"]
     bad = np.abs(GK - ref).T > tol
     line, cls = _err_line(err, tol)
-    spread = res["replica_spread"]["G_W_k"]
+    spread = res.replica_spread["G_W_k"]
     panels = [box, arrow_panel(None, w=30, h=44),
               heat_panel(np.asarray(GK).T, label("fig.att_gwk"), None, "G_W_k", HEAT_Y, kscale,
                          bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=150)]
     if spread > 0:
-        worst = max(spread, res["replica_spread"]["G_W_v"])
+        worst = max(spread, res.replica_spread["G_W_v"])
         panels.append(Panel(200, 30, [text(0, 22, label("fig.att_replicas_differ", spread=fmt.err(worst)), "a-warn")],
                             part="spread"))
     return panels
@@ -315,7 +317,7 @@ def _range(ids) -> str:
 LAYER_NARROW, LAYER_WIDE = 376.0, 600.0
 
 
-def figure_layer(res: dict, cfg: att.Config, direction: str) -> dict:
+def figure_layer(res: lay.LayerResult, cfg: att.Config, direction: str) -> dict:
     """The pre-LN layer: two blocks, f and g, rank stacks; a desktop and a phone drawing."""
     title = label("fig.layer_title", tp=fmt.integer(cfg.tp), **{"pass": label(f"opt.pass.{direction}")})
     svgs = []
@@ -328,10 +330,10 @@ def figure_layer(res: dict, cfg: att.Config, direction: str) -> dict:
     return node
 
 
-def _layer_nodes(res: dict, cfg: att.Config, fwd: bool, k: float) -> tuple[list, float]:
-    tp, F = cfg.tp, res["config"]["ffn"]
-    attn = [f"q{_range(rk['q_heads'])} · k{_range(rk['kv_heads'])}" for rk in res["ranks"]]
-    mlp = [f"F {_range(range(*rk['ffn_cols']))}" for rk in res["ranks"]]
+def _layer_nodes(res: lay.LayerResult, cfg: att.Config, fwd: bool, k: float) -> tuple[list, float]:
+    tp, F = cfg.tp, res.config["ffn"]
+    attn = [f"q{_range(rk.q_heads)} · k{_range(rk.kv_heads)}" for rk in res.ranks]
+    mlp = [f"F {_range(range(*rk.ffn_cols))}" for rk in res.ranks]
     nodes, y = [text(4, 18, label("fig.layer_fwd" if fwd else "fig.layer_bwd"), "stage-name")], 34.0
     block_h = max(44.0, tp * 20.0 + 8)
     for i, (ln, stack, bias, name_in, name_out, part) in enumerate((

@@ -163,10 +163,10 @@ def _rows2(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1, a.shape[-1])
 
 
-def gathered_sources(res: dict, wrong: bool) -> tuple[np.ndarray, np.ndarray]:
+def gathered_sources(res: core.SpLayerResult, wrong: bool) -> tuple[np.ndarray, np.ndarray]:
     """(source rank, token index) of each row of the forward AllGather's result, found by running
     the core's own gather on shards that hold their rank / their token numbers."""
-    T, S, D = res["tp"], res["seq"], res["hidden"]
+    T, S, D = res.tp, res.seq, res.hidden
     Sl = S // T
     gather = core.all_gather_hidden_viewed if wrong else core.all_gather_seq
     ranks = gather([np.full((1, Sl, D), float(r)) for r in range(T)])
@@ -175,50 +175,51 @@ def gathered_sources(res: dict, wrong: bool) -> tuple[np.ndarray, np.ndarray]:
     return ranks[0, :, 0].astype(int), toks[0, :, 0].astype(int)
 
 
-def scattered_tokens(res: dict, wrong: bool) -> list[np.ndarray]:
+def scattered_tokens(res: core.SpLayerResult, wrong: bool) -> list[np.ndarray]:
     """Token index of each row every rank keeps after the backward ReduceScatter of g (a sum of
     one buffer of token numbers and zeros: exact)."""
-    T, S, D = res["tp"], res["seq"], res["hidden"]
+    T, S, D = res.tp, res.seq, res.hidden
     rs = core.reduce_scatter_hidden_viewed if wrong else core.reduce_scatter_seq
     ids = np.broadcast_to(np.arange(S, dtype=float)[None, :, None], (1, S, D))
     parts = rs([np.array(ids)] + [np.zeros((1, S, D)) for _ in range(T - 1)])
     return [p[0, :, 0].astype(int) for p in parts]
 
 
-def _mask_sub(res: dict, one: dict, rk: dict, key: str) -> Any:
+def _mask_sub(res: core.SpLayerResult, one: core.SpRank, rk: core.SpRank, key: str) -> Any:
     """✓ / ✗ under a masked block: is it this rank's block of the one-device mask?"""
-    (a, b), (c, d) = rk["seq_range"], rk["ffn_range"]
-    ref = one["keep_H"][:, :, c:d] if key == "keep_H" else one["keep_O"][:, a:b]
-    return label("fig.sp_mask_ok" if np.array_equal(rk[key], ref) else "fig.sp_mask_bad")
+    (a, b), (c, d) = rk.seq_range, rk.ffn_range
+    ref = one.keep_H[:, :, c:d] if key == "keep_H" else one.keep_O[:, a:b]
+    return label("fig.sp_mask_ok" if np.array_equal(getattr(rk, key), ref) else "fig.sp_mask_bad")
 
 
-def _dropped(rk: dict, key: str) -> np.ndarray | None:
-    return None if rk.get(key) is None else ~_rows2(rk[key])
+def _dropped(rk: core.SpRank, key: str) -> np.ndarray | None:
+    m = getattr(rk, key)
+    return None if m is None else ~_rows2(m)
 
 
-def _forward(res: dict, one: dict) -> list:
+def _forward(res: core.SpLayerResult, one: core.SpRank) -> list:
     """[(kind, payload)] of the forward pass: regions (a Block list per rank) and bands."""
-    T, S = res["tp"], res["seq"]
-    wrong = res["mistake"] == "gather-wrong-dim"
+    T, S = res.tp, res.seq
+    wrong = res.mistake == "gather-wrong-dim"
     src, toks = gathered_sources(res, wrong)
-    p = res["dropout"] > 0
+    p = res.dropout > 0
     sp1, tp, sp2 = [], [], []
-    for rk in res["ranks"]:
-        r = rk["rank"]
+    for rk in res.ranks:
+        r = rk.rank
         Sl = S // T
         own = [r] * Sl
-        labels = [fmt.integer(t) for t in range(*rk["seq_range"])]
-        sp1.append([Block(f"X.{r}", "Xᵣ", own, res["hidden"], r, labels=labels),
-                    Block(f"A.{r}", "LN(Xᵣ)", own, res["hidden"], r)])
-        tp.append([Block(f"A_full.{r}", "A", [int(s) for s in src], res["hidden"], r,
+        labels = [fmt.integer(t) for t in range(*rk.seq_range)]
+        sp1.append([Block(f"X.{r}", "Xᵣ", own, res.hidden, r, labels=labels),
+                    Block(f"A.{r}", "LN(Xᵣ)", own, res.hidden, r)])
+        tp.append([Block(f"A_full.{r}", "A", [int(s) for s in src], res.hidden, r,
                          labels=[fmt.integer(t) for t in toks]),
-                   Block(f"H.{r}", "Hᵣ", [r] * S, rk["W1"].shape[1], r, dropped=_dropped(rk, "keep_H"),
+                   Block(f"H.{r}", "Hᵣ", [r] * S, rk.W1.shape[1], r, dropped=_dropped(rk, "keep_H"),
                          sub=_mask_sub(res, one, rk, "keep_H") if p else None),
-                   Block(f"O_partial.{r}", "HᵣW₂ᵣ", [r] * S, res["hidden"], r, shade=1,
+                   Block(f"O_partial.{r}", "HᵣW₂ᵣ", [r] * S, res.hidden, r, shade=1,
                          sub=label("fig.sp_partial"))])
-        sp2.append([Block(f"O.{r}", "Oᵣ", own, res["hidden"], r, dropped=_dropped(rk, "keep_O"),
+        sp2.append([Block(f"O.{r}", "Oᵣ", own, res.hidden, r, dropped=_dropped(rk, "keep_O"),
                           sub=_mask_sub(res, one, rk, "keep_O") if p else None),
-                    Block(f"Y.{r}", "Yᵣ", own, res["hidden"], r)])
+                    Block(f"Y.{r}", "Yᵣ", own, res.hidden, r)])
     g = label("fig.sp_g_fwd_wrong" if wrong else "fig.sp_g_fwd")
     return [("region", ("sp", sp1)),
             ("band", ("g", g, label("fig.sp_all_tokens_wrong" if wrong else "fig.sp_all_tokens", s=fmt.integer(S)))),
@@ -227,23 +228,23 @@ def _forward(res: dict, one: dict) -> list:
             ("region", ("sp-out", sp2))]
 
 
-def _backward(res: dict, one: dict) -> list:
-    T, S, D = res["tp"], res["seq"], res["hidden"]
-    wrong = res["mistake"] == "gather-wrong-dim"
+def _backward(res: core.SpLayerResult, one: core.SpRank) -> list:
+    T, S, D = res.tp, res.seq, res.hidden
+    wrong = res.mistake == "gather-wrong-dim"
     kept = scattered_tokens(res, wrong)
-    p = res["dropout"] > 0
+    p = res.dropout > 0
     sp1, tp, sp2 = [], [], []
-    for rk in res["ranks"]:
-        r = rk["rank"]
+    for rk in res.ranks:
+        r = rk.rank
         Sl = S // T
         own = [r] * Sl
-        labels = [fmt.integer(t) for t in range(*rk["seq_range"])]
+        labels = [fmt.integer(t) for t in range(*rk.seq_range)]
         sp1.append([Block(f"G_Y.{r}", "G_Yᵣ", own, D, r, labels=labels),
                     Block(f"G_O.{r}", "G_Oᵣ", own, D, r, dropped=_dropped(rk, "keep_O"),
                           sub=_mask_sub(res, one, rk, "keep_O") if p else None)])
         tp.append([Block(f"G_O_full.{r}", "G_O", [q for q in range(T) for _ in range(Sl)], D, r,
                          labels=[fmt.integer(t) for t in range(S)]),
-                   Block(f"G_Z.{r}", "G_Zᵣ", [r] * S, rk["W1"].shape[1], r, dropped=_dropped(rk, "keep_H"),
+                   Block(f"G_Z.{r}", "G_Zᵣ", [r] * S, rk.W1.shape[1], r, dropped=_dropped(rk, "keep_H"),
                          sub=_mask_sub(res, one, rk, "keep_H") if p else None),
                    Block(f"G_A_partial.{r}", "G_ZᵣW₁ᵣᵀ", [r] * S, D, r, shade=1, sub=label("fig.sp_partial"))])
         sp2.append([Block(f"G_A.{r}", "G_Aᵣ", own, D, r, labels=[fmt.integer(t) for t in kept[r]]),
@@ -347,13 +348,13 @@ def _two_layouts(name: str, title: Any, build) -> dict:
     return node
 
 
-def figure_sp(step: str, res: dict, one: dict) -> dict:
+def figure_sp(step: str, res: core.SpLayerResult, one: core.SpRank) -> dict:
     """The ``sp-layer`` figure: the pass the step belongs to, rank by rank, the step lit."""
     phase = STEP_PARTS[step][0]
     steps = _forward(res, one) if phase == "forward" else _backward(res, one)
-    title = label(f"fig.sp_title_{phase}", tp=fmt.integer(res["tp"]), s=fmt.integer(res["seq"]),
+    title = label(f"fig.sp_title_{phase}", tp=fmt.integer(res.tp), s=fmt.integer(res.seq),
                   step=label(f"opt.step.{step.replace('-', '_')}"))
-    return _two_layouts("sp-layer", title, lambda w: _pipeline(steps, res["tp"], step, w))
+    return _two_layouts("sp-layer", title, lambda w: _pipeline(steps, res.tp, step, w))
 
 
 # ------------------------------------------------------------------------- γ and β
@@ -366,20 +367,20 @@ def _badge(r: int, h: float) -> Panel:
                               **{"dominant-baseline": "central"})], part=f"rank{r}")
 
 
-def figure_ln(res: dict) -> dict:
+def figure_ln(res: core.SpLayerResult) -> dict:
     """``sp-ln``: each rank's γ/β gradients from its own tokens, the AllReduce over the TP group
     and what every rank steps with (under the mistake: the unreduced, differing replicas)."""
-    reduced = res["mistake"] != "ln-grad-not-reduced"
-    T = res["tp"]
-    scale = max(float(np.max(np.abs(res["reference"][k]))) for k in ("G_gamma", "G_beta"))
+    reduced = res.mistake != "ln-grad-not-reduced"
+    T = res.tp
+    scale = max(float(np.max(np.abs(getattr(res.reference, k)))) for k in ("G_gamma", "G_beta"))
 
     def rows():
         out = []
-        for rk in res["ranks"]:
-            r = rk["rank"]
-            tokens = label("fig.sp_tokens", a=fmt.integer(rk["seq_range"][0]), b=fmt.integer(rk["seq_range"][1] - 1))
-            panels = [matrix_panel(rk["G_gamma_partial"], "G_γ", r, f"G_gamma_partial.{r}", scale, shape=tokens),
-                      matrix_panel(rk["G_beta_partial"], "G_β", r, f"G_beta_partial.{r}", scale, shape=tokens)]
+        for rk in res.ranks:
+            r = rk.rank
+            tokens = label("fig.sp_tokens", a=fmt.integer(rk.seq_range[0]), b=fmt.integer(rk.seq_range[1] - 1))
+            panels = [matrix_panel(rk.G_gamma_partial, "G_γ", r, f"G_gamma_partial.{r}", scale, shape=tokens),
+                      matrix_panel(rk.G_beta_partial, "G_β", r, f"G_beta_partial.{r}", scale, shape=tokens)]
             h = max(p.h for p in panels)
             out.append(Row([_badge(r, h)] + panels, rank=r, hang=True))
         box = Panel(150, 2 * CELL_H + 18, [
@@ -391,15 +392,15 @@ def figure_ln(res: dict) -> dict:
                  if reduced else label("fig.sp_ln_box_none"), "coll-s", "middle"),
         ], part="ln-allreduce", cls="hl" if reduced else "dim")
         if reduced:
-            ref = res["reference"]
-            err = max(float(np.max(np.abs(res["sharded"][k] - ref[k]))) for k in ("G_gamma", "G_beta"))
-            tol = min(res["tolerances"][k] for k in ("G_gamma", "G_beta"))
+            ref = res.reference
+            err = max(float(np.max(np.abs(getattr(res.sharded, k) - getattr(ref, k)))) for k in ("G_gamma", "G_beta"))
+            tol = min(res.tolerances[k] for k in ("G_gamma", "G_beta"))
             # below the tolerance the digits are rounding noise that differs between CPython and WebAssembly
             check_text = label("fig.matches_ref" if err <= tol else "fig.sp_off_ref", err=fmt.within(err, tol))
             out.append([box, arrow_panel(None, w=30, h=2 * CELL_H + 18),
-                        matrix_panel(res["sharded"]["G_gamma"], label("fig.every_rank", name="G_γ"),
+                        matrix_panel(res.sharded.G_gamma, label("fig.every_rank", name="G_γ"),
                                      None, "G_gamma", scale, shape=check_text),
-                        matrix_panel(res["sharded"]["G_beta"], label("fig.every_rank", name="G_β"),
+                        matrix_panel(res.sharded.G_beta, label("fig.every_rank", name="G_β"),
                                      None, "G_beta", scale)])
         else:
             out.append([box, Panel(280, 2 * CELL_H + 18, [text(0, 18 + CELL_H * 0.75, label("fig.sp_ln_drift1"), "op"),

@@ -63,16 +63,16 @@ QUANTITY = {"Y": "Y", "loss": "ℒ", "G_X": "G_X", "G_gamma": "G_γ", "G_beta": 
 
 
 @lru_cache(maxsize=64)
-def run(tp: int, seq: int, mistake: str, dropout: float) -> dict:
+def run(tp: int, seq: int, mistake: str, dropout: float) -> core.SpLayerResult:
     """The core on the page's block: a pure function of the controls, computed once per setting
     (the views only read it)."""
     return core.run_sp_layer(tp=tp, seq=seq, batch=BATCH, hidden=HIDDEN, ffn=FFN, seed=SEED,
                              mistake=mistake, dropout=dropout)
 
 
-def one_device(seq: int, dropout: float) -> dict:
+def one_device(seq: int, dropout: float) -> core.SpRank:
     """Every intermediate of one device: the same block with tp = 1 (masks = the one-device ones)."""
-    return run(1, seq, "none", dropout)["ranks"][0]
+    return run(1, seq, "none", dropout).ranks[0]
 
 
 def sp_controls(values: dict) -> tuple[dict, dict, dict]:
@@ -125,10 +125,10 @@ def shown_err(err: float, ref: np.ndarray) -> str:
     return fmt.within(err, core.REL_TOL * max(1.0, float(np.max(np.abs(ref)))))
 
 
-def worst_err(res: dict) -> str:
+def worst_err(res: core.SpLayerResult) -> str:
     """The largest difference of any output or gradient: below every tolerance, "< the largest
     tolerance" (which quantity's noise is largest is itself noise); otherwise its digits."""
-    errs, tols = res["max_abs_err"], res["tolerances"]
+    errs, tols = res.max_abs_err, res.tolerances
     if all(errs[k] <= tols[k] for k in core.RESULT_KEYS):
         return fmt.within(0.0, max(tols.values()))
     return fmt.err(max(errs[k] for k in core.RESULT_KEYS if errs[k] > tols[k]))
@@ -152,81 +152,81 @@ def _err(parts: list[np.ndarray], merged: np.ndarray, ref: np.ndarray, how: str)
 BY_COLUMNS = ("tp", "grad-w")        # steps whose shards are columns of F (the others: tokens)
 
 
-def _ranks_table(res: dict, one: dict, step: str) -> dict:
+def _ranks_table(res: core.SpLayerResult, one: core.SpRank, step: str) -> dict:
     cols = _COLUMNS[step]
     by_cols = step in BY_COLUMNS
-    parts = [[rk[key] for rk in res["ranks"]] for key, _, _ in cols]
+    parts = [[getattr(rk, key) for rk in res.ranks] for key, _, _ in cols]
     merged = [_merge(p, how) for p, (_, _, how) in zip(parts, cols)]
-    ref = [one[key] for key, _, _ in cols]
+    ref = [getattr(one, key) for key, _, _ in cols]
     scales = [_scale(r, *p) for p, r in zip(parts, ref)]
-    rows = [[tree.rank_tag(rk["rank"]), id_range(*rk["ffn_range" if by_cols else "seq_range"])]
-            + [_grid(rk[key], rk["rank"], sc) for (key, _, _), sc in zip(cols, scales)]
-            for rk in res["ranks"]]
+    rows = [[tree.rank_tag(rk.rank), id_range(*getattr(rk, "ffn_range" if by_cols else "seq_range"))]
+            + [_grid(getattr(rk, key), rk.rank, sc) for (key, _, _), sc in zip(cols, scales)]
+            for rk in res.ranks]
     foot = [
         [label("label.sp_one_device"), ""] + [_grid(a, None, sc) for a, sc in zip(ref, scales)],
         [label("label.sp_merged"), ""] + [_grid(m, None, sc) for m, sc in zip(merged, scales)],
         [label("label.sp_max_err"), ""] + [shown_err(_err(p, m, a, how), a)
                                                for p, m, a, (_, _, how) in zip(parts, merged, ref, cols)],
     ]
-    headers = [("col.sp_hd" if key == "Hd" and res["dropout"] > 0 else col) for key, col, _ in cols]
+    headers = [("col.sp_hd" if key == "Hd" and res.dropout > 0 else col) for key, col, _ in cols]
     return table(f"cap.sp_step_{step.replace('-', '_')}",
                  ["col.rank", "col.sp_ffn_cols" if by_cols else "col.sp_tokens"] + headers, rows, foot)
 
 
-def _comm_row(c: dict, scheme: str, tp: int) -> list:
-    op = "γ, β" if c["operator"] == "LN" else c["operator"]
-    return [label(f"label.sp_{scheme}_{c['phase']}"), op, REGISTRY[c["collective"]].nccl, TENSOR[c["tensor"]],
-            fmt.integer(c["elements"]), fmt.num(core.ring_elements_per_rank(c["collective"], c["elements"], tp))]
+def _comm_row(c: core.SpComm, scheme: str, tp: int) -> list:
+    op = "γ, β" if c.operator == "LN" else c.operator
+    return [label(f"label.sp_{scheme}_{c.phase}"), op, REGISTRY[c.collective].nccl, TENSOR[c.tensor],
+            fmt.integer(c.elements), fmt.num(core.ring_elements_per_rank(c.collective, c.elements, tp))]
 
 
-def _comm_table(res: dict) -> dict:
-    tp = res["tp"]
-    plain = res["plain_tp"]
-    rows = [_comm_row(c, "sp", tp) for c in res["comm"]] + [_comm_row(c, "tp", tp) for c in plain["comm"]]
+def _comm_table(res: core.SpLayerResult) -> dict:
+    tp = res.tp
+    plain = res.plain_tp
+    rows = [_comm_row(c, "sp", tp) for c in res.comm] + [_comm_row(c, "tp", tp) for c in plain.comm]
     blank = ["", "", "", ""]
-    foot = [[label("label.sp_total_sp")] + blank + [fmt.num(res["comm_per_rank"]["block"])],
-            [label("label.sp_total_tp")] + blank + [fmt.num(plain["comm_per_rank"]["block"])],
-            [label("label.sp_total_ln")] + blank + [fmt.num(res["comm_per_rank"]["ln_grads"])]]
+    foot = [[label("label.sp_total_sp")] + blank + [fmt.num(res.comm_per_rank["block"])],
+            [label("label.sp_total_tp")] + blank + [fmt.num(plain.comm_per_rank["block"])],
+            [label("label.sp_total_ln")] + blank + [fmt.num(res.comm_per_rank["ln_grads"])]]
     return table("cap.sp_comm", ["col.sp_scheme_pass", "col.sp_operator", "col.sp_collective", "col.sp_tensor",
                                  "col.sp_elements", "col.sp_sent"], rows, foot)
 
 
-def _ln_table(res: dict) -> dict:
+def _ln_table(res: core.SpLayerResult) -> dict:
     """Each rank's γ/β gradients from its own tokens, then what every rank steps with: their sum
     after the AllReduce (or, under the mistake, each rank's own row), against one device."""
-    ranks = res["ranks"]
-    ref = res["reference"]
-    sg = _scale(ref["G_gamma"], *(rk["G_gamma_partial"] for rk in ranks))
-    sb = _scale(ref["G_beta"], *(rk["G_beta_partial"] for rk in ranks))
-    rows = [[tree.rank_tag(rk["rank"]), id_range(*rk["seq_range"]), _grid(rk["G_gamma_partial"], rk["rank"], sg, 4),
-             _grid(rk["G_beta_partial"], rk["rank"], sb, 4)] for rk in ranks]
-    err_g = max(float(np.max(np.abs(rk["G_gamma"] - ref["G_gamma"]))) for rk in ranks)
-    err_b = max(float(np.max(np.abs(rk["G_beta"] - ref["G_beta"]))) for rk in ranks)
-    if res["mistake"] == "ln-grad-not-reduced":
+    ranks = res.ranks
+    ref = res.reference
+    sg = _scale(ref.G_gamma, *(rk.G_gamma_partial for rk in ranks))
+    sb = _scale(ref.G_beta, *(rk.G_beta_partial for rk in ranks))
+    rows = [[tree.rank_tag(rk.rank), id_range(*rk.seq_range), _grid(rk.G_gamma_partial, rk.rank, sg, 4),
+             _grid(rk.G_beta_partial, rk.rank, sb, 4)] for rk in ranks]
+    err_g = max(float(np.max(np.abs(rk.G_gamma - ref.G_gamma))) for rk in ranks)
+    err_b = max(float(np.max(np.abs(rk.G_beta - ref.G_beta))) for rk in ranks)
+    if res.mistake == "ln-grad-not-reduced":
         used = [label("label.sp_ln_none"), "", "—", "—"]
     else:
-        used = [label("label.sp_ln_sum"), "", _grid(ranks[0]["G_gamma"], None, sg, 4),
-                _grid(ranks[0]["G_beta"], None, sb, 4)]
+        used = [label("label.sp_ln_sum"), "", _grid(ranks[0].G_gamma, None, sg, 4),
+                _grid(ranks[0].G_beta, None, sb, 4)]
     foot = [used,
-            [label("label.sp_one_device"), "", _grid(ref["G_gamma"], None, sg, 4), _grid(ref["G_beta"], None, sb, 4)],
-            [label("label.sp_max_err"), "", shown_err(err_g, ref["G_gamma"]), shown_err(err_b, ref["G_beta"])]]
+            [label("label.sp_one_device"), "", _grid(ref.G_gamma, None, sg, 4), _grid(ref.G_beta, None, sb, 4)],
+            [label("label.sp_max_err"), "", shown_err(err_g, ref.G_gamma), shown_err(err_b, ref.G_beta)]]
     return table("cap.sp_ln", ["col.rank", "col.sp_tokens", "col.sp_g_gamma_partial", "col.sp_g_beta_partial"],
                  rows, foot)
 
 
-def mask_counters(res: dict, rk: dict) -> tuple[tuple[int, int], tuple[int, int]]:
+def mask_counters(res: core.SpLayerResult, rk: core.SpRank) -> tuple[tuple[int, int], tuple[int, int]]:
     """The counter ranges [a, b) rank rk draws its H and O masks from (see tpmath.sp_layer)."""
-    B, S, D, F, T = res["batch"], res["seq"], res["hidden"], res["ffn"], res["tp"]
+    B, S, D, F, T = res.batch, res.seq, res.hidden, res.ffn, res.tp
     h_local, o_local = B * S * (F // T), B * (S // T) * D
-    rng = rk["rng"]
-    return (rng["tp_offset"], rng["tp_offset"] + h_local), (rng["sp_offset"], rng["sp_offset"] + o_local)
+    rng = rk.rng
+    return (rng.tp_offset, rng.tp_offset + h_local), (rng.sp_offset, rng.sp_offset + o_local)
 
 
-def mask_is_block(res: dict, one: dict, rk: dict) -> bool:
+def mask_is_block(res: core.SpLayerResult, one: core.SpRank, rk: core.SpRank) -> bool:
     """Whether rank rk's two masks are its blocks of the one-device masks."""
-    (a, b), (c, d) = rk["seq_range"], rk["ffn_range"]
-    return bool(np.array_equal(rk["keep_H"], one["keep_H"][:, :, c:d])
-                and np.array_equal(rk["keep_O"], one["keep_O"][:, a:b]))
+    (a, b), (c, d) = rk.seq_range, rk.ffn_range
+    return bool(np.array_equal(rk.keep_H, one.keep_H[:, :, c:d])
+                and np.array_equal(rk.keep_O, one.keep_O[:, a:b]))
 
 
 def _mask(m: np.ndarray, owner: int | None) -> dict:
@@ -234,37 +234,37 @@ def _mask(m: np.ndarray, owner: int | None) -> dict:
     return _grid(m.astype(np.float64), owner, 1.0, 0)
 
 
-def _masks_table(res: dict, one: dict) -> dict:
+def _masks_table(res: core.SpLayerResult, one: core.SpRank) -> dict:
     rows = []
-    for rk in res["ranks"]:
+    for rk in res.ranks:
         (h0, h1), (o0, o1) = mask_counters(res, rk)
-        rows.append([tree.rank_tag(rk["rank"]), id_range(h0, h1), _mask(rk["keep_H"], rk["rank"]), id_range(o0, o1),
-                     _mask(rk["keep_O"], rk["rank"]), CHECK[mask_is_block(res, one, rk)]])
-    n_h = one["keep_H"].size
-    foot = [[label("label.sp_one_device"), id_range(0, n_h), _mask(one["keep_H"], None),
-             id_range(n_h, n_h + one["keep_O"].size), _mask(one["keep_O"], None), ""]]
+        rows.append([tree.rank_tag(rk.rank), id_range(h0, h1), _mask(rk.keep_H, rk.rank), id_range(o0, o1),
+                     _mask(rk.keep_O, rk.rank), CHECK[mask_is_block(res, one, rk)]])
+    n_h = one.keep_H.size
+    foot = [[label("label.sp_one_device"), id_range(0, n_h), _mask(one.keep_H, None),
+             id_range(n_h, n_h + one.keep_O.size), _mask(one.keep_O, None), ""]]
     return table("cap.sp_masks", ["col.rank", "col.sp_h_counters", "col.sp_h_mask", "col.sp_o_counters",
                                   "col.sp_o_mask", "col.sp_mask_is_block"], rows, foot)
 
 
-def _check_table(res: dict) -> dict:
+def _check_table(res: core.SpLayerResult) -> dict:
     rows = []
     for k in core.RESULT_KEYS:
-        err, tol = res["max_abs_err"][k], res["tolerances"][k]
-        shape = np.shape(res["reference"][k])
+        err, tol = res.max_abs_err[k], res.tolerances[k]
+        shape = np.shape(getattr(res.reference, k))
         rows.append([QUANTITY[k], "×".join(fmt.integer(s) for s in shape) or "1", fmt.within(err, tol),
-                     CHECK[err <= tol], fmt.within(res["plain_tp"]["max_abs_err"][k], tol)])
+                     CHECK[err <= tol], fmt.within(res.plain_tp.max_abs_err[k], tol)])
     return table("cap.sp_check", ["col.sp_quantity", "col.shape", "col.sp_err_sp", "col.sp_within",
                                   "col.sp_err_tp"], rows)
 
 
-def _notes(res: dict, c: dict) -> dict:
-    m, tp, seq = c["mistake"], res["tp"], res["seq"]
+def _notes(res: core.SpLayerResult, c: dict) -> dict:
+    m, tp, seq = c["mistake"], res.tp, res.seq
     worst = worst_err(res)
     notes = {"sp-mistake": label(f"note.sp_mistake_{m.replace('-', '_')}", err=worst, tp=fmt.integer(tp))}
     if m == "gather-wrong-dim" and seq == tp:
         notes["sp-noop"] = label("note.sp_gather_noop", seq=fmt.integer(seq), tp=fmt.integer(tp))
-    if res["dropout"] > 0:
+    if res.dropout > 0:
         notes["sp-dropout"] = label("note.sp_dropout", p=c["dropout"], tp=fmt.integer(tp))
     return notes
 
@@ -288,11 +288,11 @@ def render_sp_layer(values: dict, lang: str) -> dict:
         "tables": tables,
         "figures": {"sp-layer": figure_sp(c["step"], res, one), "sp-ln": figure_ln(res)},
         "values": {
-            "sp-loss": fmt.num(res["sharded"]["loss"]),
-            "sp-reference-loss": fmt.num(res["reference"]["loss"]),
+            "sp-loss": fmt.num(res.sharded.loss),
+            "sp-reference-loss": fmt.num(res.reference.loss),
             "sp-max-err": worst_err(res),
-            "sp-sent": fmt.num(res["comm_per_rank"]["block"]),
-            "tp-sent": fmt.num(res["plain_tp"]["comm_per_rank"]["block"]),
+            "sp-sent": fmt.num(res.comm_per_rank["block"]),
+            "tp-sent": fmt.num(res.plain_tp.comm_per_rank["block"]),
         },
         "notes": notes,
     }
