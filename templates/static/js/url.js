@@ -126,7 +126,9 @@ export function writeUrl(demo) {
     if (url !== window.location.pathname + window.location.search + window.location.hash) {
       try { history.replaceState(history.state, "", url); } catch (err) { /* file:// and the like */ }
     }
-    updateLangLinks();
+    // In the next frame, not in the change's own task: it reads where the header is, which would
+    // lay the page out before the answer is even asked for (the frame lays it out anyway).
+    requestAnimationFrame(updateLangLinks);
   };
   if (wait === 0) write(); else writeTimer = setTimeout(write, wait);
 }
