@@ -6,7 +6,8 @@ What is compared with what:
 - the states the page sends along (recorded by wrapping ``Worker.postMessage`` in the test, the
   page itself unchanged) = the neighbours worked out here from the section's Control records:
   each enabled control one choice / one slider step either way, the control just moved first;
-- once ready, every demo asks for its current state (the form's values) once;
+- once ready, each demo asks for its current state (the form's values) once, when it comes near
+  the screen (not every demo of the page at once);
 - the tables shown for a state the worker had computed ahead = ``tpmath.views.render`` in CPython.
 """
 
@@ -68,15 +69,30 @@ def live(new_context, site_url):
     page.close()
 
 
-def test_once_ready_each_demo_asks_for_the_state_it_shows(live):
-    sent = live.page.evaluate(SENT_JS)
-    forms = live.page.eval_on_selector_all(
-        ".demo[data-section] form.controls",
-        "fs => fs.map(f => [f.closest('.demo').dataset.section, "
-        "Object.fromEntries(Array.from(f.elements).filter(e => e.name).map(e => [e.name, e.value]))])")
-    ahead = [(m["section"], m["next"]) for m in sent if m["type"] == "ahead"]
-    assert ahead == [(s, [v]) for s, v in forms], ahead
+FORMS_JS = """() => Object.fromEntries(Array.from(document.querySelectorAll(".demo[data-section] form.controls"))
+  .map(f => [f.closest('.demo').dataset.section,
+             Object.fromEntries(Array.from(f.elements).filter(e => e.name).map(e => [e.name, e.value]))]))"""
+
+
+def test_each_demo_asks_for_the_state_it_shows_once_near_the_screen(live):
+    page = live.page
+    forms = page.evaluate(FORMS_JS)
     assert len(forms) >= 8
+    page.wait_for_function("() => window.__sent.some(m => m.type === 'ahead')")
+    first = [(m["section"], m["next"]) for m in page.evaluate(SENT_JS) if m["type"] == "ahead"]
+    # At the top of the page: the demos near the first screen, not every demo of the page.
+    assert first and len(first) < len(forms), first
+    assert all(nxt == [forms[s]] for s, nxt in first), first
+    last = list(forms)[-1]
+    assert last not in dict(first)
+    page.locator(f'.demo[data-section="{last}"]').scroll_into_view_if_needed()
+    page.wait_for_function("(s) => window.__sent.some(m => m.type === 'ahead' && m.section === s)", arg=last)
+    later = [(m["section"], m["next"]) for m in page.evaluate(SENT_JS) if m["type"] == "ahead"]
+    assert (last, [forms[last]]) in later
+    # once per demo
+    sections = [s for s, _ in first + later]
+    assert len(sections) == len(set(sections)), sections
+    page.evaluate("window.scrollTo(0, 0)")
 
 
 def test_the_states_one_step_away_go_with_each_request_and_their_answers_are_cpythons(live):

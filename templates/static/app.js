@@ -87,10 +87,32 @@ setupPydemos(runtime);
 setupLayout();
 document.addEventListener("tp-rendered", (ev) => remark(ev.target));
 
+/* Once ready, each demo near the screen (or one of its figure blocks) has the worker compute its
+ * shown state, once: the demos a reader is about to use, not all of them at once (a phone's CPU,
+ * and a first change right after ready would wait behind the others). */
+let warmer = null;
+function warmNearScreen() {
+  if (warmer || typeof IntersectionObserver !== "function") return;
+  const owner = new Map();
+  for (const d of demos) for (const el of [d.el, ...d.mirrors.map((m) => m.el)]) owner.set(el, d);
+  const warmed = new Set();
+  warmer = new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      const d = owner.get(e.target);
+      if (!e.isIntersecting || !d || warmed.has(d)) continue;
+      warmed.add(d);
+      d.warm();
+      for (const el of [d.el, ...d.mirrors.map((m) => m.el)]) warmer.unobserve(el);
+    }
+  }, { rootMargin: "50% 0px" });
+  for (const el of owner.keys()) warmer.observe(el);
+}
+
 runtime.subscribe((state) => {
   if (state === "ready") {
     if (demos.length) whenStrings();   // the first live answer's cells are keys
     for (const d of demos) d.flush();
+    warmNearScreen();
   }
   else if (runtime.final) for (const d of demos) d.stop();
   else for (const d of demos) {   // the pending note names what it waits for

@@ -231,10 +231,15 @@ export class Demo {
     loadResults(this.resultsUrl).then(answer);
   }
 
-  /** The runtime became ready: send what is waiting, then have the worker compute the state the
-   * tables show (it imports the section's view module: the first change need not). */
+  /** The runtime became ready: send what is waiting. */
   flush() {
     if (this.dirty) this.request();
+  }
+
+  /** Have the worker compute the state the tables show (it imports the section's view module:
+   * the reader's first change need not wait for that).  app.js calls it once, when the demo
+   * comes near the screen with the runtime ready. */
+  warm() {
     this.runtime.tell({ type: "ahead", section: this.name, lang: pageLang(), next: [this.values()] });
   }
 
