@@ -314,6 +314,8 @@ REGISTRY: dict[str, Collective] = {c.name: c for c in (
 )}
 
 NAMES = tuple(REGISTRY)
+# the collectives that take a root (the help of --root lists them)
+ROOTED = tuple(name for name, c in REGISTRY.items() if c.root)
 # NCCL's own spelling, for tables and explanations.
 NCCL_NAMES = {name: c.nccl for name, c in REGISTRY.items()}
 
