@@ -149,3 +149,37 @@ def test_real_runner_help_is_content_in_both_languages(lang):
                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert out.returncode == 0
     assert " ".join(said["cli.real.vocab-ce.about"].split()) in " ".join(out.stdout.split())
+
+
+def _valued_options(parser: argparse.ArgumentParser, where: str):
+    """(where, dest) of every option of every sub-command of ``parser`` that takes a value argparse
+    does not check itself (no ``choices=``): the values the core validates and errors name.  (The
+    top level's only option, --lang, is taken off the line before parsing, with its own message.)"""
+    for name, sub in _commands(parser).items():
+        for action in sub._actions:
+            if isinstance(action, argparse._StoreAction) and action.choices is None:
+                yield f"{where} {name}", action.dest
+
+
+def test_every_option_an_error_can_name_has_a_name_in_every_language():
+    """An error calls an option ``name.<dest>`` (content/i18n/<lang>.errors.toml); without it the
+    reader sees the bare key (``error: name.multiplier must be …``).  A matrix option is named by
+    its symbol (``--w1``: ``name.W1``).  Options from the parsers: every command, every topic."""
+    import tomllib
+
+    from tpmath import ranks
+    from tpmath.real.__main__ import build_parser as build_real
+
+    options = [*_valued_options(build_parser("en"), "python -m tpmath"),
+               *_valued_options(build_real("en"), "tpmath.real")]
+    # the real runner's options are its records' (nothing the parser adds on its own escapes the check)
+    assert {(f"tpmath.real {t}", o.dest) for t, topic in ranks.TOPICS.items() for o in topic.options
+            if not o.flag} <= set(options)
+    assert len(options) > 50, options
+    langs = i18n.languages()
+    assert len(langs) >= 2
+    for lang in langs:
+        path = ROOT / "content" / "i18n" / f"{lang}.errors.toml"
+        names = tomllib.loads(path.read_text(encoding="utf-8"))["name"]
+        missing = sorted({(where, dest) for where, dest in options if dest not in names and dest.upper() not in names})
+        assert missing == [], f"{path.name} lacks name.<dest> for {missing}"

@@ -301,3 +301,25 @@ def test_registry_is_the_one_table():
         assert ranks.collective_call(name, "sum", 1).startswith(spec.torch_call + "(")
         for lang in ("en", "zh"):
             assert spec.option_key in strings[lang] and spec.note_key in strings[lang], (name, lang)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_record_facts_match_its_simulation(name):
+    """``splits_input`` and ``reads_root_input_only`` (which the figure draws from) are what the
+    simulation does: a wrong flag on a new record fails here, not as a silently wrong figure."""
+    spec = collectives.REGISTRY[name]
+    odd = [np.arange(1.0, 4.0) * 10.0 ** r for r in range(2)]       # 2 ranks × (3,): 2 does not divide 3
+    if spec.splits_input:
+        with pytest.raises(TPMathError):
+            collective(name, odd)
+    else:
+        assert len(collective(name, odd)) == 2
+    n, root = 3, 1
+    base = collectives.example_inputs(n)
+    for r in range(n):
+        moved = [b.copy() for b in base]
+        moved[r] = moved[r] + 7.0
+        same = all((a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+                   for a, b in zip(collective(name, base, root=root), collective(name, moved, root=root)))
+        # rank r's input is read iff changing it changes some rank's output
+        assert same == (spec.reads_root_input_only and r != root), (name, r)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tpmath import TPMathError
+from tpmath import TPMathError, collectives
 from tpmath.mlp import default_inputs
 from tpmath import fmt
 from tpmath.i18n import text
@@ -542,8 +542,7 @@ SETTINGS = {
     "backward": [{}],
     "dp-tp": [{}],
     "precision": [{"dtype": d} for d in ("float64", "float32", "float16")],
-    "collectives": [{"collective": c, "op": "max"} for c in ("all-reduce", "reduce", "broadcast", "all-gather",
-                                                            "reduce-scatter", "all-to-all", "gather", "scatter")],
+    "collectives": [{"collective": c, "op": "max"} for c in collectives.NAMES],
     "mismatch": [{"scenario": s} for s in ("ok", "order_swapped", "early_exit", "shape_mismatch", "dtype_mismatch",
                                           "group_mismatch", "cross_group_deadlock")],
     "ring": [{"algorithm": "ring"}, {"algorithm": "tree", "ranks": "7"}, {"count": 100}],

@@ -113,10 +113,20 @@ def quiet_on_closed_pipe(main: Callable[[], int]) -> int:
         return 1
 
 
+class Series(tuple):
+    """Values a help string names in running text: joined with the language's ``cli.series_sep``
+    (", " in English, "、" in Chinese), where a plain list of values (``{choices}``) is quoted
+    comma-separated in every language."""
+
+
 def say_help(key: str, lang: str, **args) -> str:
-    """A help string in ``lang``; a list of values is quoted comma-separated.  (argparse
-    %-formats help strings, so a literal % is doubled.)"""
-    args = {k: ", ".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v) for k, v in args.items()}
+    """A help string in ``lang``; a list of values is quoted comma-separated, a :class:`Series`
+    in the language's way.  (argparse %-formats help strings, so a literal % is doubled.)"""
+    def said(v) -> str:
+        if isinstance(v, Series):
+            return i18n.text(Text("cli.series_sep"), lang).join(map(str, v))
+        return ", ".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v)
+    args = {k: said(v) for k, v in args.items()}
     return i18n.text(Text(key, **args), lang).replace("%", "%%")
 
 

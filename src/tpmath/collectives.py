@@ -28,7 +28,7 @@ the sum divided by n.  Nothing here models time or bytes: see ``schedules``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from functools import reduce as _fold
 from typing import Any, Callable, Sequence
 
@@ -251,7 +251,9 @@ class Collective:
     """Everything the project knows about one collective; every other table derives from here.
 
     Adding a collective is one record below plus its strings (``opt.collective.<key>`` and
-    ``note.coll_<key>`` in content/i18n; see ARCHITECTURE.md).
+    ``note.coll_<key>`` in content/i18n; see ARCHITECTURE.md).  ``splits_input`` and
+    ``reads_root_input_only`` are keyword-only (the figure draws the blocks and the unread inputs from
+    them; tests/test_collectives.py checks them against ``simulate``).
     """
 
     name: str                                  # the CLI's and the page's name: "all-reduce"
@@ -263,6 +265,9 @@ class Collective:
     reference: Callable                        # (S (n, L), red (L,), root) -> per-rank outputs
     torch_call: str                            # the torch.distributed function a rank calls
     run_torch: Callable                        # (ctx, x, torch op, root) -> this rank's output
+    _: KW_ONLY
+    splits_input: bool                         # each rank's input is cut into one block per rank
+    reads_root_input_only: bool                # only the root's input is read (others' are ignored)
 
     @property
     def key(self) -> str:
@@ -280,27 +285,37 @@ class Collective:
 
 REGISTRY: dict[str, Collective] = {c.name: c for c in (
     Collective("all-reduce", "AllReduce", True, None, _all_ranks_move_twice, _all_reduce,
-               lambda S, red, root: [red] * len(S), "all_reduce", _torch_in_place("all_reduce")),
+               lambda S, red, root: [red] * len(S), "all_reduce", _torch_in_place("all_reduce"),
+               splits_input=False, reads_root_input_only=False),
     Collective("reduce", "Reduce", True, "dst", _one_copy, _reduce,
                lambda S, red, root: [red if r == root else None for r in range(len(S))],
-               "reduce", _torch_in_place("reduce", root="dst")),
+               "reduce", _torch_in_place("reduce", root="dst"),
+               splits_input=False, reads_root_input_only=False),
     Collective("broadcast", "Broadcast", False, "src", _one_copy, _broadcast,
-               lambda S, red, root: [S[root]] * len(S), "broadcast", _torch_in_place("broadcast", root="src")),
+               lambda S, red, root: [S[root]] * len(S), "broadcast", _torch_in_place("broadcast", root="src"),
+               splits_input=False, reads_root_input_only=True),
     Collective("all-gather", "AllGather", False, None, _all_ranks_move_once, _all_gather,
-               lambda S, red, root: [S.reshape(-1)] * len(S), "all_gather_into_tensor", _torch_all_gather),
+               lambda S, red, root: [S.reshape(-1)] * len(S), "all_gather_into_tensor", _torch_all_gather,
+               splits_input=False, reads_root_input_only=False),
     Collective("reduce-scatter", "ReduceScatter", True, None, _all_ranks_move_once, _reduce_scatter,
-               lambda S, red, root: list(red.reshape(len(S), -1)), "reduce_scatter_tensor", _torch_reduce_scatter),
+               lambda S, red, root: list(red.reshape(len(S), -1)), "reduce_scatter_tensor", _torch_reduce_scatter,
+               splits_input=True, reads_root_input_only=False),
     Collective("all-to-all", "AlltoAll", False, None, _all_ranks_move_once, _all_to_all,
                lambda S, red, root: [_blocks(S)[:, r].reshape(-1) for r in range(len(S))], "all_to_all_single",
-               _torch_all_to_all),
+               _torch_all_to_all,
+               splits_input=True, reads_root_input_only=False),
     Collective("gather", "Gather", False, "dst", _all_ranks_move_once, _gather,
                lambda S, red, root: [S.reshape(-1) if r == root else None for r in range(len(S))], "gather",
-               _torch_gather),
+               _torch_gather,
+               splits_input=False, reads_root_input_only=False),
     Collective("scatter", "Scatter", False, "src", _all_ranks_move_once, _scatter,
-               lambda S, red, root: list(S[root].reshape(len(S), -1)), "scatter", _torch_scatter),
+               lambda S, red, root: list(S[root].reshape(len(S), -1)), "scatter", _torch_scatter,
+               splits_input=True, reads_root_input_only=True),
 )}
 
 NAMES = tuple(REGISTRY)
+# the collectives that take a root (the help of --root lists them)
+ROOTED = tuple(name for name, c in REGISTRY.items() if c.root)
 # NCCL's own spelling, for tables and explanations.
 NCCL_NAMES = {name: c.nccl for name, c in REGISTRY.items()}
 

@@ -7,12 +7,13 @@ entry per rank, ``null`` where a rank receives nothing).
 
 from __future__ import annotations
 
-from ..collectives import NAMES, OPS, run_collective
+from ..collectives import NAMES, OPS, ROOTED, run_collective
 from ..validate import as_array, as_choice
 
 NAME = "collective"
 # what the help strings (content/i18n/<lang>.cli.toml) quote, per option
-HELP_ARGS = {"about": {"names": NAMES}, "name": {"choices": NAMES}, "op": {"choices": OPS}}
+HELP_ARGS = {"about": {"names": NAMES}, "name": {"choices": NAMES}, "op": {"choices": OPS},
+             "root": {"rooted": "/".join(ROOTED)}}
 
 
 def add_arguments(parser) -> None:

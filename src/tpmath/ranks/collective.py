@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import collectives
+from ..cmdline import Series
 from ..validate import as_int
 from .output import exact_verdict, tolerance, verdict
 from .topic import Topic, opts
@@ -84,4 +85,5 @@ def _expected_collective(p: dict) -> tuple[list, list]:
 
 TOPICS = (Topic("collective", opts(("name", "all-reduce"), ("ranks", "2"), ("op", "sum"), ("root", "0")),
                 _plan_collective, _expected_collective, real_module="collective",
-                help_args={"name": {"choices": collectives.NAMES}, "op": {"choices": collectives.OPS}}),)
+                help_args={"name": {"choices": collectives.NAMES}, "op": {"choices": collectives.OPS},
+                           "root": {"rooted": Series(collectives.ROOTED)}}),)

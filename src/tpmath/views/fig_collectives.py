@@ -2,9 +2,9 @@
 
 ``collectives``: NCCL's picture of a collective.  One lane per rank: the input buffer
 ("before") on the left, the output buffer ("after") on the right, and between them what
-moves.  A buffer is drawn in the blocks the collective moves (AlltoAll, ReduceScatter and
-Scatter cut it into one block per rank; AllGather and Gather deliver one block per rank), one
-block per row, so every block has its own arrow.  Cells are tinted by the rank the data
+moves.  A buffer is drawn in the blocks the collective moves (one block per rank when the
+record says ``splits_input``, as AlltoAll, ReduceScatter and Scatter; AllGather and Gather
+deliver one block per rank), one block per row, so every block has its own arrow.  Cells are tinted by the rank the data
 came from and framed by the rank that holds it; a reduction's inputs are *partial* terms
 (dashed frames) and its output is *final* (its own fill): every input enters the reduction
 node, the result leaves it.
@@ -32,8 +32,6 @@ from .fig_kit import (PAD, ROW_H, arrow, badge, cell_w, curve, group, key, line,
                       single, two_widths)
 from .tree import rank_attrs, text
 
-_SPLIT_IN = ("reduce-scatter", "all-to-all", "scatter")     # inputs cut into one block per rank
-_ROOT_ONLY_INPUT = ("broadcast", "scatter")                  # only the root's input is read
 _OP_SYMBOL = {"sum": "Σ", "avg": "Σ ÷ n", "max": "max", "min": "min", "prod": "Π"}
 BLOCK_GAP = 4.0          # between the blocks of one buffer
 LANE_GAP = 12.0          # between the lanes of two ranks
@@ -107,18 +105,19 @@ def _plan(res: CollectiveResult) -> dict:
     name, nr = res.name, res.n
     inputs = [np.asarray(b, dtype=np.float64).ravel() for b in res.inputs]
     length = inputs[0].size
-    size = length // nr if name in _SPLIT_IN else length          # the block a collective moves
+    spec = core.REGISTRY[name]
+    size = length // nr if spec.splits_input else length          # the block a collective moves
     blocks_in = [_blocks(b, size) for b in inputs]
-    reduces = core.REGISTRY[name].reduces
+    reduces = spec.reduces
     lanes = []
     for j, out in enumerate(res.outputs):
-        used = name not in _ROOT_ONLY_INPUT or j == res.root
+        used = not spec.reads_root_input_only or j == res.root
         if out is None:
             lanes.append({"in_used": used, "out": None, "src": []})
             continue
         ob = _blocks(np.asarray(out, dtype=np.float64).ravel(), size)
         if reduces:
-            src = [("op", j if name in _SPLIT_IN else s) for s in range(len(ob))]
+            src = [("op", j if spec.splits_input else s) for s in range(len(ob))]
         else:
             src = [("copy",) + found if found else None for found in _provenance(blocks_in, ob)]
         lanes.append({"in_used": used, "out": ob, "src": src})
