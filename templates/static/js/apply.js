@@ -1,7 +1,8 @@
 /* Applying a section's result to its demo block (DOM contract: ARCHITECTURE.md, "Rendered demo
  * block"): tables (text cells and element-tree cells), values, notes, the real-ranks block and
- * figures.  A part is replaced only when it differs, and whatever text changed is marked for a
- * moment (the "what changed" cue, cue.js). */
+ * figures.  The page is made equal to the result changing only what differs (figures and changed
+ * table rows straight from their element trees, named parts of a drawing matched by name), and
+ * whatever text changed is marked for a moment (the "what changed" cue, cue.js). */
 
 import { cellText, keyText } from "./i18n.js";
 import { build, TreeError, validate } from "./tree.js";
@@ -166,18 +167,20 @@ const treeOf = new WeakMap();
 const KEYED_DEPTH = 2;
 
 /** Make the element `old` (in the page) equal to the element tree `node` (validated): like morph,
- * but straight from the tree -- only the elements of a changed shape are built. */
-function morphTree(old, node, svg, cue, depth) {
+ * but straight from the tree -- only the elements of a changed shape are built.  `keyed`: within
+ * a drawing, the texts its numbers (data-key) had before this change, for the cue: a number is
+ * marked when its own value changed, wherever its element now comes from. */
+function morphTree(old, node, svg, cue, depth, keyed = null) {
   const inSvg = svg || node.t === "svg";
   const kids = "x" in node ? null : node.c || [];
   const key = kids && kids.length && depth <= KEYED_DEPTH ? JSON.stringify(node) : null;
   if (key !== null && treeOf.get(old) === key) return;
   if (kids && kids.length && old.childNodes.length !== old.childElementCount) dropBlank(old);
   if (old.localName !== node.t ||
-      (kids && kids.length ? old.childNodes.length !== kids.length || old.childElementCount !== kids.length
+      (kids && kids.length ? old.childNodes.length !== old.childElementCount || old.childElementCount === 0
                            : old.childElementCount !== 0)) {
     const fresh = build(node, svg);
-    markChanged(old, fresh, cue);
+    if (keyed) cueBuilt(fresh, keyed, cue); else markChanged(old, fresh, cue);
     old.replaceWith(fresh);
     if (key !== null) treeOf.set(fresh, key);
     return;
@@ -187,19 +190,70 @@ function morphTree(old, node, svg, cue, depth) {
   for (const name in attrs) if (old.getAttribute(name) !== attrs[name]) old.setAttribute(name, attrs[name]);
   if (!kids || !kids.length) {
     const text = kids ? "" : cellText(node.x);
-    if (old.textContent !== text) {
-      old.textContent = text;
-      if (cue) cue.push(old);
-    }
+    const was = old.textContent;
+    if (was !== text) old.textContent = text;
+    const k = attrs["data-key"];
+    if (cue && (keyed && k !== undefined ? keyed.has(k) && keyed.get(k) !== text : was !== text)) cue.push(old);
     return;
   }
-  let a = old.firstElementChild;
-  for (const child of kids) {
-    const next = a.nextElementSibling;   // morphTree may replace a
-    morphTree(a, child, inSvg, cue, depth + 1);
-    a = next;
+  if (node.t === "svg" && cue && !keyed) {
+    keyed = new Map();
+    for (const el of old.querySelectorAll("[data-key]")) keyed.set(el.getAttribute("data-key"), el.textContent);
   }
+  morphChildren(old, kids, inSvg, cue, depth, keyed);
   if (key !== null) treeOf.set(old, key);
+}
+
+/** A child's name: its data-part or data-key (groups and numbers of a drawing), else null. */
+function nameOf(get) {
+  const part = get("data-part");
+  return part !== null && part !== undefined ? part : get("data-key") ?? null;
+}
+
+/** Make `old`'s children the trees `kids`.  Named children are matched by name (another rank
+ * count inserts or drops the lanes of the ranks in between: the others keep their elements);
+ * an unnamed child, or one whose name is new, takes the element at its place when that has its
+ * tag and no name still wanted; anything unmatched is built, anything left over removed. */
+function morphChildren(old, kids, inSvg, cue, depth, keyed) {
+  const olds = Array.from(old.children);
+  const wanted = new Set();
+  const named = new Map();   // name -> indices in olds, ascending
+  for (const child of kids) { const n = nameOf((a) => (child.a || {})[a]); if (n !== null) wanted.add(n); }
+  olds.forEach((el, i) => {
+    const n = nameOf((a) => el.getAttribute(a));
+    if (n === null) return;
+    if (!named.has(n)) named.set(n, []);
+    named.get(n).push(i);
+  });
+  let i = 0;
+  for (const child of kids) {
+    const n = nameOf((a) => (child.a || {})[a]);
+    let j = -1;
+    const list = n !== null ? named.get(n) : null;
+    while (list && list.length && list[0] < i) list.shift();
+    if (list && list.length) j = list.shift();
+    else if (i < olds.length && olds[i].localName === child.t && !wanted.has(nameOf((a) => olds[i].getAttribute(a)))) j = i;
+    if (j >= 0) {
+      for (; i < j; i++) olds[i].remove();   // not in the new tree at this place
+      i = j + 1;
+      morphTree(olds[j], child, inSvg, cue, depth + 1, keyed);
+    } else {
+      const fresh = build(child, inSvg);
+      if (keyed) cueBuilt(fresh, keyed, cue);
+      if (i < olds.length) old.insertBefore(fresh, olds[i]); else old.appendChild(fresh);
+    }
+  }
+  for (; i < olds.length; i++) olds[i].remove();
+}
+
+/** Mark the numbers of a built subtree whose value changed (by data-key, against `keyed`). */
+function cueBuilt(fresh, keyed, cue) {
+  if (!cue) return;
+  const els = fresh.hasAttribute("data-key") ? [fresh] : fresh.querySelectorAll("[data-key]");
+  for (const el of els) {
+    const k = el.getAttribute("data-key");
+    if (el.childElementCount === 0 && keyed.has(k) && keyed.get(k) !== el.textContent) cue.push(el);
+  }
 }
 
 /** Make `old` equal to `fresh` (morph), or put `fresh` where a part of its kind goes. */
