@@ -36,14 +36,17 @@ function fillCell(cell, value) {
   }
 }
 
+/** Cell `j` of a body or foot row (the first one is the row's header). */
+function buildCell(value, j) {
+  const cell = document.createElement(j === 0 ? "th" : "td");
+  if (j === 0) cell.setAttribute("scope", "row");
+  fillCell(cell, value);
+  return cell;
+}
+
 function buildRow(row) {
   const tr = document.createElement("tr");
-  row.forEach((value, j) => {
-    const cell = document.createElement(j === 0 ? "th" : "td");
-    if (j === 0) cell.setAttribute("scope", "row");
-    fillCell(cell, value);
-    tr.appendChild(cell);
-  });
+  row.forEach((value, j) => tr.appendChild(buildCell(value, j)));
   return tr;
 }
 
@@ -73,10 +76,7 @@ function morphRow(tr, row, cue) {
         return;
       }
     }
-    const fresh = document.createElement(j === 0 ? "th" : "td");
-    if (j === 0) fresh.setAttribute("scope", "row");
-    fillCell(fresh, value);
-    morph(cell, fresh, cue);
+    morph(cell, buildCell(value, j), cue);
   });
 }
 
@@ -216,9 +216,9 @@ function nameOf(get) {
  * tag and no name still wanted; anything unmatched is built, anything left over removed. */
 function morphChildren(old, kids, inSvg, cue, depth, keyed) {
   const olds = Array.from(old.children);
-  const wanted = new Set();
+  const names = kids.map((child) => nameOf((a) => (child.a || {})[a]));
+  const wanted = new Set(names.filter((n) => n !== null));
   const named = new Map();   // name -> indices in olds, ascending
-  for (const child of kids) { const n = nameOf((a) => (child.a || {})[a]); if (n !== null) wanted.add(n); }
   olds.forEach((el, i) => {
     const n = nameOf((a) => el.getAttribute(a));
     if (n === null) return;
@@ -226,8 +226,8 @@ function morphChildren(old, kids, inSvg, cue, depth, keyed) {
     named.get(n).push(i);
   });
   let i = 0;
-  for (const child of kids) {
-    const n = nameOf((a) => (child.a || {})[a]);
+  kids.forEach((child, k) => {
+    const n = names[k];
     let j = -1;
     const list = n !== null ? named.get(n) : null;
     while (list && list.length && list[0] < i) list.shift();
@@ -242,7 +242,7 @@ function morphChildren(old, kids, inSvg, cue, depth, keyed) {
       if (keyed) cueBuilt(fresh, keyed, cue);
       if (i < olds.length) old.insertBefore(fresh, olds[i]); else old.appendChild(fresh);
     }
-  }
+  });
   for (; i < olds.length; i++) olds[i].remove();
 }
 

@@ -153,8 +153,7 @@ export class Demo {
     if (!this.runtime.ready && this.resultsUrl) loadResults(this.resultsUrl);
     // With the runtime ready: have it compute the states one step away now (the section's first
     // one also imports its view module, the slowest answer of a visit).
-    const values = this.values();
-    this.runtime.tell({ type: "ahead", section: this.name, lang: pageLang(), next: this.statesBeside(values) });
+    this.runtime.tell({ type: "ahead", section: this.name, lang: pageLang(), next: this.statesBeside(this.values()) });
     whenStrings();
   }
 

@@ -208,12 +208,12 @@ export class Runtime {
     whenIdle(() => { if (worker && worker === this.worker) worker.postMessage({ type: "idle" }); });
   }
 
-  /** Send a request ({type, ...}: an id is added); null when the runtime is not ready. */
   /** Post a message that has no answer (dropped unless ready). */
   tell(msg) {
     if (this.ready && this.worker) this.worker.postMessage(msg);
   }
 
+  /** Send a request ({type, ...}: an id is added); null when the runtime is not ready. */
   send(msg, reply, lost) {
     if (!this.ready || !this.worker) return null;
     const id = this.nextId++;
