@@ -5,7 +5,8 @@ the worker computed ahead are the ones CPython computes.
 What is compared with what:
 - the states the page sends along (recorded by wrapping ``Worker.postMessage`` in the test, the
   page itself unchanged) = the neighbours worked out here from the section's Control records:
-  each enabled control one choice / one slider step either way, the control just moved first;
+  each enabled control one choice / one slider step either way, the control just moved first and
+  its next step the way it moved first;
 - once ready, each demo asks for its current state (the form's values) once, when it comes near
   the screen (not every demo of the page at once);
 - the tables shown for a state the worker had computed ahead = ``tpmath.views.render`` in CPython.
@@ -44,15 +45,17 @@ IDLE_JS = """(demo) => new Promise(resolve => {
 })"""
 
 
-def neighbours(section: str, values: dict, first: str | None = None) -> list[dict]:
-    """Each select-like control one option either way (next first), ``first``'s before the rest."""
+def neighbours(section: str, values: dict, first: str | None = None, down: bool = False) -> list[dict]:
+    """Each select-like control one option either way (next first), ``first``'s before the rest;
+    ``down``: ``first`` was just moved down, so its previous option comes first."""
     controls = [c for c in views.sections()[section].controls if c.options]
     controls.sort(key=lambda c: c.name != first)       # stable: form order otherwise
     out = []
     for c in controls:
         opts = [str(o) for o in c.options]
         i = opts.index(str(values[c.name]))
-        out += [{**values, c.name: opts[j]} for j in (i + 1, i - 1) if 0 <= j < len(opts)]
+        order = (i - 1, i + 1) if down and c.name == first else (i + 1, i - 1)
+        out += [{**values, c.name: opts[j]} for j in order if 0 <= j < len(opts)]
     return out
 
 
@@ -121,9 +124,21 @@ def test_the_states_one_step_away_go_with_each_request_and_their_answers_are_cpy
         assert [m["controls"] for m in renders] == [want_controls]
         # The first change follows the static page (nothing answered yet): form order; after
         # that the control just moved comes first.
-        assert renders[0]["next"] == neighbours(section, want_controls, first="stage" if n == 2 else None)
+        assert renders[0]["next"] == neighbours(section, want_controls, first="stage" if n == 2 else None,
+                                                down=step == -1)
         # The second state was computed ahead by the first request (it is one step from it);
         # either way what the page shows is CPython's answer.
         assert diff(f"en {section} stage={want_controls['stage']}", state,
                     expected(section, want_controls, "en")) == []
+    # Turning back: the control goes on the way it now moves, so its other neighbour comes first.
+    back = "ArrowLeft" if key == "ArrowRight" else "ArrowRight"
+    page.evaluate(SENT_JS)
+    page.keyboard.press(back)
+    page.evaluate(IDLE_JS, demo)
+    want_controls = {**start, "stage": opts[i + step]}
+    assert live.snapshot(section)["controls"] == want_controls
+    renders = [m for m in page.evaluate(SENT_JS) if m["type"] == "render"]
+    assert [m["controls"] for m in renders] == [want_controls]
+    assert renders[0]["next"] == neighbours(section, want_controls, first="stage", down=back == "ArrowLeft")
+    assert renders[0]["next"][0]["stage"] == opts[i]      # where the reader is heading
     assert live.errors == []

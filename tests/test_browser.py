@@ -85,7 +85,11 @@ SNAPSHOT_JS = "(demo) => { " + SNAPSHOT_FN + " return snapshot(demo); }"
 
 # Set control values the way a reader does (value + change event), wait until the section's
 # result is applied (aria-busy removed), return the snapshot: one round trip.
-SET_JS = """async ([demo, values]) => { """ + SNAPSHOT_FN + """
+# The page's next idle time: a figure's hidden drawing (fig-wide / fig-narrow, the one the window
+# does not show) is made equal to its tree then (js/apply.js, "drawLater"); a test reads the DOM
+# the page settles in.
+SETTLED_FN = "const settled = () => new Promise(r => requestIdleCallback(() => r(), {timeout: 3000}));"
+SET_JS = """async ([demo, values]) => { """ + SNAPSHOT_FN + SETTLED_FN + """
   const form = demo.querySelector("form.controls");
   let last = null;
   for (const [name, value] of Object.entries(values)) { form.elements[name].value = value; last = form.elements[name]; }
@@ -96,6 +100,7 @@ SET_JS = """async ([demo, values]) => { """ + SNAPSHOT_FN + """
       obs.observe(demo, {attributes: true, attributeFilter: ["aria-busy"]});
     });
   }
+  await settled();
   return snapshot(demo);
 }"""
 

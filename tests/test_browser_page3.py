@@ -21,6 +21,7 @@ import pytest
 
 from tpmath import views
 from tpmath import fmt
+from test_browser import SETTLED_FN
 
 pytestmark = pytest.mark.browser
 
@@ -63,7 +64,7 @@ SNAPSHOT_FN = """function snapshot(demo) {
           options: Array.from(form.querySelectorAll("option")).map(o => [o.value, o.disabled, o.textContent]),
           controls: Object.fromEntries(Array.from(form.elements).filter(e => e.name).map(e => [e.name, e.value]))};
 }"""
-SET_JS = """async ([demo, values]) => { """ + SNAPSHOT_FN + """
+SET_JS = """async ([demo, values]) => { """ + SNAPSHOT_FN + SETTLED_FN + """
   const form = demo.querySelector("form.controls");
   let last = null;
   for (const [name, value] of Object.entries(values)) { form.elements[name].value = value; last = form.elements[name]; }
@@ -74,6 +75,7 @@ SET_JS = """async ([demo, values]) => { """ + SNAPSHOT_FN + """
     const obs = new MutationObserver(() => { if (done()) { obs.disconnect(); resolve(); } });
     obs.observe(demo, {attributes: true, attributeFilter: ["aria-busy", "data-state"]});
   });
+  await settled();
   return snapshot(demo);
 }"""
 SNAP_JS = "(demo) => { " + SNAPSHOT_FN + " return snapshot(demo); }"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from test_browser import BOOT_TIMEOUT_MS, LivePage, cli, diff, expected  # noqa: F401
+from test_browser import BOOT_TIMEOUT_MS, SETTLED_FN, LivePage, cli, diff, expected  # noqa: F401
 from tpmath import fmt
 
 pytestmark = pytest.mark.browser
@@ -199,7 +199,8 @@ SER_FN = """function ser(el) {
   const kids = Array.from(el.children);
   return [ns + el.localName, attrs, kids.length ? kids.map(ser) : el.textContent];
 }"""
-FIGURES_JS = "(demo) => { " + SER_FN + """
+FIGURES_JS = "async (demo) => { " + SER_FN + SETTLED_FN + """
+  await settled();
   return Object.fromEntries(Array.from(demo.querySelectorAll("figure[data-figure]")).filter(f => !f.hidden)
     .map(f => [f.getAttribute("data-figure"), ser(f)])); }"""
 

@@ -514,3 +514,13 @@ def test_a_third_language_is_content_files_only(tmp_path):
     assert 'href="xx/index.html"' in (out / "index.html").read_text(encoding="utf-8")
     with zipfile.ZipFile(next((out / "download").glob("*.whl"))) as zf:
         assert "tpmath/i18n/xx.errors.toml" in zf.namelist()
+
+
+def test_the_page_knows_which_drawing_the_stylesheet_shows():
+    """js/apply.js makes the shown one of a figure's two drawings equal to its tree first: its
+    phone breakpoint must be the stylesheet's, where fig-narrow replaces fig-wide."""
+    css = (ROOT / "templates" / "static" / "style.css").read_text(encoding="utf-8")
+    js = (ROOT / "templates" / "static" / "js" / "apply.js").read_text(encoding="utf-8")
+    swap = re.search(r"@media (\([^)]*\)) \{\s*\.tp-figure \.fig-wide \{ display: none; \}", css)
+    phone = re.search(r'const PHONE = "([^"]*)"', js)
+    assert swap and phone and swap.group(1) == phone.group(1), (swap, phone)

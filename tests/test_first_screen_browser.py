@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import BOOT_TIMEOUT_MS, SNAPSHOT_JS, diff, expected
+from test_browser import BOOT_TIMEOUT_MS, SETTLED_FN, SNAPSHOT_JS, diff, expected
 
 pytestmark = pytest.mark.browser
 
@@ -70,7 +70,8 @@ CHANGE_IN_JS = """async ([form, name, value]) => {
   el.dispatchEvent(new Event("change", {bubbles: true}));
   return await done;
 }"""
-FIGURES_JS = """() => {
+FIGURES_JS = "async () => { " + SETTLED_FN + """
+  await settled();
   const clean = (f) => { const c = f.cloneNode(true);
     for (const e of [c, ...c.querySelectorAll('.tp-changed')]) { e.classList.remove('tp-changed');
       if (e.getAttribute('class') === '') e.removeAttribute('class'); } return c.outerHTML; };

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import (BOOT_TIMEOUT_MS, CJK, SET_JS, LivePage, cell_text, context, diff,  # noqa: F401
+from test_browser import (BOOT_TIMEOUT_MS, CJK, SET_JS, SETTLED_FN, LivePage, cell_text, context, diff,  # noqa: F401
                           expected, expected_error, html_files, live_pages, strings)
 from tpmath import views
 from tpmath.views import tree
@@ -59,7 +59,8 @@ SER_FN = """function ser(el) {
   const kids = Array.from(el.children);
   return [ns + el.localName, attrs, kids.length ? kids.map(ser) : el.textContent];
 }"""
-FIGURES_JS = "(demo) => { " + SER_FN + """
+FIGURES_JS = "async (demo) => { " + SER_FN + SETTLED_FN + """
+  await settled();
   return Object.fromEntries(Array.from(demo.querySelectorAll("figure[data-figure]")).filter(f => !f.hidden)
     .map(f => [f.getAttribute("data-figure"), ser(f)])); }"""
 STATE_JS = """(demo) => Object.fromEntries(Array.from(demo.querySelector("form.controls").elements).filter(e => e.name)
@@ -169,6 +170,46 @@ def test_static_figures_equal_live_figures_and_cpython_trees(opened):
         checked += 1
     assert checked >= 4, "no figure was compared"
     assert problems == [], "\n".join(problems)
+
+
+# Change the mlp demo's tp and read its two drawings at once, then after `then` ran in the
+# same task ("" = nothing, or an event dispatched), then once the page is idle.
+DRAWINGS_JS = "async ([tp, then]) => { " + SER_FN + SETTLED_FN + """
+  const demo = document.querySelector('.demo[data-section="mlp"]');
+  const fig = demo.querySelector('figure[data-figure="mlp"]');
+  const both = () => ['fig-wide', 'fig-narrow'].map(c => ser(fig.querySelector('svg.' + c)));
+  const el = demo.querySelector('form.controls [name="tp"]');
+  const done = new Promise(r => demo.addEventListener('tp-rendered', ev => r(ev.detail), {once: true}));
+  el.value = tp;
+  el.dispatchEvent(new Event('change', {bubbles: true}));
+  const detail = await done;
+  const now = both();
+  if (then) window.dispatchEvent(new Event(then));
+  const after = both();
+  await settled();
+  return {detail, now, after, idle: both()};
+}"""
+
+
+def test_the_hidden_drawing_follows_when_idle_or_before_printing(new_context, site_url):
+    """A figure with a wide and a narrow drawing shows one (style.css's phone breakpoint): a change
+    makes the shown one equal to CPython's tree at once, the hidden one once the page is idle, or
+    at once before the page is printed (print shows the wide one)."""
+    page = new_context(viewport={"width": 1280, "height": 800}).new_page()
+    page.goto(f"{site_url}en/index.html", wait_until="domcontentloaded")
+    page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
+    base = dict(views.defaults("mlp"))
+    for tp, then in (("4", ""), ("1", "beforeprint")):
+        fig = views.render("mlp", {**base, "tp": tp}, "en")["figures"]["mlp"]
+        wide, narrow = (py_ser(svg, "en") for svg in fig["c"] if svg["t"] == "svg")
+        got = page.evaluate(DRAWINGS_JS, [tp, then])
+        assert got["detail"]["ok"] and got["detail"]["source"] == "live"
+        assert got["now"][0] == wide                     # the wide window's drawing: at once
+        assert got["now"][1] != narrow                   # the hidden one: not inside the change ...
+        if then:
+            assert got["after"][1] == narrow             # ... before printing: at once
+        assert got["idle"] == [wide, narrow]             # ... and once the page is idle
+    page.close()
 
 
 def settings_for_figures(section: str) -> list[dict]:
@@ -530,7 +571,9 @@ TEXTS_JS = """(demo) => { const out = {};
         !!c.querySelector(".tp-changed"), c.children.length === 0]; })); }));
   demo.querySelectorAll("dd[data-value]").forEach(d => { out["value/" + d.dataset.value] = [d.textContent,
     d.classList.contains("tp-changed"), true]; });
+  // the drawing the window shows (the other one is made equal to its tree later, without the cue)
   demo.querySelectorAll("figure:not([hidden]) svg text[data-key]").forEach(t => {
+    if (getComputedStyle(t.closest("svg")).display === "none") return;
     out["fig/" + t.closest("svg").getAttribute("class") + "/" + t.dataset.key] = [t.textContent,
       t.classList.contains("tp-changed"), true]; });
   // shown: whether the mark changes how the element looks (its background, or a figure text's fill)

@@ -28,7 +28,7 @@ import pytest
 
 from tpmath import views
 from tpsite import precompute
-from test_browser import BOOT_TIMEOUT_MS, CJK, SNAPSHOT_JS, diff, expected, strings  # noqa: F401
+from test_browser import BOOT_TIMEOUT_MS, CJK, SETTLED_FN, SNAPSHOT_JS, diff, expected, strings  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
@@ -59,7 +59,7 @@ DOM_FN = """function parts(demo) {
 
 # Change controls like a reader (value, then one change event); resolve with the tp-rendered
 # detail (or "none" when nothing is applied within `wait` ms) and the demo's parts.
-CHANGE_JS = """async ([section, values, wait]) => { """ + DOM_FN + """
+CHANGE_JS = """async ([section, values, wait]) => { """ + DOM_FN + SETTLED_FN + """
   const demo = document.querySelector('.demo[data-section="' + section + '"]');
   const form = demo.querySelector("form.controls");
   let last = null;
@@ -68,9 +68,12 @@ CHANGE_JS = """async ([section, values, wait]) => { """ + DOM_FN + """
   const t0 = performance.now();
   last.dispatchEvent(new Event("change", {bubbles: true}));
   const detail = await Promise.race([done, new Promise(r => setTimeout(() => r("none"), wait))]);
-  return {detail, ms: performance.now() - t0, runtime: document.documentElement.dataset.runtime, ...parts(demo)};
+  const ms = performance.now() - t0;
+  await settled();
+  return {detail, ms, runtime: document.documentElement.dataset.runtime, ...parts(demo)};
 }"""
-PARTS_JS = "(section) => { " + DOM_FN + " return parts(document.querySelector('.demo[data-section=\"' + section + '\"]')); }"
+PARTS_JS = ("async (section) => { " + DOM_FN + SETTLED_FN
+            + " await settled(); return parts(document.querySelector('.demo[data-section=\"' + section + '\"]')); }")
 
 
 class Held:

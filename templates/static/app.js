@@ -70,8 +70,8 @@ function onControl(ev) {
   if (target.matches && target.matches("input[type=range][data-for]")) fromSlider(target);
   else if (target.name) toSlider(target);
   if (form !== demo.form) demo.takeFrom(form);   // a figure block's copy of the controls
+  demo.changed();       // first: the request goes to the worker before the page's own work
   writeUrl(demo);
-  demo.changed();
 }
 
 for (const d of demos) {

@@ -7,6 +7,7 @@
 import { cellText, keyText } from "./i18n.js";
 import { build, TreeError, validate } from "./tree.js";
 import { markChanged } from "./cue.js";
+import { idle } from "./layout.js";
 
 function findIn(scope, attr, name) {
   for (const el of scope.querySelectorAll(`[${attr}]`)) if (el.getAttribute(attr) === name) return el;
@@ -204,6 +205,34 @@ function morphTree(old, node, svg, cue, depth, keyed = null) {
   if (key !== null) treeOf.set(old, key);
 }
 
+/* A figure with two drawings (fig-wide above the phone breakpoint, fig-narrow below it and in
+ * print: style.css) shows one.  A change makes that one equal to its tree at once and the other,
+ * hidden, when the page is idle next (at once when the window crosses the breakpoint or the page
+ * is printed): half the DOM work inside the change. */
+const PHONE = "(max-width: 40rem)";   // style.css
+const later = new Map();   // a hidden drawing -> the tree it is to be made equal to
+let phone = null;
+
+/** Whether `tree` is the drawing of a figure the page does not show now. */
+function unseen(tree) {
+  const cls = ((tree.a || {}).class || "").split(" ");
+  if (!cls.includes("fig-wide") && !cls.includes("fig-narrow")) return false;
+  if (phone === null) {
+    if (typeof matchMedia !== "function") return false;
+    phone = matchMedia(PHONE);
+    phone.addEventListener("change", drawLater);
+    addEventListener("beforeprint", drawLater);
+  }
+  return cls.includes(phone.matches ? "fig-wide" : "fig-narrow");
+}
+
+/** Make the hidden drawings equal to their latest trees. */
+function drawLater() {
+  const todo = Array.from(later);
+  later.clear();
+  for (const [el, tree] of todo) if (el.isConnected) morphTree(el, tree, false, null, 1);
+}
+
 /** A child's name: its data-part or data-key (groups and numbers of a drawing), else null. */
 function nameOf(get) {
   const part = get("data-part");
@@ -236,7 +265,13 @@ function morphChildren(old, kids, inSvg, cue, depth, keyed) {
     if (j >= 0) {
       for (; i < j; i++) olds[i].remove();   // not in the new tree at this place
       i = j + 1;
-      morphTree(olds[j], child, inSvg, cue, depth + 1, keyed);
+      if (depth === 0 && child.t === "svg" && unseen(child)) {
+        if (!later.size) idle(drawLater, 1000);
+        later.set(olds[j], child);
+      } else {
+        later.delete(olds[j]);
+        morphTree(olds[j], child, inSvg, cue, depth + 1, keyed);
+      }
     } else {
       const fresh = build(child, inSvg);
       if (keyed) cueBuilt(fresh, keyed, cue);

@@ -21,6 +21,16 @@ const BUSY_DIM_MS = 150;         // an answer slower than this dims the block (s
 
 let firstLive = false;
 
+/** Whether the control's value `now` lies below `before` on its scale (its options' order, or
+ * the number itself): the reader moved it down. */
+function below(el, now, before) {
+  if (el.tagName === "SELECT") {
+    const opts = Array.from(el.options, (o) => o.value);
+    return opts.indexOf(now) < opts.indexOf(before);
+  }
+  return now !== "" && before !== "" && Number(now) < Number(before);
+}
+
 export class Demo {
   constructor(el, runtime) {
     this.el = el;
@@ -193,8 +203,10 @@ export class Demo {
   }
 
   /** The states one step from `controls` that a reader reaches next: each enabled control moved
-   * one slider step or one choice either way, the controls just moved first (the worker computes
-   * them ahead, worker.js).  Typed numbers are not guessed. */
+   * one slider step or one choice either way (the step up first), the controls just moved first,
+   * and a control just moved down steps down first: a drag or a run of arrow keys goes on the
+   * way it went (the worker computes them ahead in this order, worker.js).  Typed numbers are
+   * not guessed. */
   statesBeside(controls) {
     const moved = (el) => (this.done && this.done[el.name] !== controls[el.name] ? 0 : 1);
     const states = [];
@@ -205,6 +217,7 @@ export class Demo {
         const i = opts.indexOf(controls[el.name]);
         values = i < 0 ? [] : [opts[i + 1], opts[i - 1]].filter((v) => v !== undefined);
       }
+      if (values && !moved(el) && below(el, controls[el.name], this.done[el.name])) values.reverse();
       for (const v of values || []) states.push({ ...controls, [el.name]: v });
     }
     return states;

@@ -19,7 +19,9 @@ function mark(elements) {
   });
 }
 
-const idle = (fn) => (typeof requestIdleCallback === "function" ? requestIdleCallback(fn, { timeout: 500 }) : setTimeout(fn, 50));
+/** Run `fn` when the page is idle (at the latest after `timeout` ms). */
+export const idle = (fn, timeout = 500) =>
+  (typeof requestIdleCallback === "function" ? requestIdleCallback(fn, { timeout }) : setTimeout(fn, 50));
 
 let observer = null;
 
@@ -72,7 +74,9 @@ export function remark(el) {
       for (const d of dirty) for (const b of d.querySelectorAll(SELECTOR)) blocks.push(b);
       dirty.clear();
       if (observer) for (const b of blocks) observer.observe(b);   // new blocks: watched from now on
-      mark(blocks);
+      // Not those in a closed <details> (the real-ranks output): measuring one lays its whole
+      // block out, several ms after every change; opened, the observer reports them.
+      mark(blocks.filter((b) => !b.closest("details:not([open])")));
     });
   }
   dirty.add(el);

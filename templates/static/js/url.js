@@ -11,6 +11,7 @@
 
 import { tr } from "./i18n.js";
 import { toSlider } from "./sliders.js";
+import { idle } from "./layout.js";
 
 let demos = [];
 const nameCount = {};
@@ -113,7 +114,8 @@ const WRITE_EVERY_MS = 200;   // browsers refuse bursts of history.replaceState 
 let lastWrite = 0;
 let writeTimer = null;
 
-/** A demo's controls changed: rewrite the query now, or (while a slider moves) a little later. */
+/** A demo's controls changed: rewrite the query once the page is idle (while a slider moves, at
+ * most every WRITE_EVERY_MS). */
 export function writeUrl(demo) {
   lastChanged = demo;
   if (writeTimer) return;
@@ -130,7 +132,9 @@ export function writeUrl(demo) {
     // lay the page out before the answer is even asked for (the frame lays it out anyway).
     requestAnimationFrame(updateLangLinks);
   };
-  if (wait === 0) write(); else writeTimer = setTimeout(write, wait);
+  // When the page is idle: replacing the URL costs a few ms (history.replaceState), and in the
+  // change's own task or right after it the worker's answer would wait behind it.
+  writeTimer = setTimeout(() => idle(write, 1000), wait);
 }
 
 function langLinks() {
