@@ -256,7 +256,7 @@ LATENCY_JS = """async ([section, name, values, count]) => {
   if (!choices) choices = el.tagName === "SELECT" ? Array.from(el.options).map(o => o.value) : null;
   const start = choices.indexOf(el.value);
   const applied = [], framed = [], worker = [], page = [];
-  let failures = 0;
+  let failures = 0, kept = 0;
   const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
   for (let i = 0; i < count; i++) {
     const value = choices[(start + 1 + i) % choices.length];
@@ -276,9 +276,12 @@ LATENCY_JS = """async ([section, name, values, count]) => {
     if (tap && tap.sent >= t0 && tap.recv >= tap.sent) {
       worker.push(tap.recv - tap.sent);               // request -> result message (worker + transfer)
       page.push((t1 - t0) - (tap.recv - tap.sent));   // event handling before + applying after
+    } else if (tap && tap.sent < t0) {                // no request: an answer the worker sent ahead
+      kept++;
+      page.push(t1 - t0);
     }
   }
-  return { applied, framed, worker, page, failures, choices };
+  return { applied, framed, worker, page, kept, failures, choices };
 }"""
 
 
@@ -307,7 +310,7 @@ NEW_STATES_JS = """async ([section, inner, outer, count]) => {
     });
   }
   const applied = [], worker = [];
-  let failures = 0;
+  let failures = 0, kept = 0;
   const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
   for (const [name, value] of steps) {
     const el = ctl(name);
@@ -322,8 +325,9 @@ NEW_STATES_JS = """async ([section, inner, outer, count]) => {
     applied.push(t1 - t0);
     const tap = window.__tpTap;
     if (tap && tap.sent >= t0 && tap.recv >= tap.sent) worker.push(tap.recv - tap.sent);
+    else if (tap && tap.sent < t0) kept++;            // no request: an answer the worker sent ahead
   }
-  return { applied, worker, failures, steps: steps.length };
+  return { applied, worker, kept, failures, steps: steps.length };
 }"""
 
 
@@ -354,9 +358,67 @@ def new_state_latency(browser, base: str, count: int, settle_ms: int = 0) -> dic
         lat = latency_summary(res["applied"])
         name = inner if outer is None else f"{inner} × {outer}"
         out[name] = {"section": section, "applied_ms": lat, "worker_ms": latency_summary(res["worker"]),
+                     "kept": res["kept"],
                      "first_ms": round(res["applied"][0], 2) if res["applied"] else None,
                      "settle_ms": settle_ms, "failures": res["failures"], "target_p95_ms": 16.0,
                      "meets_target": bool(res["applied"]) and res["failures"] == 0 and lat["p95"] < 16.0}
+    ctx.close()
+    return out
+
+
+# (2r) A reader's pace: the demo on screen, a control stepped to a neighbouring value (the next
+# slider position, the next choice; at an end it turns back) every READER_PAUSE_MS, the outer
+# control every fourth change -- a reader who reads what changed before changing again, so every
+# change starts from a page that went idle (the rows above change again at once).
+READER = [("mlp", "stage", "tp"), ("vocab-ce", "target", "shards")]
+READER_PAUSE_MS = 500
+
+READER_JS = """async ([section, inner, outer, count, pause]) => {
+  const demo = document.querySelector('.demo[data-section="' + section + '"]');
+  demo.scrollIntoView();
+  const ctl = (name) => demo.querySelector('form.controls [name="' + name + '"]');
+  const opts = (el) => Array.from(el.options).filter(o => !o.disabled).map(o => o.value);
+  const wait = (ms) => new Promise(r => setTimeout(r, ms));
+  const dir = {};
+  const applied = [];
+  let failures = 0, kept = 0;
+  await wait(pause);
+  for (let i = 0; i < count; i++) {
+    const name = outer && i % 4 === 3 ? outer : inner;
+    const el = ctl(name), o = opts(el), k = o.indexOf(el.value);
+    let d = dir[name] || 1;
+    if (k + d < 0 || k + d >= o.length) d = -d;
+    dir[name] = d;
+    const done = new Promise(resolve => demo.addEventListener("tp-rendered", ev => resolve(ev.detail), { once: true }));
+    el.value = o[k + d];
+    const t0 = performance.now();
+    el.dispatchEvent(new Event("change", { bubbles: true }));
+    const detail = await done;
+    const t1 = performance.now();
+    if (!detail.ok || detail.source !== "live") failures++;
+    else {
+      applied.push(t1 - t0);
+      const tap = window.__tpTap;
+      if (tap && tap.sent < t0) kept++;                // no request: an answer the worker sent ahead
+    }
+    await wait(pause);
+  }
+  return { applied, kept, failures };
+}"""
+
+
+def reader_latency(browser, base: str, count: int) -> dict:
+    """Control change -> tables + figure at a reader's pace (a fresh page, settled after ready)."""
+    ctx, page = _live_page1(browser, base)
+    page.wait_for_timeout(SETTLE_MS)
+    out = {}
+    for section, inner, outer in READER:
+        res = page.evaluate(READER_JS, [section, inner, outer, count, READER_PAUSE_MS])
+        lat = latency_summary(res["applied"])
+        out[f"{inner} × {outer}"] = {"section": section, "applied_ms": lat, "kept": res["kept"],
+                                     "first_ms": round(res["applied"][0], 2) if res["applied"] else None,
+                                     "pause_ms": READER_PAUSE_MS, "failures": res["failures"], "target_p95_ms": 16.0,
+                                     "meets_target": bool(res["applied"]) and res["failures"] == 0 and lat["p95"] < 16.0}
     ctx.close()
     return out
 
@@ -439,7 +501,7 @@ def control_latency(browser, base: str, count: int) -> dict:
         out[name] = {"section": section, "applied_ms": latency_summary(res["applied"]),
                      "next_frame_ms": latency_summary(res["framed"]),
                      "worker_ms": latency_summary(res["worker"]), "page_ms": latency_summary(res["page"]),
-                     "failures": res["failures"],
+                     "kept": res["kept"], "failures": res["failures"],
                      "values": res["choices"], "target_p95_ms": 16.0,
                      "meets_target": bool(res["applied"]) and latency_summary(res["applied"])["p95"] < 16.0}
     ctx.close()
@@ -463,6 +525,7 @@ def run(site: Path, quick: bool) -> dict:
                     "control_latency": control_latency(browser, base, 20 if quick else 100),
                     "new_state_latency": new_state_latency(browser, base, 20 if quick else 100),
                     "new_state_settled": new_state_latency(browser, base, 20 if quick else 100, SETTLE_MS),
+                    "reader_pace": reader_latency(browser, base, 12 if quick else 40),
                     "precomputed_latency": precomputed_latency(browser, base, 20 if quick else 60),
                 }
             finally:

@@ -15,7 +15,8 @@ Sections (see each module's docstring for exactly what is measured):
                ready / live tables of a repeat visit from the worker's memory snapshot, and what
                making the snapshot costs a first visit; (2) control latency p50/p95/max per
                control kind (2n: states never computed before, from ready and
-               once the page settled); (3) first contentful paint ÷ the page
+               once the page settled; 2r: a step every 500 ms, the demo on screen, as a
+               reader who reads between changes); (3) first contentful paint ÷ the page
                without scripts; (P7) control change -> tables + figure while the runtime is
                held back (precomputed results), p50/p95 per discrete control
                (Chromium at /usr/bin/chromium)                               -> browser_bench.py
@@ -94,15 +95,24 @@ def table(results: dict) -> str:
         a = c["applied_ms"]
         w, pg = c.get("worker_ms") or {}, c.get("page_ms") or {}
         rows.append((f"(2) control latency: {name} (n={a['n']})", f"p50 {_fmt(a['p50'])} ms",
-                     f"worker p50 {_fmt(w.get('p50'))} / page p50 {_fmt(pg.get('p50'))} ms",
+                     f"worker p50 {_fmt(w.get('p50'))} / page p50 {_fmt(pg.get('p50'))} ms; "
+                     f"sent ahead {c.get('kept', 0)}/{a['n']}",
                      f"p95 {_fmt(a['p95'])} ms, max {_fmt(a['max'])} ms", "p95 < 16 ms", _ok(c.get("meets_target"))))
     for key, when in (("new_state_latency", "from ready"), ("new_state_settled", "page settled")):
         for name, c in (br.get(key) or {}).items():
             a, w = c["applied_ms"], c.get("worker_ms") or {}
             rows.append((f"(2n) new states, {when}: {name} ({c['section']}, n={a['n']})", f"p50 {_fmt(a['p50'])} ms",
-                         f"worker p50 {_fmt(w.get('p50'))} ms; first change {_fmt(c.get('first_ms'))} ms",
+                         f"worker p50 {_fmt(w.get('p50'))} ms; first change {_fmt(c.get('first_ms'))} ms; "
+                         f"sent ahead {c.get('kept', 0)}/{a['n']}",
                          f"p95 {_fmt(a['p95'])} ms, max {_fmt(a['max'])} ms; failures {c['failures']}",
                          "p95 < 16 ms", _ok(c.get("meets_target"))))
+    for name, c in (br.get("reader_pace") or {}).items():
+        a = c["applied_ms"]
+        rows.append((f"(2r) a reader's pace, a step every {c['pause_ms']} ms: {name} ({c['section']}, n={a['n']})",
+                     f"p50 {_fmt(a['p50'])} ms",
+                     f"first change {_fmt(c.get('first_ms'))} ms; sent ahead {c.get('kept', 0)}/{a['n']}",
+                     f"p95 {_fmt(a['p95'])} ms, max {_fmt(a['max'])} ms; failures {c['failures']}",
+                     "p95 < 16 ms", _ok(c.get("meets_target"))))
     for name, c in (br.get("precomputed_latency") or {}).items():
         a = c["applied_ms"]
         rows.append((f"(P7) before ready: {name} ({c['section']}, n={a['n']})", f"p50 {_fmt(a['p50'])} ms",

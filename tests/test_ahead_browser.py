@@ -9,10 +9,15 @@ What is compared with what:
   its next step the way it moved first;
 - once ready, each demo asks for its current state (the form's values) once, when it comes near
   the screen (not every demo of the page at once);
-- the tables shown for a state the worker had computed ahead = ``tpmath.views.render`` in CPython.
+- a state the worker computed ahead reaches the page with its answer (recorded from the worker's
+  messages) and a change to it is shown without a render request (only the states beside it go
+  to the worker); a state not computed yet is asked for;
+- the tables shown either way = ``tpmath.views.render`` in CPython.
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -24,6 +29,7 @@ pytestmark = pytest.mark.browser
 TAP_JS = """(() => {
   const Native = window.Worker;
   window.__sent = [];
+  window.__answers = [];   // keys of the answers the worker sent ahead
   function Tapped(url, opts) {
     const w = new Native(url, opts);
     const post = w.postMessage.bind(w);
@@ -31,6 +37,7 @@ TAP_JS = """(() => {
       if (msg && (msg.type === "render" || msg.type === "ahead")) window.__sent.push(JSON.parse(JSON.stringify(msg)));
       return post(msg, transfer);
     };
+    w.addEventListener("message", (ev) => { if (ev.data && ev.data.type === "answer") window.__answers.push(ev.data.key); });
     return w;
   }
   Tapped.prototype = Native.prototype;
@@ -98,7 +105,12 @@ def test_each_demo_asks_for_the_state_it_shows_once_near_the_screen(live):
     page.evaluate("window.scrollTo(0, 0)")
 
 
-def test_the_states_one_step_away_go_with_each_request_and_their_answers_are_cpythons(live):
+def answer_key(section: str, controls: dict) -> str:
+    """worker.js's key of an answer (the controls in form order, as the page sends them)."""
+    return json.dumps([section, "en", controls], separators=(",", ":"), ensure_ascii=False)
+
+
+def test_the_states_one_step_away_are_computed_ahead_and_shown_without_asking(live):
     page, section = live.page, "mlp"
     demo = live.demo(section)
     page.evaluate(SENT_JS)
@@ -114,31 +126,33 @@ def test_the_states_one_step_away_go_with_each_request_and_their_answers_are_cpy
     i = opts.index(start["stage"])
     key = "ArrowRight" if i + 2 < len(opts) else "ArrowLeft"
     step = 1 if key == "ArrowRight" else -1
-    for n in (1, 2):
-        page.keyboard.press(key)
+    back = "ArrowLeft" if key == "ArrowRight" else "ArrowRight"
+    # Two steps one way, one step back: each state was computed ahead (it is one step from the
+    # one before) and sent to the page, which shows it without a render request and tells the
+    # worker the states beside it -- the control just moved first, the way it moves first.
+    for n, press, first, down in ((1, key, None, False), (2, key, "stage", step == -1),
+                                  (1, back, "stage", back == "ArrowLeft")):
+        want_controls = {**start, "stage": opts[i + n * step]}
+        page.wait_for_function("(k) => window.__answers.includes(k)", arg=answer_key(section, want_controls))
+        page.keyboard.press(press)
         page.evaluate(IDLE_JS, demo)
         state = live.snapshot(section)
-        want_controls = {**start, "stage": opts[i + n * step]}
         assert state["controls"] == want_controls
-        renders = [m for m in page.evaluate(SENT_JS) if m["type"] == "render"]
-        assert [m["controls"] for m in renders] == [want_controls]
-        # The first change follows the static page (nothing answered yet): form order; after
-        # that the control just moved comes first.
-        assert renders[0]["next"] == neighbours(section, want_controls, first="stage" if n == 2 else None,
-                                                down=step == -1)
-        # The second state was computed ahead by the first request (it is one step from it);
-        # either way what the page shows is CPython's answer.
+        sent = page.evaluate(SENT_JS)
+        assert [(m["type"], m.get("replace"), m.get("controls")) for m in sent] == [("ahead", True, want_controls)]
+        assert sent[0]["next"] == neighbours(section, want_controls, first=first, down=down)
         assert diff(f"en {section} stage={want_controls['stage']}", state,
                     expected(section, want_controls, "en")) == []
-    # Turning back: the control goes on the way it now moves, so its other neighbour comes first.
-    back = "ArrowLeft" if key == "ArrowRight" else "ArrowRight"
-    page.evaluate(SENT_JS)
-    page.keyboard.press(back)
-    page.evaluate(IDLE_JS, demo)
-    want_controls = {**start, "stage": opts[i + step]}
-    assert live.snapshot(section)["controls"] == want_controls
+    assert sent[0]["next"][0]["stage"] == opts[i]          # turned back: where the reader is heading
+    # A state no one computed yet (two choices from every state shown) is asked for, with the
+    # states beside it.
+    far = {**start, "stage": next(opts[j] for j in (i - 2 * step, i + 4 * step) if 0 <= j < len(opts))}
+    assert answer_key(section, far) not in page.evaluate("window.__answers")
+    state = live.set(section, far)
+    assert state["controls"] == far
     renders = [m for m in page.evaluate(SENT_JS) if m["type"] == "render"]
-    assert [m["controls"] for m in renders] == [want_controls]
-    assert renders[0]["next"] == neighbours(section, want_controls, first="stage", down=back == "ArrowLeft")
-    assert renders[0]["next"][0]["stage"] == opts[i]      # where the reader is heading
+    assert [m["controls"] for m in renders] == [far]
+    assert renders[0]["next"] == neighbours(section, far, first="stage",
+                                            down=opts.index(far["stage"]) < opts.index(want_controls["stage"]))
+    assert diff(f"en {section} stage={far['stage']}", state, expected(section, far, "en")) == []
     assert live.errors == []

@@ -57,6 +57,10 @@ def test_json_has_every_section_with_numbers(quick_run):
         assert lat["failures"] == 0
         assert lat["applied_ms"]["n"] >= 20 and lat["applied_ms"]["p50"] <= lat["applied_ms"]["p95"] <= lat["applied_ms"]["max"]
     assert br["control_latency"]["calibration_fixed_work_ms"]["n"] == 100
+    for name in ("stage × tp", "target × shards"):                          # a reader's pace
+        pace = br["reader_pace"][name]
+        assert pace["failures"] == 0 and pace["applied_ms"]["n"] == 12 and 0 <= pace["kept"] <= 12
+        assert 0 < pace["applied_ms"]["p50"] <= pace["applied_ms"]["p95"] <= pace["applied_ms"]["max"]
     for kind in ("stage", "tp", "collective", "ranks", "shards", "target"):   # answered while loading
         pre = br["precomputed_latency"][kind]
         assert pre["failures"] == 0 and pre["runtime"] == "loading", pre

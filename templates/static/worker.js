@@ -6,8 +6,9 @@
  *                   {type: "render", id, section, controls, lang, next}   next: the states one
  *                   step from `controls` (a list of control objects, likeliest first), computed
  *                   ahead while the worker is idle (see "Ahead of the reader" below)
- *                   {type: "ahead", section, lang, next}   compute `next` ahead (the reader reaches
- *                   for a demo's controls)
+ *                   {type: "ahead", section, lang, next, replace?, controls?}   compute `next`
+ *                   ahead (the reader reaches for a demo's controls; with `replace`: the page
+ *                   showed `controls` from an answer sent ahead, `next` is what is beside it)
  *                   {type: "run", id, code}
  *                   {type: "idle"}   the page is idle after ready: store the snapshot made by this boot
  *   worker -> page  {type: "status", stage: "download"|"python"|"numpy"|"ready"|"failed", detail, boot}
@@ -16,6 +17,7 @@
  *                   {type: "progress", loaded}   bytes of runtime files received so far (during boot)
  *                   {type: "result", id, section, text}   text = views.render_json(...) (JSON)
  *                   {type: "output", id, stdout, error}
+ *                   {type: "answer", key, text}   a state computed ahead (key: [section, lang, controls] as JSON)
  * Requests that arrive during boot wait for it; the page sends at most one render per section at a time.
  */
 "use strict";
@@ -236,13 +238,14 @@ function answer(section, controls, lang) {
 
 /* Ahead of the reader: the worker computes answers the reader is likely to ask for next while it
  * is idle, one per task, so that a request arriving meanwhile waits for at most one of them.
- * Their answers join the kept ones: stepping or dragging on finds its next state computed, and a
- * change costs the page's own work, not Python's.  After a render, the states one step from it
- * (the page sends them: a slider's neighbouring positions, a select's neighbouring choices)
- * replace the list; an "ahead" message adds to it (once the runtime is ready the page asks for
- * each demo's current state, which imports its view module -- the slowest answer of a visit --
- * and warms the code; a reader reaching for a demo's controls adds its neighbours).  A reader's
- * program clears it. */
+ * Their answers join the kept ones and go to the page, which shows a change to one of them at
+ * once: stepping or dragging on costs the page's own work, not Python's nor a round trip.  After
+ * a render, the states one step from it (the page sends them: a slider's neighbouring positions,
+ * a select's neighbouring choices) replace the list, and so do those of an "ahead" message with
+ * `replace` (the page showed a state sent ahead); any other "ahead" message adds to it (once
+ * the runtime is ready the page asks for each demo's current state, which imports its view
+ * module -- the slowest answer of a visit -- and warms the code; a reader reaching for a demo's
+ * controls adds its neighbours).  A reader's program clears it. */
 let ahead = [];          // [section, lang, controls] still to compute, first first
 let aheadTimer = null;
 
@@ -250,9 +253,11 @@ function computeAhead() {
   aheadTimer = null;
   const next = ahead.shift();
   if (!next) return;
-  if (!answers.has(JSON.stringify(next))) {
-    try { answer(next[0], next[2], next[1]); } catch (err) { /* asked for, it reports */ }
-  }
+  try {
+    // To the page too: a reader's change to this state is then shown in the change's own task,
+    // without a round trip to the worker (runtime.js keeps the latest few).
+    self.postMessage({ type: "answer", key: JSON.stringify(next), text: answer(next[0], next[2], next[1]) });
+  } catch (err) { /* asked for, it reports */ }
   aheadTimer = setTimeout(computeAhead, 0);
 }
 
@@ -325,7 +330,7 @@ self.onmessage = async (event) => {
   let pyodide;
   try { pyodide = await booted; } catch (err) { return; }  // "failed" already reported
   if (msg.type === "render") render(msg);
-  else if (msg.type === "ahead") planAhead(msg, false);
+  else if (msg.type === "ahead") planAhead(msg, msg.replace === true);
   else if (msg.type === "run") run(pyodide, msg);
   else if (msg.type === "idle") storeSnapshot().catch((err) => console.info("tp runtime: memory snapshot not stored: " + String(err)));
 };

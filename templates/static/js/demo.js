@@ -195,9 +195,17 @@ export class Demo {
       this.busy(false);
       return;
     }
+    const next = this.statesBeside(controls);
+    const kept = this.runtime.kept(this.name, pageLang(), controls);
+    if (kept !== undefined) {
+      // Computed ahead by the worker: shown in this task, so the control and its result reach the
+      // screen in one frame; the worker moves on to the states beside this one.
+      this.runtime.tell({ type: "ahead", section: this.name, lang: pageLang(), controls, next, replace: true });
+      this.answer(JSON.parse(kept), controls, true);
+      return;
+    }
     this.busy(true);
-    this.inflight = this.runtime.send({ type: "render", section: this.name, controls, lang: pageLang(),
-                                         next: this.statesBeside(controls) },
+    this.inflight = this.runtime.send({ type: "render", section: this.name, controls, lang: pageLang(), next },
       (msg) => this.onReply(msg, controls),
       () => { this.inflight = null; this.request(); });   // lost with its worker: wait for the next
   }

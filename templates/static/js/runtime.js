@@ -19,6 +19,12 @@
 const STALL_TIMEOUT_MS = 60000;   // a boot stage (download, python, numpy) that makes no progress
 const REQUEST_TIMEOUT_MS = 15000;
 const MAX_RESTARTS = 2;
+const ANSWERS_KEPT = 48;         // answers the worker computed ahead, kept by the page (~50 KB each)
+
+/** The key of an answer: worker.js keys its answers the same way (the controls in form order). */
+function answerKey(section, lang, controls) {
+  return JSON.stringify([section, lang, controls]);
+}
 
 const TRANSITIONS = {
   deferred: ["loading"],
@@ -60,6 +66,7 @@ export class Runtime {
     this.bootTimer = null;
     this.nextId = 1;
     this.requests = new Map();    // id -> {reply, lost, timer}
+    this.answers = new Map();     // answerKey(...) -> render_json text computed ahead (oldest first)
     this.listeners = [];
     this.progressListeners = [];
     this.loaded = 0;              // bytes of runtime files the worker has received
@@ -190,6 +197,7 @@ export class Runtime {
       else if (this.state === "loading") this.to("loading", msg.stage);
       return;
     }
+    if (msg.type === "answer") { this.keep(msg.key, msg.text); return; }
     const w = this.requests.get(msg.id);
     if (!w) return;
     this.requests.delete(msg.id);
@@ -208,6 +216,19 @@ export class Runtime {
     whenIdle(() => { if (worker && worker === this.worker) worker.postMessage({ type: "idle" }); });
   }
 
+  /** An answer the worker computed ahead of the reader (worker.js): kept, the oldest dropped. */
+  keep(key, text) {
+    if (typeof key !== "string" || typeof text !== "string") return;
+    this.answers.delete(key);
+    this.answers.set(key, text);
+    if (this.answers.size > ANSWERS_KEPT) this.answers.delete(this.answers.keys().next().value);
+  }
+
+  /** The kept answer for a section's controls in a language (render_json text), or undefined. */
+  kept(section, lang, controls) {
+    return this.answers.get(answerKey(section, lang, controls));
+  }
+
   /** Post a message that has no answer (dropped unless ready). */
   tell(msg) {
     if (this.ready && this.worker) this.worker.postMessage(msg);
@@ -216,6 +237,7 @@ export class Runtime {
   /** Send a request ({type, ...}: an id is added); null when the runtime is not ready. */
   send(msg, reply, lost) {
     if (!this.ready || !this.worker) return null;
+    if (msg.type === "run") this.answers.clear();   // a reader's program may change what tpmath computes
     const id = this.nextId++;
     const timer = setTimeout(() => this.died(), REQUEST_TIMEOUT_MS);
     this.requests.set(id, { reply, lost, timer });

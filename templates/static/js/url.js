@@ -111,6 +111,7 @@ function headingInView() {
 }
 
 const WRITE_EVERY_MS = 200;   // browsers refuse bursts of history.replaceState (a dragged slider)
+const WRITE_AFTER_MS = 100;   // after the change's answer, usually
 let lastWrite = 0;
 let writeTimer = null;
 
@@ -132,9 +133,9 @@ export function writeUrl(demo) {
     // lay the page out before the answer is even asked for (the frame lays it out anyway).
     requestAnimationFrame(updateLangLinks);
   };
-  // When the page is idle: replacing the URL costs a few ms (history.replaceState), and in the
-  // change's own task or right after it the worker's answer would wait behind it.
-  writeTimer = setTimeout(() => idle(write, 1000), wait);
+  // A little later, when the page is idle: replacing the URL costs a few ms (history.replaceState),
+  // and in the change's own task or right after it the worker's answer would wait behind it.
+  writeTimer = setTimeout(() => idle(write, 1000), Math.max(wait, WRITE_AFTER_MS));
 }
 
 function langLinks() {
