@@ -59,7 +59,8 @@ def test_json_has_every_section_with_numbers(quick_run):
     assert br["control_latency"]["calibration_fixed_work_ms"]["n"] == 100
     for name in ("stage × tp", "target × shards"):                          # a reader's pace
         pace = br["reader_pace"][name]
-        assert pace["failures"] == 0 and pace["applied_ms"]["n"] == 12 and 0 <= pace["kept"] <= 12
+        # at a reader's pace the states one step away were computed ahead and sent to the page
+        assert pace["failures"] == 0 and pace["applied_ms"]["n"] == 12 and pace["kept"] >= 6, pace
         assert 0 < pace["applied_ms"]["p50"] <= pace["applied_ms"]["p95"] <= pace["applied_ms"]["max"]
     for kind in ("stage", "tp", "collective", "ranks", "shards", "target"):   # answered while loading
         pre = br["precomputed_latency"][kind]

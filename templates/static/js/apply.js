@@ -205,8 +205,8 @@ function morphTree(old, node, svg, cue, depth, keyed = null) {
   if (key !== null) treeOf.set(old, key);
 }
 
-/* A figure with two drawings (fig-wide above the phone breakpoint, fig-narrow below it and in
- * print: style.css) shows one.  A change makes that one equal to its tree at once and the other,
+/* A figure with two drawings (fig-wide above the phone breakpoint and in print, fig-narrow below
+ * it: style.css) shows one.  A change makes that one equal to its tree at once and the other,
  * hidden, when the page is idle next (at once when the window crosses the breakpoint or the page
  * is printed): half the DOM work inside the change. */
 const PHONE = "(max-width: 40rem)";   // style.css
@@ -220,7 +220,8 @@ function unseen(tree) {
   if (phone === null) {
     if (typeof matchMedia !== "function") return false;
     phone = matchMedia(PHONE);
-    phone.addEventListener("change", drawLater);
+    if (phone.addEventListener) phone.addEventListener("change", drawLater);
+    else phone.addListener(drawLater);   // Safari before 14
     addEventListener("beforeprint", drawLater);
   }
   return cls.includes(phone.matches ? "fig-wide" : "fig-narrow");

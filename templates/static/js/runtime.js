@@ -160,6 +160,7 @@ export class Runtime {
 
   stopWorker() {
     if (this.worker) { this.worker.terminate(); this.worker = null; }
+    this.answers.clear();   // (a replacement starts from the wheel as built, not as a program left it)
     this.dropRequests();
   }
 
@@ -176,6 +177,7 @@ export class Runtime {
     if (this.restarts >= MAX_RESTARTS) { this.to("crashed", "crashed"); return; }
     this.restarts++;
     if (this.worker) { this.worker.terminate(); this.worker = null; }
+    this.answers.clear();
     this.to("restarting", "restarting");
     this.dropRequests();
     this.spawn();
@@ -198,6 +200,9 @@ export class Runtime {
       return;
     }
     if (msg.type === "answer") { this.keep(msg.key, msg.text); return; }
+    // A reader's program ran: answers sent before it (they may have arrived after the request
+    // went out) are dropped; the worker sends its messages in order.
+    if (msg.type === "output") this.answers.clear();
     const w = this.requests.get(msg.id);
     if (!w) return;
     this.requests.delete(msg.id);

@@ -28,7 +28,10 @@ export function setupUrl(list) {
     requestAnimationFrame(() => { queued = false; updateLangLinks(); });
   };
   window.addEventListener("scroll", onScroll, { passive: true });
-  for (const a of langLinks()) a.addEventListener("click", () => updateLangLinks());
+  // The query is written a little after a change: a language switch or a reload right after it
+  // takes the latest values.
+  for (const a of langLinks()) a.addEventListener("click", () => { flushUrl(); updateLangLinks(); });
+  window.addEventListener("pagehide", flushUrl);
   window.addEventListener("hashchange", updateLangLinks);
   window.addEventListener("load", updateLangLinks);
   // Not now: it reads where the header is, and reading a position while the page is still being
@@ -115,27 +118,35 @@ const WRITE_AFTER_MS = 100;   // after the change's answer, usually
 let lastWrite = 0;
 let writeTimer = null;
 
+function write() {
+  writeTimer = null;
+  lastWrite = Date.now();
+  const anchor = anchorOf(lastChanged);
+  const url = window.location.pathname + query() + (anchor ? "#" + anchor : window.location.hash);
+  if (url !== window.location.pathname + window.location.search + window.location.hash) {
+    try { history.replaceState(history.state, "", url); } catch (err) { /* file:// and the like */ }
+  }
+  // In the next frame, not in the change's own task: it reads where the header is, which would
+  // lay the page out before the answer is even asked for (the frame lays it out anyway).
+  requestAnimationFrame(updateLangLinks);
+}
+
+/** A write still waiting: now. */
+function flushUrl() {
+  if (!writeTimer) return;
+  clearTimeout(writeTimer);
+  write();
+}
+
 /** A demo's controls changed: rewrite the query once the page is idle (while a slider moves, at
  * most every WRITE_EVERY_MS). */
 export function writeUrl(demo) {
   lastChanged = demo;
   if (writeTimer) return;
   const wait = Math.max(0, lastWrite + WRITE_EVERY_MS - Date.now());
-  const write = () => {
-    writeTimer = null;
-    lastWrite = Date.now();
-    const anchor = anchorOf(lastChanged);
-    const url = window.location.pathname + query() + (anchor ? "#" + anchor : window.location.hash);
-    if (url !== window.location.pathname + window.location.search + window.location.hash) {
-      try { history.replaceState(history.state, "", url); } catch (err) { /* file:// and the like */ }
-    }
-    // In the next frame, not in the change's own task: it reads where the header is, which would
-    // lay the page out before the answer is even asked for (the frame lays it out anyway).
-    requestAnimationFrame(updateLangLinks);
-  };
   // A little later, when the page is idle: replacing the URL costs a few ms (history.replaceState),
   // and in the change's own task or right after it the worker's answer would wait behind it.
-  writeTimer = setTimeout(() => idle(write, 1000), Math.max(wait, WRITE_AFTER_MS));
+  writeTimer = setTimeout(() => idle(() => { if (writeTimer) write(); }, 1000), Math.max(wait, WRITE_AFTER_MS));
 }
 
 function langLinks() {
