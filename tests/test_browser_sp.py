@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from test_browser import BOOT_TIMEOUT_MS, SETTLED_FN, LivePage, cli, diff, expected  # noqa: F401
+from test_browser import BOOT_TIMEOUT_MS, LivePage, cli, diff, expected  # noqa: F401
+from test_frontend_browser import FIGURES_JS, py_ser
 from tpmath import fmt
 
 pytestmark = pytest.mark.browser
@@ -185,36 +186,7 @@ def test_live_equals_cpython_and_the_command_line(pages, section):
 
 # ---- figures: live = build time = CPython ------------------------------------------------------
 
-SER_FN = """function ser(el) {
-  const ns = el.namespaceURI === "http://www.w3.org/2000/svg" ? "svg:" : "";
-  const attrs = [];
-  for (const a of el.attributes) {
-    if (a.name === "hidden") continue;
-    let v = a.value;
-    if (a.name === "class") v = v.split(/\\s+/).filter(c => c && c !== "tp-changed").join(" ");
-    if (a.name === "class" && v === "" && a.value.includes("tp-changed")) continue;
-    attrs.push([a.name, v]);
-  }
-  attrs.sort((x, y) => x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0);
-  const kids = Array.from(el.children);
-  return [ns + el.localName, attrs, kids.length ? kids.map(ser) : el.textContent];
-}"""
-FIGURES_JS = "async (demo) => { " + SER_FN + SETTLED_FN + """
-  await settled();
-  return Object.fromEntries(Array.from(demo.querySelectorAll("figure[data-figure]")).filter(f => !f.hidden)
-    .map(f => [f.getAttribute("data-figure"), ser(f)])); }"""
-
-
-def py_ser(node: dict, lang: str, svg: bool = False) -> list:
-    """CPython's element tree in the shape of SER_FN, its texts translated."""
-    from test_browser import cell_text
-    svg = svg or node["t"] == "svg"
-    tag = ("svg:" if svg else "") + node["t"]
-    attrs = sorted([k, v] for k, v in node.get("a", {}).items())
-    if "x" in node:
-        return [tag, attrs, cell_text(node["x"], lang)]
-    kids = node.get("c", [])
-    return [tag, attrs, [py_ser(c, lang, svg) for c in kids] if kids else ""]
+# (the same DOM / CPython serialisations as tests/test_frontend_browser.py)
 
 
 FIGURE_SETTINGS = {"sp-layer": [{"tp": "4", "seq": "8", "step": "grad-w", "dropout": "0.25"},

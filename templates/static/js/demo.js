@@ -163,7 +163,7 @@ export class Demo {
     if (!this.runtime.ready && this.resultsUrl) loadResults(this.resultsUrl);
     // With the runtime ready: have it compute the states one step away now (the section's first
     // one also imports its view module, the slowest answer of a visit).
-    this.runtime.tell({ type: "ahead", section: this.name, lang: pageLang(), next: this.statesBeside(this.values()) });
+    this.ahead(this.statesBeside(this.values()));
     whenStrings();
   }
 
@@ -200,7 +200,7 @@ export class Demo {
     if (kept !== undefined) {
       // Computed ahead by the worker: shown in this task, so the control and its result reach the
       // screen in one frame; the worker moves on to the states beside this one.
-      this.runtime.tell({ type: "ahead", section: this.name, lang: pageLang(), controls, next, replace: true });
+      this.ahead(next, controls);
       this.answer(JSON.parse(kept), controls, true);
       return;
     }
@@ -251,6 +251,14 @@ export class Demo {
     loadResults(this.resultsUrl).then(answer);
   }
 
+  /** Have the worker compute the states `next` when idle (worker.js "Ahead of the reader");
+   * `shown`: the controls the page just showed from an answer sent ahead (`next` is what is beside
+   * them, and replaces what the worker still had to compute). */
+  ahead(next, shown = null) {
+    const msg = { type: "ahead", section: this.name, lang: pageLang(), next };
+    this.runtime.tell(shown ? { ...msg, controls: shown, replace: true } : msg);
+  }
+
   /** The runtime became ready: send what is waiting. */
   flush() {
     if (this.dirty) this.request();
@@ -260,7 +268,7 @@ export class Demo {
    * the reader's first change need not wait for that).  app.js calls it once, when the demo
    * comes near the screen with the runtime ready. */
   warm() {
-    this.runtime.tell({ type: "ahead", section: this.name, lang: pageLang(), next: [this.values()] });
+    this.ahead([this.values()]);
   }
 
   /** The runtime is gone for good: the tables stay as they are; controls go back to them. */
