@@ -72,16 +72,21 @@ def test_tp1_needs_no_communication():
     assert res.per_layer_bytes == 0 and res.per_step_bytes == 0
 
 
-def test_sequence_parallel_same_bytes():
+def test_sequence_parallel_megatron_sends_a_quarter_more():
     res = comm_cost(2, 8, 16, 4, 2, 2)
     sp = res.sequence_parallel
     assert sp.available
-    assert [r.collective for r in sp.per_layer].count("all-gather") == 4
+    # Megatron per layer (two blocks): g AG and ḡ RS forward; ḡ' AG, the re-gather of the
+    # column-parallel input (AG) and g' RS backward -> 6 AllGathers, 4 ReduceScatters
+    assert [r.collective for r in sp.per_layer].count("all-gather") == 6
     assert [r.collective for r in sp.per_layer].count("reduce-scatter") == 4
-    # (n−1)/n · S per AG or RS: 3/4 · 2·8·16·2 = 384; 8 of them = 3072 = the four AllReduces
+    # (n−1)/n · S per AG or RS: 3/4 · 2·8·16·2 = 384; 10 of them = 3840 = 1.25 × the four AllReduces
     assert all(r.bytes_per_rank == 384 for r in sp.per_layer)
-    assert sp.per_layer_bytes == res.per_layer_bytes == 3072
+    assert res.per_layer_bytes == 3072
+    assert sp.per_layer_bytes == 3840 == 1.25 * res.per_layer_bytes
     assert sp.recompute_all_gather_bytes_per_layer == 768
+    assert sp.per_layer_bytes_keeping_input == 3072 == res.per_layer_bytes
+    assert sp.per_step_bytes == 2 * 3840
     assert not comm_cost(1, 6, 16, 4).sequence_parallel.available
 
 

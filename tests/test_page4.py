@@ -188,23 +188,37 @@ def test_layernorm_mistake_leaves_each_rank_its_own_row():
     assert not any(c.collective == "all-reduce" for c in core.run_sp_layer(tp=4, seq=8, batch=1, mistake="ln-grad-not-reduced").comm)
 
 
+@pytest.mark.parametrize("backward_input", ["regather", "keep"])
 @pytest.mark.parametrize("tp,seq", [(2, 4), (4, 8)])
-def test_comm_table_bytes_equal_plain_tp(tp, seq):
-    res = render("sp-layer", {"tp": str(tp), "seq": str(seq)})
+def test_comm_table_bytes_against_plain_tp(tp, seq, backward_input):
+    res = render("sp-layer", {"tp": str(tp), "seq": str(seq), "backward_input": backward_input})
     t = res["tables"]["sp-comm"]
     n = seq * spv.BATCH * spv.HIDDEN                        # the whole s × b × h tensor
     half, full = (tp - 1) / tp * n, 2 * (tp - 1) / tp * n   # nccl-tests: AG / RS (n−1)/n, AR 2(n−1)/n
+    regather = [("label.sp_sp_backward", "g", "AllGather", n, half)] if backward_input == "regather" else []
     want = [("label.sp_sp_forward", "g", "AllGather", n, half), ("label.sp_sp_forward", "ḡ", "ReduceScatter", n, half),
-            ("label.sp_sp_backward", "ḡ", "AllGather", n, half), ("label.sp_sp_backward", "g", "ReduceScatter", n, half),
+            ("label.sp_sp_backward", "ḡ", "AllGather", n, half), *regather,
+            ("label.sp_sp_backward", "g", "ReduceScatter", n, half),
             ("label.sp_sp_backward", "γ, β", "AllReduce", 2 * spv.HIDDEN, (tp - 1) / tp * 4 * spv.HIDDEN),
             ("label.sp_tp_forward", "f̄", "AllReduce", n, full), ("label.sp_tp_backward", "f", "AllReduce", n, full)]
     for row, (key, op, coll, elements, sent) in zip(t["rows"], want, strict=True):
         assert (cell_key(row[0]), row[1], row[2]) == (key, op, coll)
         assert int(row[4].translate(SPACES)) == elements and abs(num(row[5]) - sent) < 1e-9
     sp_total, tp_total, ln = (num(r[-1]) for r in t["foot"])
-    assert sp_total == tp_total == 4 * half                 # the page's claim: the same bytes
-    assert res["values"]["sp-sent"] == res["values"]["tp-sent"]
+    assert tp_total == 4 * half
+    # keeping the gathered input: the same bytes; Megatron's re-gather: one more half, +25 %
+    assert sp_total == (5 if backward_input == "regather" else 4) * half
+    assert num(res["values"]["sp-sent"]) == sp_total and num(res["values"]["tp-sent"]) == tp_total
+    note = res["notes"]["sp-bytes"]
+    assert note["key"] == f"note.sp_bytes_{backward_input}"
+    assert note["args"]["extra"].startswith("25" if backward_input == "regather" else "0")
     assert ln == pytest.approx((tp - 1) / tp * 4 * spv.HIDDEN)
+
+
+def test_one_rank_disables_the_backward_input_choice():
+    res = render("sp-layer", {"tp": "1", "seq": "4"})
+    assert res["control_state"]["backward_input"]["disabled"]
+    assert "sp-bytes" not in res["notes"]
 
 
 @pytest.mark.parametrize("tp,seq,p", [(2, 4, 0.25), (4, 8, 0.5), (2, 8, 0.1)])
@@ -275,7 +289,8 @@ def test_matrices_are_grids_and_rank_rows_rank_tags():
 
 # ------------------------------------------------------------------ controls and errors
 
-SP_VALUES = {"tp": ("1", "2", "4"), "seq": ("4", "8"), "mistake": core.MISTAKES, "dropout": ("0", "0.1", "0.25", "0.5")}
+SP_VALUES = {"tp": ("1", "2", "4"), "seq": ("4", "8"), "mistake": core.MISTAKES, "dropout": ("0", "0.1", "0.25", "0.5"),
+             "backward_input": core.BACKWARD_INPUTS}
 
 
 def test_every_setting_renders_with_the_right_state():
@@ -301,7 +316,7 @@ def test_every_setting_renders_with_the_right_state():
 @pytest.mark.parametrize("controls,field", [
     ({"tp": "3"}, "tp"), ({"tp": "8"}, "tp"), ({"tp": ""}, "tp"), ({"seq": "6"}, "seq"), ({"seq": "x"}, "seq"),
     ({"mistake": "oops"}, "mistake"), ({"dropout": "0.3"}, "dropout"), ({"dropout": "NaN"}, "dropout"),
-    ({"step": "shards"}, "step"), ({"step": ""}, "step"),
+    ({"step": "shards"}, "step"), ({"step": ""}, "step"), ({"backward_input": "store"}, "backward_input"),
 ])
 def test_bad_sp_controls_name_the_control(controls, field):
     with pytest.raises(TPMathError) as exc:

@@ -22,7 +22,7 @@ from hypothesis import given, settings, strategies as st
 
 from tpmath import TPMathError
 from tpmath.collectives import collective
-from tpmath.sp_layer import (DEMO_DROPOUT, MISTAKES, MP_SEED_OFFSET, all_gather_seq, keep_mask, make_inputs,
+from tpmath.sp_layer import (DEMO_DROPOUT, MISTAKES, MP_SEED_OFFSET, RESULT_KEYS, all_gather_seq, keep_mask, make_inputs,
                              reduce_scatter_seq, run_sp_layer, uniforms)
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -223,8 +223,8 @@ def test_rank_tensors_are_slices_of_the_one_device_tensors():
         assert rk.shapes["Z"] == [2, 6, 3] and rk.shapes["G_W2"] == [3, 4]
 
 
-def test_comm_list_and_bytes_equal_plain_tp():
-    r = run_sp_layer(tp=4, seq=8, batch=2, hidden=4, ffn=8)
+def test_comm_list_and_bytes_keeping_the_gathered_input_equal_plain_tp():
+    r = run_sp_layer(tp=4, seq=8, batch=2, hidden=4, ffn=8, backward_input="keep")
     n = 2 * 8 * 4
     assert [(c.phase, c.collective, c.elements) for c in r.comm] == [
         ("forward", "all-gather", n), ("forward", "reduce-scatter", n),
@@ -234,6 +234,38 @@ def test_comm_list_and_bytes_equal_plain_tp():
     # ring: AllReduce 2(n−1)/n, AllGather and ReduceScatter (n−1)/n each: the same total
     assert r.comm_per_rank["block"] == r.plain_tp.comm_per_rank["block"] == 2 * 2 * 3 / 4 * n
     assert r.comm_per_rank["ln_grads"] == 2 * 3 / 4 * 8
+
+
+# Megatron-core's backward of LinearWithGradAccumulationAndAsyncCommunication with
+# sequence_parallel (tensor_parallel/layers.py at d98e8a6, lines 668-708): the saved input is the
+# sequence shard, all_gather_into_tensor(input) is issued before grad_input = grad_output @ weight,
+# then reduce_scatter(grad_input).  Written out by hand for one block, in issue order:
+MEGATRON_BLOCK = [("forward", "all-gather", "g"), ("forward", "reduce-scatter", "ḡ"),
+                  ("backward", "all-gather", "ḡ"),     # dL/dO shards for W2 (row parallel)
+                  ("backward", "all-gather", "g"),     # the input of W1 gathered again
+                  ("backward", "reduce-scatter", "g")]
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_megatron_regathers_the_linear_input_in_backward(tp):
+    r = run_sp_layer(tp=tp, seq=8, batch=2, hidden=4, ffn=8)      # the default is Megatron's
+    assert r.backward_input == "regather"
+    assert [(c.phase, c.collective, c.operator) for c in r.comm if c.operator != "LN"] == MEGATRON_BLOCK
+    elements = 2 * 8 * 4
+    half = (tp - 1) / tp * elements          # one AllGather or ReduceScatter, ring, per rank
+    assert r.comm_per_rank["block"] == pytest.approx(5 * half)
+    assert r.plain_tp.comm_per_rank["block"] == pytest.approx(2 * 2 * half)
+    assert r.comm_per_rank["block"] / r.plain_tp.comm_per_rank["block"] == pytest.approx(1.25)
+    # the re-gathered A is the forward's A: every number is the same as when A is kept
+    kept = run_sp_layer(tp=tp, seq=8, batch=2, hidden=4, ffn=8, backward_input="keep")
+    for k in RESULT_KEYS:
+        assert np.array_equal(getattr(r.sharded, k), getattr(kept.sharded, k))
+
+
+def test_backward_input_is_checked():
+    with pytest.raises(TPMathError) as e:
+        run_sp_layer(backward_input="store")
+    assert e.value.field == "backward_input"
 
 
 # ---------------------------------------------------------------------------- dropout RNG

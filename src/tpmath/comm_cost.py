@@ -24,7 +24,11 @@ Bytes (ring algorithm, see ``schedules``): in a ring AllReduce of S elements eve
 rank sends 2(n−1)/n · S·k bytes and receives as much; ReduceScatter and AllGather each
 move (n−1)/n · S·k per rank.  Sequence parallelism (Korthikanti et al. 2022)
 replaces each AllReduce by an AllGather plus a ReduceScatter over the sequence
-dimension: same bytes, but activations outside the TP blocks are split by n.
+dimension (the same bytes), and Megatron-core adds one AllGather per block in backward: its
+``LinearWithGradAccumulationAndAsyncCommunication`` saves only the sequence shard of the
+column-parallel input and gathers it again for the weight gradient, overlapped with the
+input-gradient GEMM.  So 10 collectives of (n−1)/n·S·k per layer instead of the 8 halves of
+the four AllReduces: 25 % more bytes, for activations outside the TP blocks split by n.
 
 Time model (optional, bandwidth only, no latency term):
     t_comm = bytes sent per rank for all N layers of one micro-batch / link bandwidth
@@ -98,10 +102,13 @@ SP_COLLECTIVES = (
     ("forward", "sp_gather_mlp", "all-gather", "g"),
     ("forward", "sp_scatter_mlp_down", "reduce-scatter", "ḡ"),
     ("backward", "sp_grad_gather_mlp_down", "all-gather", "ḡ"),
+    ("backward", "sp_regather_mlp", "all-gather", "g"),          # Megatron: the input of fc1 again
     ("backward", "sp_grad_scatter_mlp", "reduce-scatter", "g"),
     ("backward", "sp_grad_gather_attn_out", "all-gather", "ḡ"),
+    ("backward", "sp_regather_attn", "all-gather", "g"),         # ... and of the QKV projection
     ("backward", "sp_grad_scatter_attn", "reduce-scatter", "g"),
 )
+SP_REGATHER = ("sp_regather_mlp", "sp_regather_attn")     # the rows a layer that kept its input would not run
 
 
 # -------------------------------------------------------------------- results
@@ -127,12 +134,14 @@ class SpUnavailable:
 
 @dataclass(frozen=True, eq=False)
 class SequenceParallel:
-    """The same layer with sequence parallelism: AllGather + ReduceScatter per AllReduce."""
+    """The same layer with sequence parallelism, as Megatron-core runs it: AllGather + ReduceScatter
+    per AllReduce, and the input of each column-parallel linear gathered again in backward."""
     available: bool                  # True
-    per_layer: list[CommRow]
-    per_layer_bytes: int
+    per_layer: list[CommRow]         # the 10 collectives, in execution order
+    per_layer_bytes: int             # all of them
     per_step_bytes: int
-    recompute_all_gather_bytes_per_layer: int
+    recompute_all_gather_bytes_per_layer: int    # the two re-gathers
+    per_layer_bytes_keeping_input: int           # without them: the bytes of the four AllReduces
     note: Text
 
 
@@ -292,9 +301,10 @@ def _sequence_parallel(B: int, L: int, h: int, n: int, k: int, N: int) -> Sequen
     total = sum(r.bytes_per_rank for r in rows)
     # Megatron-LM keeps only the sequence shard of each column-parallel input and
     # all-gathers it again in backward to form the weight gradient (overlapped with dX).
-    extra = 2 * ring_bytes_per_rank("all-gather", B * L * h, n, k)
+    extra = sum(r.bytes_per_rank for r, (_, where, _, _) in zip(rows, SP_COLLECTIVES) if where in SP_REGATHER)
     return SequenceParallel(available=True, per_layer=rows, per_layer_bytes=total, per_step_bytes=total * N,
-                            recompute_all_gather_bytes_per_layer=extra, note=Text("comm.sp_note"))
+                            recompute_all_gather_bytes_per_layer=extra, per_layer_bytes_keeping_input=total - extra,
+                            note=Text("comm.sp_note"))
 
 
 def comm_cost_preset(preset: str, batch: int = 1, tp: int = 8, dtype_bytes: int = 2, **kw) -> CommCost:

@@ -48,6 +48,13 @@ masks per shard, the right distribution, but not the bits of a one-device run.  
 the *default* state — identical on every TP rank — in a region whose shards differ: every
 rank then draws the same mask for its own block.
 
+What the column-parallel linear keeps for its weight gradient (``backward_input``): Megatron-core's
+``LinearWithGradAccumulationAndAsyncCommunication`` saves only the sequence shard A_r of its input
+and, with sequence parallelism, all-gathers A again in the backward pass before the weight-gradient
+GEMM, overlapped with the input-gradient GEMM (``"regather"``, the default: one more AllGather per
+block, five collectives of half an AllReduce instead of four).  ``"keep"`` stores the gathered A
+(B·S·D instead of B·Sl·D elements per rank) and sends exactly the bytes of plain TP.
+
 Mistakes computed on purpose (``mistake``): ``ln-grad-not-reduced`` (γ/β gradients left
 partial), ``same-dropout-seed`` (every rank starts the dropout stream at offset 0; needs
 dropout > 0, default :data:`DEMO_DROPOUT`), ``gather-wrong-dim`` (g concatenates the shards
@@ -74,6 +81,7 @@ MAX_HIDDEN = 64
 MAX_FFN = 256
 MAX_DROPOUT = 0.9
 MISTAKES = ("none", "ln-grad-not-reduced", "same-dropout-seed", "gather-wrong-dim")
+BACKWARD_INPUTS = ("regather", "keep")   # Megatron re-gathers the linear's input in backward / keeps it
 DEMO_DROPOUT = 0.25          # the dropout probability of the RNG demo when none is given
 MP_SEED_OFFSET = 2718        # Megatron's model_parallel_cuda_manual_seed: seed + 2718 (+ tp rank)
 RESULT_KEYS = ("Y", "loss", "G_X", "G_gamma", "G_beta", "G_W1", "G_W2")
@@ -103,7 +111,7 @@ class SpComm:
     collective: str                 # all-gather, reduce-scatter, all-reduce
     elements: int
     operator: str                   # g, ḡ, f, f̄, LN
-    tensor: str
+    tensor: str                     # LN(X) (again, in backward: the re-gather), O, G_O, G_A, G_gamma, G_beta
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,6 +193,7 @@ class SpLayerResult:
     seed: int
     mistake: str
     dropout: float
+    backward_input: str             # BACKWARD_INPUTS: re-gather A in backward (Megatron) or keep it
     eps: float
     inputs: dict[str, np.ndarray]   # X (B, S, D), gamma beta (D,), W1 (D, F), W2 (F, D), G (B, S, D)
     reference: SpOutputs
@@ -202,7 +211,7 @@ class SpLayerResult:
 # ----------------------------------------------------------------------------- validation
 
 def validate_options(tp: Any = 2, seq: Any = 4, batch: Any = 2, hidden: Any = 4, ffn: Any = 8, seed: Any = 0,
-                     mistake: Any = "none", dropout: Any = None) -> dict:
+                     mistake: Any = "none", dropout: Any = None, backward_input: Any = "regather") -> dict:
     """Every option checked once, by name; the one place this module raises."""
     o = {"tp": as_int("tp", tp, 1, MAX_TP), "seq": as_int("seq", seq, 1, MAX_SEQ),
          "batch": as_int("batch", batch, 1, MAX_BATCH), "hidden": as_int("hidden", hidden, 2, MAX_HIDDEN),
@@ -216,6 +225,7 @@ def validate_options(tp: Any = 2, seq: Any = 4, batch: Any = 2, hidden: Any = 4,
         o["dropout"] = as_float("dropout", dropout, 0.0, MAX_DROPOUT)
     if o["mistake"] == "same-dropout-seed" and o["dropout"] == 0.0:
         raise TPMathError("sp_dropout_needed", "dropout")
+    o["backward_input"] = as_choice("backward_input", backward_input, BACKWARD_INPUTS)
     return o
 
 
@@ -414,6 +424,8 @@ def sharded_block(inp: dict, o: dict) -> tuple[list[SpRank], SpOutputs, list[SpC
         rk["loss_partial"] = float(np.sum(rk["Y"] * rk["G_Y"]))
     # ---- backward (the collectives swap: ḡ's backward gathers, g's backward reduce-scatters)
     G_O_full = all_gather_seq([apply_dropout(rk["G_Y"], rk["keep_O"], p) for rk in ranks])   # (B, S, D) ḡ'
+    if o["backward_input"] == "regather":     # Megatron kept only A_r: gather it again for G_W1
+        A_full = gather([rk["A"] for rk in ranks])                      # (B, S, D) the same AllGather as g
     for rk in ranks:
         rk["G_O_full"] = G_O_full
         rk.update(mlp_backward(A_full, rk["W1"], rk["W2"], rk, G_O_full, rk["keep_H"], p))
@@ -440,18 +452,23 @@ def sharded_block(inp: dict, o: dict) -> tuple[list[SpRank], SpOutputs, list[SpC
     records = [SpRank(**rk, shapes={k: list(np.shape(v)) for k, v in rk.items()
                                     if isinstance(v, np.ndarray) and k not in ("keep_H", "keep_O")})
                for rk in ranks]
-    return records, assembled, sp_comm(B, S, D, mistake)
+    return records, assembled, sp_comm(B, S, D, mistake, o["backward_input"])
 
 
-def sp_comm(B: int, S: int, D: int, mistake: str = "none") -> list[SpComm]:
-    """The collectives of one TP + SP block; ``elements`` = the full (B, S, D) tensor (B·S·D)."""
+def sp_comm(B: int, S: int, D: int, mistake: str = "none", backward_input: str = "regather") -> list[SpComm]:
+    """The collectives of one TP + SP block, in the order they are issued; ``elements`` = the full
+    (B, S, D) tensor (B·S·D).  The re-gather of A runs before g's backward ReduceScatter (Megatron
+    starts it before the input-gradient GEMM and waits for it before the weight-gradient GEMM)."""
     n = B * S * D
     comm = [
         SpComm(phase="forward", collective="all-gather", elements=n, operator="g", tensor="LN(X)"),
         SpComm(phase="forward", collective="reduce-scatter", elements=n, operator="ḡ", tensor="O"),
         SpComm(phase="backward", collective="all-gather", elements=n, operator="ḡ", tensor="G_O"),
-        SpComm(phase="backward", collective="reduce-scatter", elements=n, operator="g", tensor="G_A"),
     ]
+    if backward_input == "regather":
+        comm.append(SpComm(phase="backward", collective="all-gather", elements=n, operator="g",
+                           tensor="LN(X) again"))
+    comm.append(SpComm(phase="backward", collective="reduce-scatter", elements=n, operator="g", tensor="G_A"))
     if mistake != "ln-grad-not-reduced":
         comm.append(SpComm(phase="backward", collective="all-reduce", elements=2 * D, operator="LN",
                            tensor="G_gamma, G_beta"))
@@ -508,9 +525,9 @@ def _max_abs(a: Any, b: Any) -> float:
 
 
 def run_sp_layer(tp: Any = 2, seq: Any = 4, batch: Any = 2, hidden: Any = 4, ffn: Any = 8, seed: Any = 0,
-                 mistake: Any = "none", dropout: Any = None) -> SpLayerResult:
+                 mistake: Any = "none", dropout: Any = None, backward_input: Any = "regather") -> SpLayerResult:
     """The block with TP + SP next to the one-device reference and plain TP (see module doc)."""
-    o = validate_options(tp, seq, batch, hidden, ffn, seed, mistake, dropout)
+    o = validate_options(tp, seq, batch, hidden, ffn, seed, mistake, dropout, backward_input)
     inp = make_inputs(o["seed"], o["batch"], o["seq"], o["hidden"], o["ffn"])
     masks = reference_masks(o)
     reference = reference_block(inp, masks, o["dropout"])

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from ..sp_layer import DEMO_DROPOUT, MISTAKES, run_sp_layer
+from ..sp_layer import BACKWARD_INPUTS, DEMO_DROPOUT, MISTAKES, run_sp_layer
 
 NAME = "sp-layer"
 # what the help strings (content/i18n/<lang>.cli.toml) quote, per option
-HELP_ARGS = {"mistake": {"choices": MISTAKES}, "dropout": {"demo": DEMO_DROPOUT}}
+HELP_ARGS = {"mistake": {"choices": MISTAKES}, "dropout": {"demo": DEMO_DROPOUT},
+             "backward_input": {"choices": BACKWARD_INPUTS}}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,8 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", default="0")
     parser.add_argument("--mistake", default="none")
     parser.add_argument("--dropout")
+    parser.add_argument("--backward-input", dest="backward_input", default="regather")
 
 
 def run(args: argparse.Namespace) -> dict:
     return run_sp_layer(tp=args.tp, seq=args.seq, batch=args.batch, hidden=args.hidden, ffn=args.ffn,
-                        seed=args.seed, mistake=args.mistake, dropout=args.dropout)
+                        seed=args.seed, mistake=args.mistake, dropout=args.dropout,
+                        backward_input=args.backward_input)

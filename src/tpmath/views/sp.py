@@ -57,17 +57,18 @@ PASS = {name: phase for name, phase, _ in STEPS}
 _COLUMNS = {name: cols for name, _, cols in STEPS}
 _AXIS = {"seq": 1, "cols": 2, "w1": 1, "w2": 0}
 # how a tensor of the core's comm list is written on the page (collectives: their NCCL names)
-TENSOR = {"LN(X)": "A = LN(X)", "O": "O", "G_O": "G_O", "G_A": "G_A", "G_gamma, G_beta": "G_γ, G_β"}
+TENSOR = {"LN(X)": "A = LN(X)", "O": "O", "G_O": "G_O", "G_A": "G_A", "G_gamma, G_beta": "G_γ, G_β",
+          "LN(X) again": label("label.sp_tensor_regather")}
 CHECK = {True: "✓", False: "✗"}
 QUANTITY = {"Y": "Y", "loss": "ℒ", "G_X": "G_X", "G_gamma": "G_γ", "G_beta": "G_β", "G_W1": "G_W₁", "G_W2": "G_W₂"}
 
 
 @lru_cache(maxsize=64)
-def run(tp: int, seq: int, mistake: str, dropout: float) -> core.SpLayerResult:
+def run(tp: int, seq: int, mistake: str, dropout: float, backward_input: str = "regather") -> core.SpLayerResult:
     """The core on the page's block: a pure function of the controls, computed once per setting
     (the views only read it)."""
     return core.run_sp_layer(tp=tp, seq=seq, batch=BATCH, hidden=HIDDEN, ffn=FFN, seed=SEED,
-                             mistake=mistake, dropout=dropout)
+                             mistake=mistake, dropout=dropout, backward_input=backward_input)
 
 
 def one_device(seq: int, dropout: float) -> core.SpRank:
@@ -80,16 +81,20 @@ def sp_controls(values: dict) -> tuple[dict, dict, dict]:
     mistake control is disabled there; the dropout mistake needs a mask, so it raises p = 0 to the
     core's demo probability and says so."""
     given = parse_controls(SECTIONS["sp-layer"].controls, {**values, "dropout": _dropout_text(values["dropout"])})
-    tp, seq, mistake, dropout, step = (given[k] for k in ("tp", "seq", "mistake", "dropout", "step"))
+    tp, seq, mistake, dropout, step, backward_input = (
+        given[k] for k in ("tp", "seq", "mistake", "dropout", "step", "backward_input"))
     state, notes = {}, {}
     if tp == 1:
         mistake = "none"
         state["mistake"] = {"disabled": True, "value": "none", "why": label("note.sp_why_one_rank")}
+        # nothing is gathered on one rank: both choices send nothing (the control keeps its value)
+        state["backward_input"] = {"disabled": True, "why": label("note.sp_why_one_rank_gather")}
     if mistake == "same-dropout-seed" and dropout == "0":
         dropout = _dropout_text(core.DEMO_DROPOUT)
         state["dropout"] = {"disabled": False, "value": dropout}
         notes["sp-dropout-set"] = label("note.sp_dropout_set", p=dropout)
-    c = {"tp": str(tp), "seq": str(seq), "mistake": mistake, "dropout": dropout, "step": step}
+    c = {"tp": str(tp), "seq": str(seq), "mistake": mistake, "dropout": dropout, "step": step,
+         "backward_input": backward_input}
     return c, state, notes
 
 
@@ -174,6 +179,7 @@ def _ranks_table(res: core.SpLayerResult, one: core.SpRank, step: str) -> dict:
 
 
 def _comm_row(c: core.SpComm, scheme: str, tp: int) -> list:
+    """One collective: scheme and pass, operator, NCCL name, tensor, elements, elements each rank sends."""
     op = "γ, β" if c.operator == "LN" else c.operator
     return [label(f"label.sp_{scheme}_{c.phase}"), op, REGISTRY[c.collective].nccl, TENSOR[c.tensor],
             fmt.integer(c.elements), fmt.num(core.ring_elements_per_rank(c.collective, c.elements, tp))]
@@ -266,14 +272,27 @@ def _notes(res: core.SpLayerResult, c: dict) -> dict:
         notes["sp-noop"] = label("note.sp_gather_noop", seq=fmt.integer(seq), tp=fmt.integer(tp))
     if res.dropout > 0:
         notes["sp-dropout"] = label("note.sp_dropout", p=c["dropout"], tp=fmt.integer(tp))
+    if tp > 1:
+        notes["sp-bytes"] = _bytes_note(res)
     return notes
+
+
+def _bytes_note(res: core.SpLayerResult) -> dict:
+    """What TP + SP sends per block next to plain TP, from the core's comm lists (module doc of
+    tpmath.sp_layer: Megatron's re-gather of the linear's input)."""
+    sp, plain = res.comm_per_rank["block"], res.plain_tp.comm_per_rank["block"]
+    halves = sum(1 for c in res.comm if c.operator != "LN")
+    args = {"sp": fmt.num(sp), "tp": fmt.num(plain), "n": fmt.integer(halves),
+            "extra": _percent(100 * (sp / plain - 1), 0), "tokens": fmt.integer(res.seq // res.tp),
+            "seq": fmt.integer(res.seq)}
+    return label(f"note.sp_bytes_{res.backward_input}", **args)
 
 
 def render_sp_layer(values: dict, lang: str) -> dict:
     """The block for one setting: tables, values, notes, figures, control state."""
     c, state, notes = sp_controls(values)
     tp, seq, p = int(c["tp"]), int(c["seq"]), float(c["dropout"])
-    res = run(tp, seq, c["mistake"], p)
+    res = run(tp, seq, c["mistake"], p, c["backward_input"])
     one = one_device(seq, p)
     tables = {"sp-ranks": _ranks_table(res, one, c["step"]), "sp-comm": _comm_table(res), "sp-ln": _ln_table(res),
               "sp-check": _check_table(res)}
@@ -513,6 +532,7 @@ SECTIONS = {
             Control("mistake", "select", "none", options=core.MISTAKES, label="ctl.sp_mistake"),
             Control("dropout", "select", "0", options=DROPOUT_OPTIONS, label="ctl.sp_dropout", slider=True),
             Control("step", "select", "gather", options=STEP_NAMES, label="ctl.sp_step", slider=True),
+            Control("backward_input", "select", "regather", options=core.BACKWARD_INPUTS, label="ctl.sp_backward_input"),
         ),
         render=render_sp_layer,
         tables=("sp-ranks", "sp-comm", "sp-ln", "sp-check"),     # + "sp-masks" when dropout is on
