@@ -261,9 +261,67 @@ def test_cli_prints_the_contract_keys():
     (("--seq", "6", "--hidden", "64", "--heads", "4", "--tp", "4", "--sp"), "seq=6"),
     (("--preset", "nope"), "Model must be one of"),
     (("--seq", "8", "--hidden", "64", "--heads", "4", "--recompute", "half"), "Recomputation must be one of"),
+    (("--seq", "8", "--hidden", "64", "--heads", "4", "--attention", "sdpa"), "Attention implementation must be one of"),
 ])
 def test_cli_bad_input_is_one_error_line(args, needle):
     out = cli(*args, "--json")
     assert out.returncode == 2 and out.stdout == ""
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], out.stderr
+
+
+# ----------------------------------------------------------------------- flash attention
+# Evaluated here straight from the formulas (Korthikanti et al. 2022, Table 2: 34sbh + 5as²b per
+# layer; FlashAttention stores none of the 5as²b, only a 4-byte log-sum-exp per query row and head).
+
+def flash_table2(s, b, h, a, t, sp, recompute):
+    sbh, asb = s * b * h, a * s * b
+    if recompute == "full":
+        return 2 * sbh / (t if sp else 1)
+    lse = 0 if recompute == "selective" else 4 * asb / t
+    return (34 * sbh / t if sp else 10 * sbh + 24 * sbh / t) + lse
+
+
+def eager_table2(s, b, h, a, t, sp, recompute):
+    sbh, as2b = s * b * h, a * s * s * b
+    if recompute == "full":
+        return 2 * sbh / (t if sp else 1)
+    score = 0 if recompute == "selective" else 5 * as2b / t
+    return (34 * sbh / t if sp else 10 * sbh + 24 * sbh / t) + score
+
+
+@pytest.mark.parametrize("s, b, h, a, t", [(2048, 1, 12288, 96, 8), (4096, 2, 4096, 32, 4), (64, 3, 48, 6, 2),
+                                           (8, 1, 16, 4, 1)])
+@pytest.mark.parametrize("sp", [False, True])
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+def test_flash_attention_stores_no_score_terms(s, b, h, a, t, sp, recompute):
+    kw = dict(seq=s, batch=b, hidden=h, heads=a, tp=t, sp=sp, recompute=recompute, extras=False)
+    flash = memory(**kw, attention="flash")
+    eager = memory(**kw)                                  # the default stays the paper's attention
+    assert eager.inputs["attention"] == "eager" and flash.inputs["attention"] == "flash"
+    assert flash.activation_bytes_per_layer == pytest.approx(flash_table2(s, b, h, a, t, sp, recompute), rel=1e-15)
+    assert eager.activation_bytes_per_layer == pytest.approx(eager_table2(s, b, h, a, t, sp, recompute), rel=1e-15)
+    items = {i.item for i in flash.activation_breakdown}
+    assert not items & {"softmax-output", "softmax-dropout-mask", "score-dropout-output"}
+    assert ("softmax-lse" in items) == (recompute == "none")
+    # flash ≈ selective recomputation for the score term: they differ by the log-sum-exp only
+    if recompute == "none":
+        sel = memory(**{**kw, "recompute": "selective"})
+        assert flash.activation_bytes_per_layer - sel.activation_bytes_per_layer == pytest.approx(4 * a * s * b / t)
+
+
+def test_llama_2_7b_score_term_is_20_of_33_sbh_at_t8():
+    kw = dict(preset="llama-2-7b", tp=8, batch=1, extras=False)
+    sbh = 4096 * 1 * 4096
+    eager, flash = memory(**kw), memory(**kw, attention="flash")
+    assert eager.activation_bytes_per_layer == 33 * sbh             # 10 + 24/8 + 5·32·4096/(4096·8)
+    assert eager.activation_bytes_per_layer - flash.activation_bytes_per_layer == 20 * sbh - 4 * 32 * 4096 // 8
+    assert flash.activation_layers_bytes == pytest.approx(32 * (13 * sbh + 4 * 32 * 4096 / 8))
+
+
+def test_cli_attention_flash():
+    out = cli("--preset", "llama-2-7b", "--tp", "8", "--attention", "flash", "--no-extras", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["inputs"]["attention"] == "flash"
+    assert data["activation_bytes_per_layer"] == 13 * 4096 * 4096 + 4 * 32 * 4096 // 8

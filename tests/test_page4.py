@@ -478,7 +478,9 @@ def test_every_string_the_sections_use_exists_in_both_languages():
     for name, runs in (("sp-layer", settings), ("memory", [{"preset": p, "tp": t, "sp": sp, "recompute": rc}
                                                            for p in spv.PRESET_CHOICES for t in ("1", "8")
                                                            for sp in ("on", "off") for rc in ("none", "full")]
-                                                          + [{"seq": "999", "pp": "2"}])):
+                                                          + [{"seq": "999", "pp": "2"}]
+                                                          + [{"attention": "flash", "recompute": rc}
+                                                             for rc in ("none", "selective", "full")])):
         sec = sections()[name]
         used |= {c.label_key for c in sec.controls}
         opts = {f"opt.{c.name}.{str(o).replace('-', '_')}": str(o) for c in sec.controls for o in c.options}
@@ -529,3 +531,46 @@ def test_the_page_builds_in_both_languages(built_site, lang):
     nav = [a.text() for a in doc.find_all("a") if a.attrs.get("href") == "sequence-parallel.html"]
     assert ("Sequence parallel" if lang == "en" else "序列并行") in nav
     assert "0.01%" not in html and "0.01 %" not in html           # the paper's figure is not quoted (§4.3 gives 0.57 %)
+
+
+@pytest.mark.parametrize("sp", ["off", "on"])
+def test_memory_flash_attention_drops_the_score_rows(sp):
+    """Llama-2-7B at t = 8: eager stores sbh(10 + 3 + 20) per layer without SP, flash sbh·13 + 4asb/t."""
+    base = {"preset": "llama-2-7b", "tp": "8", "sp": sp}
+    eager, flash = render("memory", base), render("memory", {**base, "attention": "flash"})
+    assert flash["controls"]["attention"] == "flash" and eager["controls"]["attention"] == "eager"
+    s, h, a, t = 4096, 4096, 32, 8
+    sbh = s * h
+    want = (34 * sbh / t if sp == "on" else 13 * sbh) + 4 * a * s / t
+    r = spv.memory_result(spv.memory_controls({**base, "attention": "flash"})[0])
+    assert r.activation_bytes_per_layer == want
+    def name(cell):          # "this configuration" wraps the row's name
+        return cell_key(cell["args"]["name"]) if cell_key(cell) == "label.mem_this" else cell_key(cell)
+    rows = {name(row[0]): row for row in flash["tables"]["mem-table2"]["rows"]}
+    eager_rows = {name(row[0]): row for row in eager["tables"]["mem-table2"]["rows"]}
+    assert rows["label.mem_cfg_tp"][1] == "sbh(10+24/t)+4asb/t" and eager_rows["label.mem_cfg_tp"][1] == "sbh(10+24/t+5as/(ht))"
+    # flash ≈ selective recomputation: the TP row with flash is the selective row to the digits shown
+    assert rows["label.mem_cfg_tp"][2] == eager_rows["label.mem_cfg_tp_selective"][2]
+    assert rows["label.mem_cfg_tp_selective"][2] == eager_rows["label.mem_cfg_tp_selective"][2]
+    items = [cell_key(row[0]) for row in flash["tables"]["mem-breakdown"]["rows"]]
+    assert "label.mem_item_softmax_lse" in items and "label.mem_item_softmax_output" not in items
+    assert cell_key(flash["notes"]["mem-flash"]) == "note.mem_flash" and "mem-flash" not in eager["notes"]
+    assert cell_key(render("memory", {**base, "attention": "flash", "recompute": "selective"})["notes"]["mem-flash"]) \
+        == "note.mem_flash_recomputed"
+
+
+def test_the_llama_2_7b_numbers_the_page_quotes():
+    """content/*/sequence-parallel.md: 16.5 → 2.1 GiB eager, 10 GiB of score tensors, 6.5 GiB with
+    FlashAttention, unchanged by selective recomputation, 2.1 GiB with SP (32 layers, t = 8)."""
+    def layers_gib(**kw):
+        c = spv.memory_controls({"preset": "llama-2-7b", "tp": "8", **kw})[0]
+        return spv.memory_result(c).activation_layers_bytes / 2**30
+    assert round(layers_gib(), 1) == 16.5
+    assert round(layers_gib(sp="on", recompute="selective"), 1) == 2.1
+    assert layers_gib() - layers_gib(attention="flash") == pytest.approx(10, abs=0.01)
+    assert round(layers_gib(attention="flash"), 1) == 6.5
+    assert layers_gib(attention="flash", recompute="selective") == pytest.approx(layers_gib(attention="flash"), rel=1e-3)
+    assert round(layers_gib(attention="flash", sp="on"), 1) == 2.1
+    for lang in ("en", "zh"):
+        text = (ROOT / "content" / lang / "sequence-parallel.md").read_text("utf-8")
+        assert all(q in text for q in ("16.5 GiB", "2.1 GiB", "10 GiB", "6.5 GiB")), lang

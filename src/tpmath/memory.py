@@ -21,6 +21,18 @@ sequence parallelism the layer input already *is* sequence-sharded, so full reco
 2sbh/t and needs no extra collective (Megatron forbids ``distribute_saved_activations`` with SP
 for that reason): the row ``full-sp`` below.
 
+Attention implementation (``attention``): ``eager`` is the paper's layer, which stores the
+score-side tensors 5as²b (softmax output 2as²b, its dropout mask as²b, the dropout output 2as²b).
+``flash`` is fused attention (Dao et al. 2022, FlashAttention, §3.1 and Algorithm 2): the s × s
+scores and probabilities are recomputed block by block in the backward pass from Q, K, V (stored
+anyway) and the softmax statistics, and the dropout mask is regenerated from the saved RNG state,
+so none of the 5as²b is stored.  What it keeps instead is one fp32 log-sum-exp per query row and
+head (the ``softmax_lse`` of the flash-attn library; FlashAttention-2, Dao 2023, §3.1.1): 4asb
+bytes, inside the TP region.  The output it returns is the input of the output projection,
+counted already.  So flash ≈ selective recomputation for this term (selective stores 0, flash
+4asb); with selective recomputation the flash call is itself recomputed and stores nothing more;
+full recomputation is unchanged.
+
 Pipeline parallelism (§4.2.3): with 1F1B the first stage holds p micro-batches of L/p layers, so
 L layers' worth whatever p (Eq. 5) — the activations below are the first stage's.  Interleaved
 schedules (× (1 + (p−1)/(pm))) are not modelled.  Extra terms (§4.3), included unless
@@ -56,6 +68,8 @@ from .errors import TPMathError, name as field_name
 from .validate import as_choice, as_int, check_divides
 
 RECOMPUTE = ("none", "selective", "full")
+ATTENTION = ("eager", "flash")     # the paper's attention, or fused (FlashAttention): see the module doc
+LSE_BYTES = 4                      # one fp32 log-sum-exp per query row and head (flash)
 ARCHS = ("gpt", "llama")
 
 # Bytes per parameter: weights, gradients, optimizer states (see the module docstring).
@@ -166,7 +180,8 @@ class MemoryResult:
 def validate_memory(seq: Any, batch: Any, hidden: Any, heads: Any, tp: Any = 1, sp: bool = False,
                     recompute: Any = "none", layers: Any = 1, kv_heads: Any = None, ffn: Any = None,
                     vocab: Any = None, pp: Any = 1, dp: Any = 1, optimizer: Any = "megatron-bf16",
-                    distributed_optimizer: bool = False, arch: Any = "gpt", extras: bool = True) -> dict:
+                    distributed_optimizer: bool = False, arch: Any = "gpt", extras: bool = True,
+                    attention: Any = "eager") -> dict:
     """Every option checked once, by name; the one place this module raises."""
     for name, value in (("seq", seq), ("hidden", hidden), ("heads", heads)):
         if value is None:
@@ -178,7 +193,7 @@ def validate_memory(seq: Any, batch: Any, hidden: Any, heads: Any, tp: Any = 1, 
          "pp": as_int("pp", pp, 1, 4096), "dp": as_int("dp", dp, 1, LIMIT),
          "optimizer": as_choice("optimizer", optimizer, tuple(OPTIMIZERS)),
          "distributed_optimizer": bool(distributed_optimizer), "arch": as_choice("arch", arch, ARCHS),
-         "extras": bool(extras)}
+         "extras": bool(extras), "attention": as_choice("attention", attention, ATTENTION)}
     o["kv_heads"] = o["heads"] if kv_heads is None else as_int("kv_heads", kv_heads, 1, LIMIT)
     o["ffn"] = 4 * o["hidden"] if ffn is None else as_int("ffn", ffn, 1, LIMIT)
     o["vocab"] = None if vocab is None else as_int("vocab", vocab, 1, LIMIT)
@@ -206,25 +221,31 @@ def _exact(x: Fraction) -> int | float:
     return int(x) if x.denominator == 1 else float(x)
 
 
-def layer_breakdown(s: int, b: int, h: int, a: int, t: int, sp: bool, recompute: str) -> list[LayerItem]:
-    """Bytes of each stored tensor of one layer on one rank (§4.1, §4.2, §5, Table 2)."""
+def layer_breakdown(s: int, b: int, h: int, a: int, t: int, sp: bool, recompute: str,
+                    attention: str = "eager") -> list[LayerItem]:
+    """Bytes of each stored tensor of one layer on one rank (§4.1, §4.2, §5, Table 2; flash
+    attention: the module doc)."""
     sbh, as2b = s * b * h, a * s * s * b
     if recompute == "full":
         return [LayerItem(item="layer-input", block="layer", region="seq",
                           bytes=_exact(Fraction(2 * sbh, t if sp else 1)))]
     out = []
     for item, block, c_sbh, c_as2b, region in LAYER_ITEMS:
-        if recompute == "selective" and c_as2b:
-            continue                      # recomputed in backward, not stored
+        if c_as2b and (recompute == "selective" or attention == "flash"):
+            continue                      # recomputed in backward (selective; inside the flash kernel)
         divisor = t if region == "tp" or sp else 1
         out.append(LayerItem(item=item, block=block, region=region,
                              bytes=_exact(Fraction(c_sbh * sbh + c_as2b * as2b, divisor))))
+        if item == "q-k" and attention == "flash" and recompute != "selective":
+            out.append(LayerItem(item="softmax-lse", block="attention", region="tp",
+                                 bytes=_exact(Fraction(LSE_BYTES * a * s * b, t))))   # a/t heads per rank
     return out
 
 
-def activation_bytes_per_layer(s: int, b: int, h: int, a: int, t: int, sp: bool, recompute: str) -> int | float:
+def activation_bytes_per_layer(s: int, b: int, h: int, a: int, t: int, sp: bool, recompute: str,
+                               attention: str = "eager") -> int | float:
     """Table 2 of the paper, per layer and rank, in bytes (the sum of :func:`layer_breakdown`)."""
-    return sum(i.bytes for i in layer_breakdown(s, b, h, a, t, sp, recompute))
+    return sum(i.bytes for i in layer_breakdown(s, b, h, a, t, sp, recompute, attention))
 
 
 def extra_activations(s: int, b: int, h: int, t: int, p: int, sp: bool, v: int) -> list[ExtraItem]:
@@ -283,7 +304,7 @@ def memory(seq: Any = None, batch: Any = None, hidden: Any = None, heads: Any = 
            sp: bool = False, recompute: Any = "none", layers: Any = None, kv_heads: Any = None,
            ffn: Any = None, vocab: Any = None, pp: Any = None, dp: Any = 1, optimizer: Any = "megatron-bf16",
            distributed_optimizer: bool = False, arch: Any = None, extras: bool = True,
-           preset: Any = None) -> MemoryResult:
+           preset: Any = None, attention: Any = "eager") -> MemoryResult:
     """Memory per rank (first pipeline stage, one TP rank) in bytes, with the activation terms
     itemised.  A ``preset`` fills the model's sizes (and the paper's parallel settings); explicit
     arguments win."""
@@ -295,9 +316,9 @@ def memory(seq: Any = None, batch: Any = None, hidden: Any = None, heads: Any = 
     o = validate_memory(merged.get("seq"), merged.get("batch"), merged.get("hidden"), merged.get("heads"),
                         merged["tp"], sp, recompute, merged["layers"], merged.get("kv_heads"), merged.get("ffn"),
                         merged.get("vocab"), merged["pp"], dp, optimizer, distributed_optimizer, merged["arch"],
-                        extras)
+                        extras, attention)
     s, b, h, a, t, L, p = (o[x] for x in ("seq", "batch", "hidden", "heads", "tp", "layers", "pp"))
-    breakdown = layer_breakdown(s, b, h, a, t, o["sp"], o["recompute"])
+    breakdown = layer_breakdown(s, b, h, a, t, o["sp"], o["recompute"], o["attention"])
     per_layer = sum(i.bytes for i in breakdown)
     params = model_parameters(o)
     extra = extra_activations(s, b, h, t, p, o["sp"], params.vocab_padded) \
@@ -312,7 +333,7 @@ def memory(seq: Any = None, batch: Any = None, hidden: Any = None, heads: Any = 
     return MemoryResult(
         preset=preset, inputs=o, configuration=_configuration(t, o["sp"], o["recompute"]),
         activation_bytes_per_layer=per_layer, activation_breakdown=breakdown,
-        table2={name: activation_bytes_per_layer(s, b, h, a, 1 if one else t, row_sp, row_rc)
+        table2={name: activation_bytes_per_layer(s, b, h, a, 1 if one else t, row_sp, row_rc, o["attention"])
                 for name, (one, row_sp, row_rc) in CONFIGURATIONS.items()},
         activation_layers_bytes=per_layer * L, activation_extra=extra, activation_bytes=activations,
         parameters=params,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from ..memory import ARCHS, OPTIMIZERS, PRESETS, RECOMPUTE, memory
+from ..memory import ARCHS, ATTENTION, OPTIMIZERS, PRESETS, RECOMPUTE, memory
 
 NAME = "memory"
 # what the help strings (content/i18n/<lang>.cli.toml) quote, per option
 HELP_ARGS = {"preset": {"choices": tuple(PRESETS)}, "arch": {"choices": ARCHS}, "recompute": {"choices": RECOMPUTE},
-             "optimizer": {"choices": tuple(OPTIMIZERS)}}
+             "optimizer": {"choices": tuple(OPTIMIZERS)}, "attention": {"choices": ATTENTION}}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dp", default="1")
     parser.add_argument("--sp", action="store_true")
     parser.add_argument("--recompute", default="none")
+    parser.add_argument("--attention", default="eager")
     parser.add_argument("--optimizer", default="megatron-bf16")
     parser.add_argument("--distributed-optimizer", dest="distributed_optimizer", action="store_true")
     parser.add_argument("--no-extras", dest="extras", action="store_false")
@@ -39,4 +40,4 @@ def run(args: argparse.Namespace) -> dict:
                   recompute=args.recompute, layers=args.layers, kv_heads=args.kv_heads, ffn=args.ffn,
                   vocab=args.vocab, pp=args.pp, dp=args.dp, optimizer=args.optimizer,
                   distributed_optimizer=args.distributed_optimizer, arch=args.arch, extras=args.extras,
-                  preset=args.preset)
+                  preset=args.preset, attention=args.attention)

@@ -369,7 +369,7 @@ def memory_result(c: dict) -> mem.MemoryResult:
         shape = {"kv_heads": p["kv_heads"], "ffn": p["ffn"], "arch": p["arch"]}
     return mem.memory(seq=c["seq"], batch=c["batch"], hidden=c["hidden"], heads=c["heads"], tp=c["tp"],
                       sp=c["sp"] == "on", recompute=c["recompute"], layers=c["layers"], vocab=c["vocab"],
-                      pp=c["pp"], optimizer=c["optimizer"], **shape)
+                      pp=c["pp"], optimizer=c["optimizer"], attention=c["attention"], **shape)
 
 
 def configuration_totals(c: dict, r: mem.MemoryResult) -> dict[str, int | float]:
@@ -413,6 +413,8 @@ FORMULA = {
     "none": "sbh(34+5as/h)", "tp": "sbh(10+24/t+5as/(ht))", "tp-sp": "sbh(34/t+5as/(ht))",
     "tp-selective": "sbh(10+24/t)", "tp-sp-selective": "sbh(34/t)", "full": "2sbh", "full-sp": "2sbh/t",
 }
+# With flash attention the 5as²b term is never stored; its fp32 log-sum-exp (4asb) is (tpmath.memory).
+FORMULA_FLASH = {**FORMULA, "none": "34sbh+4asb", "tp": "sbh(10+24/t)+4asb/t", "tp-sp": "34sbh/t+4asb/t"}
 
 
 def _table2(c: dict, r: mem.MemoryResult, totals: dict) -> dict:
@@ -428,7 +430,8 @@ def _table2(c: dict, r: mem.MemoryResult, totals: dict) -> dict:
         head = label(f"label.mem_cfg_{name.replace('-', '_')}")
         if name == r.configuration:
             head = label("label.mem_this", name=head)
-        rows.append([head, FORMULA[name], fmt.nbytes(t2[name]), fmt.nbytes(t2[name] * L), share, total])
+        formula = (FORMULA_FLASH if c["attention"] == "flash" else FORMULA)[name]
+        rows.append([head, formula, fmt.nbytes(t2[name]), fmt.nbytes(t2[name] * L), share, total])
     return table("cap.mem_table2", ["col.mem_config", "col.mem_formula", "col.mem_per_layer", "col.mem_layers",
                                     "col.mem_vs_tp", "col.mem_total"], rows)
 
@@ -448,7 +451,8 @@ PAPER_SECTION_5 = {(96, 2048, 12288): ("80", "70\u00a0%"), (128, 2048, 20480): (
 def _paper_table(c: dict, r: mem.MemoryResult) -> dict | None:
     """The paper's own numbers next to ours, where it gives them for this model and setting."""
     s, h, a = c["seq"], c["hidden"], c["heads"]
-    t2 = r.table2
+    # the paper's numbers are for its own (eager) attention: compare them with that
+    t2 = r.table2 if c["attention"] == "eager" else memory_result({**c, "attention": "eager"}).table2
     rows = []
     quoted = PAPER_SECTION_5.get((a, s, h))
     if quoted:
@@ -473,6 +477,12 @@ def _paper_table(c: dict, r: mem.MemoryResult) -> dict | None:
     return table("cap.mem_paper", ["col.mem_statement", "col.mem_source", "col.mem_paper", "col.mem_ours"], rows)
 
 
+def _flash_saving(c: dict, r: mem.MemoryResult) -> str:
+    """Activations per rank that flash attention does not store, against eager attention."""
+    eager = memory_result({**c, "attention": "eager"})
+    return fmt.nbytes(eager.per_rank_bytes["activations"] - r.per_rank_bytes["activations"])
+
+
 def render_memory(values: dict, lang: str) -> dict:
     """Memory per rank for one setting: the split into model states and activations, Table 2 at
     these sizes, the per-tensor breakdown of one layer and the paper's numbers where it has them."""
@@ -489,6 +499,10 @@ def render_memory(values: dict, lang: str) -> dict:
                                     name=label(f"opt.preset.{c['preset'].replace('-', '_')}"))
     else:
         notes["mem-custom"] = label("note.mem_custom")
+    if c["attention"] == "flash" and c["recompute"] == "none":
+        notes["mem-flash"] = label("note.mem_flash", saved=_flash_saving(c, r))
+    elif c["attention"] == "flash":      # the attention core is recomputed anyway: flash stores nothing more
+        notes["mem-flash"] = label("note.mem_flash_recomputed", recompute=label(f"opt.recompute.{c['recompute']}"))
     for d in r.differs_from_formula:
         notes[f"mem-differs-{d}"] = label(f"note.mem_differs_{d.replace('-', '_')}")
     if c["tp"] > 1 and c["seq"] % c["tp"]:
@@ -548,6 +562,7 @@ SECTIONS = {
             _number("tp", 8), _number("pp", 1),
             Control("sp", "select", "off", options=ON_OFF, label="ctl.mem_sp"),
             Control("recompute", "select", "none", options=mem.RECOMPUTE, label="ctl.mem_recompute"),
+            Control("attention", "select", "eager", options=mem.ATTENTION, label="ctl.mem_attention"),
             Control("optimizer", "select", "megatron-bf16", options=tuple(mem.OPTIMIZERS), label="ctl.mem_optimizer"),
         ),
         render=render_memory,
