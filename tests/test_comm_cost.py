@@ -264,3 +264,48 @@ def test_cli_errors(args, word):
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and word in lines[0], out.stderr
+
+
+# ------------------------------------------------------------------ hardware links
+# The cited values (content/*/row-parallel.md, refs 5, 16-18): NVIDIA's NVLink figures count both
+# directions together; one InfiniBand NDR port is 400 Gb/s each way.
+CITED_TOTAL_GB_S = {"h100": 900, "a100": 600, "a800": 400, "h800": 400}
+
+
+def test_hardware_presets_are_the_cited_values_per_direction():
+    from tpmath.comm_cost import HARDWARE, link_gbps
+    for name, total in CITED_TOTAL_GB_S.items():
+        assert HARDWARE[name]["total_gb_s"] == total
+        assert HARDWARE[name]["per_direction_gb_s"] == total / 2
+        assert link_gbps(name) == total / 2 * 8            # Gb/s, as --link-gbps takes it
+    assert link_gbps("ib-ndr") == 400 and HARDWARE["ib-ndr"]["per_direction_gb_s"] == 50
+    assert link_gbps("h800") == link_gbps("a800") == 1600
+
+
+def test_h800_link_time_is_bytes_over_200_gb_s():
+    from tpmath.comm_cost import link_gbps
+    r = comm_cost(4, 4096, 4096, 8, 2, 32, link_gbps=link_gbps("h800"), tflops=400)
+    assert r.t_comm_s == pytest.approx(r.per_step_bytes / 200e9)
+    # the page's τ_comm/τ_calc ≈ (n−1)kΦ/(9hβ): 0.76 on H800 NVLink, 0.34 on H100 (attention term ignored)
+    approx = lambda beta: 7 * 2 * 400e12 / (9 * 4096 * beta)    # noqa: E731
+    assert round(approx(200e9), 2) == 0.76 and round(approx(450e9), 2) == 0.34
+    assert round(1.25 * approx(200e9), 2) == 0.95
+
+
+@pytest.mark.parametrize("lang, row", [("en", "| 8 × H800 | 400 GB/s both ways = 200 GB/s |"),
+                                       ("en", "| 8 × A800 | 400 GB/s both ways = 200 GB/s |"),
+                                       ("zh", "| 8 × H800 | 双向合计 400 GB/s = 单向 200 GB/s |"),
+                                       ("zh", "| 8 × A800 | 双向合计 400 GB/s = 单向 200 GB/s |")])
+def test_nvlink_table_rows_state_the_per_direction_value(lang, row):
+    text = (Path(__file__).resolve().parents[1] / "content" / lang / "row-parallel.md").read_text("utf-8")
+    assert row in text
+
+
+def test_comm_view_link_preset_sets_and_disables_the_bandwidth():
+    from tpmath.views import render
+    res = render("comm-cost", {"link": "h800", "link_gbps": "12"})        # the typed value is unused
+    assert res["controls"]["link_gbps"] == 1600
+    assert res["control_state"]["link_gbps"]["disabled"] and res["control_state"]["link_gbps"]["value"] == "1600"
+    assert res["notes"]["comm-link"]["args"]["per"] == "200"
+    free = render("comm-cost", {"link": "custom", "link_gbps": "12"})
+    assert free["controls"]["link_gbps"] == 12 and "link_gbps" not in free["control_state"]

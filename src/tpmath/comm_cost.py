@@ -87,6 +87,30 @@ PRESETS: dict[str, dict] = {
                    "label": "GPT-3 175B"},
 }
 
+# Links one GPU's TP traffic may cross, per direction (what the time model divides by).  NVIDIA
+# quotes NVLink as the total of both directions; a ring AllReduce sends and receives at once, so
+# its time is set by one direction: half the quoted figure.  ``total_gb_s``: the quoted number,
+# ``per_direction_gb_s``: what the calculator uses (10⁹ bytes/s); the page's NVLink table cites them.
+HARDWARE: dict[str, dict] = {
+    # H100 SXM datasheet: fourth-generation NVLink, 18 links, 900 GB/s.
+    "h100": {"kind": "nvlink", "total_gb_s": 900, "per_direction_gb_s": 450, "label": "H100 SXM (NVLink)"},
+    # H800 SXM, the H100 for China: NVLink cut to 400 GB/s ("Insights into DeepSeek-V3", Zhao et al.
+    # 2025, arXiv:2505.09343, §4: 400 GB/s against H100's 900 GB/s).
+    "h800": {"kind": "nvlink", "total_gb_s": 400, "per_direction_gb_s": 200, "label": "H800 SXM (NVLink)"},
+    # A100 SXM datasheet: third-generation NVLink, 12 links, 600 GB/s.
+    "a100": {"kind": "nvlink", "total_gb_s": 600, "per_direction_gb_s": 300, "label": "A100 SXM (NVLink)"},
+    # A800, the A100 for China: NVLink cut to 400 GB/s (Reuters, November 2022).
+    "a800": {"kind": "nvlink", "total_gb_s": 400, "per_direction_gb_s": 200, "label": "A800 SXM (NVLink)"},
+    # One InfiniBand NDR port, 400 Gb/s per direction (a DGX H100 has one per GPU).
+    "ib-ndr": {"kind": "network", "total_gb_s": 100, "per_direction_gb_s": 50, "label": "InfiniBand NDR 400 Gb/s"},
+}
+
+
+def link_gbps(hardware: str) -> float:
+    """The per-direction bandwidth of one ``HARDWARE`` entry in Gb/s (10⁹ bit/s), as ``link_gbps`` takes it."""
+    return HARDWARE[as_choice("hardware", hardware, tuple(HARDWARE))]["per_direction_gb_s"] * 8
+
+
 # (phase, where, collective, Megatron operator) for one layer, in execution order; ``where`` names
 # the sentence comm.where_<where> (content/i18n/<lang>.core.toml).
 TP_COLLECTIVES = (

@@ -35,10 +35,15 @@ DEFAULT_PRESET = "llama-2-7b"
 DEFAULT_BATCH = 4
 DTYPE_BYTES = (1, 2, 4)
 PRESET_FIELDS = ("hidden", "seq", "layers", "heads")   # what a preset sets (its fields are disabled)
+LINK_CHOICES = tuple(cc.HARDWARE) + (CUSTOM,)           # a link preset sets link_gbps (disabled)
+DEFAULT_LINK = CUSTOM       # the bandwidth field stays the reader's (3600 Gb/s = H100) unless a link is chosen
 
 
 def cost_controls(values: dict) -> dict:
     """Validated controls; with a preset, hidden / seq / layers come from the preset."""
+    link = next(ctl for ctl in SECTIONS["comm-cost"].controls if ctl.name == "link").parse(values.get("link", DEFAULT_LINK))
+    if link != CUSTOM:      # the link sets the bandwidth: what the field held is unused
+        values = {**values, "link_gbps": cc.link_gbps(link)}
     c = parse_controls(SECTIONS["comm-cost"].controls, values)
     preset = c["preset"]
     if preset != CUSTOM:
@@ -113,6 +118,13 @@ def render_cost(values: dict, lang: str) -> dict:
         # The preset's fields show its values and are not editable ("Custom" frees them).
         why = label("note.row_set_by_preset", name=cc.PRESETS[c["preset"]]["label"])
         state = {k: {"disabled": True, "value": str(c[k]), "why": why} for k in PRESET_FIELDS}
+    if c["link"] != CUSTOM:
+        hw = cc.HARDWARE[c["link"]]
+        state["link_gbps"] = {"disabled": True, "value": f"{c['link_gbps']:g}",   # as the input holds it
+                              "why": label("note.row_set_by_link", name=hw["label"])}
+        notes["comm-link"] = label(f"note.row_link_{hw['kind']}", name=hw["label"],
+                                   total=fmt.integer(hw["total_gb_s"]), per=fmt.integer(hw["per_direction_gb_s"]),
+                                   gbps=fmt.num(c["link_gbps"]))
     return {
         "control_state": state,
         "controls": c,
@@ -145,6 +157,7 @@ SECTIONS = {
         Control("tp", "number", 8, min=1, max=512, step=1, label="ctl.row_tp", slider="log"),
         Control("dtype_bytes", "select", 2, options=DTYPE_BYTES, label="ctl.row_dtype_bytes"),
         Control("layers", "number", _D["layers"], min=1, max=1000, step=1, label="ctl.row_layers", slider="log"),
+        Control("link", "select", DEFAULT_LINK, options=LINK_CHOICES, label="ctl.row_link"),
         # Upper bounds keep the time model defined (at 1e308 both times round to 0 s: 0 / 0).
         Control("link_gbps", "number", 3600, min=0.001, max=cc.LINK_GBPS_MAX, step="any", label="ctl.row_link_gbps"),
         Control("tflops", "number", 400, min=0.001, max=cc.TFLOPS_MAX, step="any", label="ctl.row_tflops"),
