@@ -306,8 +306,10 @@ def finite_difference_grads(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np
 
 # ----------------------------------------------------------------- tolerance
 
-def tolerances(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, dtype: Any) -> dict[str, float]:
-    """Allowed |sharded − reference| per quantity for ``dtype``.
+def tolerances(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, dtype: Any = None,
+               u: float | None = None) -> dict[str, float]:
+    """Allowed |sharded − reference| per quantity for ``dtype`` (or for a unit roundoff ``u``:
+    bfloat16 has no numpy dtype, :mod:`tpmath.precision`).
 
     Sharding changes only the order of additions (and which BLAS kernel runs),
     never the formula.  Higham's bound for an inner product of length n is
@@ -328,7 +330,8 @@ def tolerances(X: np.ndarray, W1: np.ndarray, W2: np.ndarray, G: np.ndarray, dty
     Second-order terms in u are dropped.  It is a worst-case bound: typical
     differences are a few units in the last place of the result, far below it.
     """
-    u = float(np.finfo(as_dtype("dtype", dtype)).eps) / 2
+    if u is None:
+        u = float(np.finfo(as_dtype("dtype", dtype)).eps) / 2
     (b, d), f = X.shape, W1.shape[1]
     aX, a1, a2, aG = (np.abs(np.asarray(a, dtype=np.float64)) for a in (X, W1, W2, G))
     P = aX @ a1                                   # (B, F) bound on |Z|; δH ≤ γ·P

@@ -15,8 +15,9 @@ Letters as in :mod:`tpmath.mlp` and :mod:`tpmath.dp_tp` (B, D, F, tp, dp).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .. import dp_tp, mlp, precision
-from ..validate import DTYPES
 from .. import fmt
 from . import Control, Section, parse_controls
 from . import tree
@@ -92,20 +93,31 @@ _PRECISION_ROWS = (("Y", "label.q_y"), ("loss", "label.q_loss"), ("G_X", "label.
                    ("G_W1", "label.q_g_w1"), ("G_W2", "label.q_g_w2"))
 
 
+@lru_cache(maxsize=8)
+def _precision_run(tp: int) -> precision.PrecisionResult:
+    """Every dtype at one tp: computed once per tp (a dtype change only picks a row)."""
+    return precision.run_precision(tp=tp)
+
+
+def _diff(x: float) -> str:
+    """A sharded-vs-unsharded difference: an exact 0 (no addition reordered) is written 0."""
+    return "0" if x == 0 else fmt.err(x)
+
+
 def render_precision(controls: dict, lang: str) -> dict:
     """Max |sharded − unsharded| per quantity for one dtype, and one SGD step (float64)."""
     c = parse_controls(SECTIONS["precision"].controls, controls)
     dtype, tp = c["dtype"], c["tp"]
-    res = precision.run_precision(tp=tp)
+    res = _precision_run(tp)
     row = next(r for r in res.dtypes if r.dtype == dtype)
     rows, drawn = [], []
     for key, name_key in _PRECISION_ROWS:
         err, tol = row.max_abs_err[key], row.tolerances[key]
-        rows.append([label(name_key), fmt.err(err), fmt.err(tol), label("label.yes" if err <= tol else "label.no")])
+        rows.append([label(name_key), _diff(err), fmt.err(tol), label("label.yes" if err <= tol else "label.no")])
         drawn.append((key, err, tol))
     ce_err, ce_tol = row.ce_abs_diff, row.ce_tolerance
     drawn.append(("ce", ce_err, ce_tol))
-    rows.append([label("label.q_ce"), fmt.err(ce_err), fmt.err(ce_tol),
+    rows.append([label("label.q_ce"), _diff(ce_err), fmt.err(ce_tol),
                  label("label.yes" if ce_err <= ce_tol else "label.no")])
     sgd = res.sgd
     sgd_rows = []
@@ -129,7 +141,8 @@ def render_precision(controls: dict, lang: str) -> dict:
             "loss-after-reference": fmt.num(sgd.loss_after_reference),
         },
         "notes": {"verdict": label("note.precision_ok" if row.within_tolerance else "note.precision_bad",
-                                   dtype=dtype)},
+                                   dtype=dtype),
+                  "order": label("note.precision_one_rank" if tp == 1 else "note.precision_order", tp=str(tp))},
         "figures": {"precision": figure_precision(dtype, drawn)},
     }
 
@@ -153,7 +166,7 @@ SECTIONS = {
     ),
     "precision": Section(
         name="precision",
-        controls=(Control("dtype", "select", "float32", options=DTYPES),
+        controls=(Control("dtype", "select", "float32", options=precision.PRECISION_DTYPES),
                   Control("tp", "select", "2", options=tuple(str(t) for t in TP_OPTIONS))),
         render=render_precision,
         tables=("precision", "sgd-step"),
