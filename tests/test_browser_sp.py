@@ -30,6 +30,7 @@ SP_SETTINGS = [
     {"tp": "2", "seq": "4", "step": "grad-ln", "mistake": "ln-grad-not-reduced"},
     {"tp": "4", "seq": "4", "step": "residual", "mistake": "same-dropout-seed", "dropout": "0.5"},
     {"tp": "1", "seq": "8", "step": "grad-w"},
+    {"tp": "4", "seq": "8", "step": "grad-scatter", "backward_input": "keep"},
 ]
 MEM_SETTINGS = [
     {},
@@ -38,6 +39,8 @@ MEM_SETTINGS = [
     {"preset": "gpt-3-175b", "seq": "2048", "tp": "8", "recompute": "full", "sp": "on"},
     {"preset": "custom", "hidden": "2048", "heads": "16", "layers": "24", "vocab": "50304", "seq": "2048",
      "batch": "2", "tp": "4", "pp": "2", "sp": "on", "optimizer": "mixed-adam"},
+    {"attention": "flash"},
+    {"attention": "flash", "sp": "on"},
 ]
 KEY = {"ln": ("X", "A"), "gather": ("A", "A_full"), "tp": ("Hd", "O_partial"), "scatter": ("O_partial", "O"),
        "residual": ("O", "Y"), "grad-gather": ("G_Y", "G_O_full"), "grad-w": ("G_W2", "G_W1"),
@@ -101,13 +104,14 @@ def test_default_state_live_equals_build_time(pages):
 
 
 def check_sp_against_cli(controls: dict, state: dict, live: LivePage) -> int:
-    c = {"tp": "2", "seq": "4", "mistake": "none", "dropout": "0", "step": "gather", **controls}
+    c = {"tp": "2", "seq": "4", "mistake": "none", "dropout": "0", "step": "gather", "backward_input": "regather",
+         **controls}
     if c["tp"] == "1":
         c["mistake"] = "none"
     if c["mistake"] == "same-dropout-seed" and c["dropout"] == "0":
         c["dropout"] = "0.25"
     out = cli("sp-layer", "--tp", c["tp"], "--seq", c["seq"], "--batch", "1", "--mistake", c["mistake"],
-              "--dropout", c["dropout"])
+              "--dropout", c["dropout"], "--backward-input", c["backward_input"])
     n = 0
     rows = live_rows(live, "sp-layer", "sp-ranks")
     assert len(rows) == int(c["tp"])
@@ -138,8 +142,8 @@ def check_sp_against_cli(controls: dict, state: dict, live: LivePage) -> int:
 
 def mem_cli_args(c: dict) -> list[str]:
     c = {"preset": "llama-2-7b", "seq": "4096", "batch": "1", "tp": "8", "pp": "1", "sp": "off", "recompute": "none",
-         "optimizer": "megatron-bf16", **c}
-    args = ["memory", "--recompute", c["recompute"], "--optimizer", c["optimizer"]]
+         "optimizer": "megatron-bf16", "attention": "eager", **c}
+    args = ["memory", "--recompute", c["recompute"], "--optimizer", c["optimizer"], "--attention", c["attention"]]
     if c["sp"] == "on" and c["tp"] != "1":
         args.append("--sp")
     if c["preset"] == "custom":
