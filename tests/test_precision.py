@@ -184,3 +184,15 @@ def test_round_bf16_equals_torch_bfloat16():
     with np.errstate(over="ignore", invalid="ignore"):
         assert np.array_equal(bf.mul(a, b), (ta * tb).to(torch.float32).numpy(), equal_nan=True)
         assert np.array_equal(bf.add(a, b), (ta + tb).to(torch.float32).numpy(), equal_nan=True)
+
+
+def test_ieee_only_tanh_exp_log_agree_with_the_c_library():
+    """The demo's functions (same bits on every platform) are the C library's to about one ulp."""
+    from tpmath.precision import exp64, log64, tanh64
+    x = np.linspace(-30, 30, 20001)
+    assert np.max(np.abs(exp64(x) / np.exp(x) - 1)) <= 4e-16
+    y = np.exp(np.linspace(-20, 20, 20001))
+    assert np.max(np.abs(log64(y) - np.log(y))) <= 4e-16
+    z = np.linspace(-10, 10, 20001)
+    assert np.max(np.abs(tanh64(z) - np.tanh(z))) <= 4e-16
+    assert exp64(np.array([0.0]))[0] == 1.0 and log64(np.array([1.0]))[0] == 0.0 and tanh64(np.array([0.0]))[0] == 0.0

@@ -18,7 +18,7 @@ Every dtype runs the same arithmetic (:class:`Arith`), one rounded operation at 
 fixed order, so that the order of additions is the only thing sharding changes and every
 runtime gets the same bits: products and sums rounded to the dtype, matrix products
 accumulated over the inner index in index order, the ranks' partial results added in rank
-order, tanh / exp / log evaluated in float64 and rounded once.  float64, float32 and float16
+order, tanh / exp / log evaluated in float64 from IEEE operations only (:func:`exp64`) and rounded once.  float64, float32 and float16
 are numpy's own dtypes; bfloat16 (8 significand bits, float32's exponent) has no numpy dtype,
 so its values live in float32 arrays and every operation is done in float32 and rounded to
 bfloat16 (round to nearest even on the float32 bit pattern, :func:`round_bf16`), the way
@@ -97,7 +97,7 @@ class Arith:
         return self.rnd(a - b)
 
     def fn(self, f: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
-        """tanh / exp / log: evaluated in float64 and rounded once."""
+        """tanh64 / exp64 / log64: evaluated in float64 and rounded once."""
         return self.cast(f(x.astype(np.float64)))
 
     def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -113,6 +113,45 @@ class Arith:
         for p in parts[1:]:
             acc = self.add(acc, p)
         return acc
+
+
+# tanh, exp and log from IEEE operations only (+, −, ×, ÷, ldexp are correctly rounded on every
+# platform, unlike the C library's tanh / exp / log, whose last bit differs between CPython and
+# Pyodide): the same float64 bits at build time and in the browser, so the float64 differences
+# shown are the same too.  Accurate to about one unit in the last place, which is all the demo
+# needs: both sides of every comparison use the same function.
+_LN2_HI, _LN2_LO = 0.693147180369123816490, 1.90821492927058770002e-10   # ln 2 = HI + LO, HI exact in 32 bits
+_EXP_TERMS = tuple(1.0 / np.prod(np.arange(1.0, k + 1.0)) for k in range(14))  # 1/k!, k = 0 … 13
+
+
+def exp64(x: np.ndarray) -> np.ndarray:
+    """e^x = 2^k · e^r with r = x − k·ln 2, |r| ≤ ln 2 / 2, e^r by its Taylor polynomial (Horner)."""
+    x = np.asarray(x, dtype=np.float64)
+    k = np.rint(x * 1.4426950408889634)                     # x / ln 2
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = np.full_like(r, _EXP_TERMS[-1])
+    for c in _EXP_TERMS[-2::-1]:
+        p = p * r + c
+    return np.ldexp(p, k.astype(np.int32))                 # int32: the C int of every platform
+
+
+def log64(x: np.ndarray) -> np.ndarray:
+    """ln x for x > 0: x = m·2^e with m in [√½, √2), ln m = 2·atanh(u), u = (m − 1)/(m + 1)."""
+    m, e = np.frexp(np.asarray(x, dtype=np.float64))
+    low = m < np.sqrt(0.5)
+    m, e = np.where(low, 2.0 * m, m), np.where(low, e - 1, e)
+    u = (m - 1.0) / (m + 1.0)
+    u2 = u * u
+    p = np.full_like(u, 1.0 / 23.0)
+    for k in range(21, 0, -2):
+        p = p * u2 + 1.0 / k
+    return e * _LN2_HI + (e * _LN2_LO + 2.0 * u * p)
+
+
+def tanh64(z: np.ndarray) -> np.ndarray:
+    """tanh z = sign(z)·(1 − 2/(e^{2|z|} + 1))."""
+    z = np.asarray(z, dtype=np.float64)
+    return np.sign(z) * (1.0 - 2.0 / (exp64(2.0 * np.abs(z)) + 1.0))
 
 
 ARITH = {
@@ -141,7 +180,7 @@ def mlp_outputs(ar: Arith, inp: dict[str, np.ndarray], tp: int) -> dict[str, np.
     (tp = 1: the unsharded reference, the same operations in the same order)."""
     X, W1, W2, G = (ar.cast(inp[k]) for k in ("X", "W1", "W2", "G"))
     W1s, W2s = stack_columns(W1, tp), stack_rows(W2, tp)        # (tp, D, F/tp), (tp, F/tp, D)
-    H = ar.fn(np.tanh, ar.matmul(X, W1s))                         # (tp, B, F/tp) local
+    H = ar.fn(tanh64, ar.matmul(X, W1s))                         # (tp, B, F/tp) local
     Y = ar.sum_in_order(list(ar.matmul(H, W2s)))                  # (B, D) AllReduce of partial Y
     loss = ar.sum_in_order(list(ar.mul(Y, G).ravel()))
     G_H = ar.matmul(G, W2s.swapaxes(-1, -2))                      # (tp, B, F/tp)
@@ -159,11 +198,11 @@ def ce_loss(ar: Arith, logits: np.ndarray, targets: np.ndarray, tp: int) -> tupl
     :func:`ce_tolerance` needs, per position."""
     z = ar.cast(logits)                                           # (N, V)
     m = np.max(z, axis=1, keepdims=True)                          # (N, 1) a max rounds nothing
-    e = ar.fn(np.exp, ar.sub(z, m)).reshape(len(z), tp, -1)       # (N, tp, V/tp)
+    e = ar.fn(exp64, ar.sub(z, m)).reshape(len(z), tp, -1)       # (N, tp, V/tp)
     local = ar.sum_in_order(list(np.moveaxis(e, 2, 0)))           # (N, tp) each rank's Σ exp
     total = ar.sum_in_order(list(local.T))                        # (N,) AllReduce(sum) in rank order
     shifted = ar.sub(z[np.arange(len(z)), targets], m[:, 0])      # (N,) z_y − m
-    loss = ar.sub(ar.fn(np.log, total), shifted)                  # (N,)
+    loss = ar.sub(ar.fn(log64, total), shifted)                  # (N,)
     return loss, {"sum_exp": total.astype(np.float64), "target_shifted": shifted.astype(np.float64),
                   "loss": loss.astype(np.float64)}
 
