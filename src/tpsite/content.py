@@ -236,18 +236,20 @@ def load_content(root: Path) -> Content:
     # The command line's help is checked like every string but is no page's: the pages embed
     # their strings, and these would only make them larger.
     for lang in langs:
-        strings[lang] = {k: header_breaks(v) if k.startswith("col.") else v for k, v in strings[lang].items()
+        strings[lang] = {k: header_breaks(v) if k.startswith(HEADER_KEYS) else v for k, v in strings[lang].items()
                          if origins[lang][k].name != f"{lang}.{CLI_PART}.toml"}
     return Content(root=root, langs=langs, pages=pages, strings=strings)
 
 
-# Column headers break only at spaces and punctuation on the Chinese pages (style.css: keep-all,
-# never inside a word such as 算子), so a long one gets two more rules here, which the page's
-# script shows too (it reads the same strings: the static and the live header stay equal):
+# Table headers and captions break only at spaces and punctuation on the Chinese pages (style.css:
+# keep-all, never inside a word such as 算子), so their strings (column headers, captions, and the
+# labels that head rows) get two more rules here, which the page's script shows too (it reads the
+# same strings: the static and the live header stay equal):
 # * a Latin term and its full-width gloss are one unit ("rank（卡）"): Chromium may break before
 #   a full-width bracket, so a word joiner (U+2060, invisible) goes between them;
 # * a header may break after the particle 的, which always ends a word ("与未分片参考的 /
 #   最大绝对误差"): a zero-width space (U+200B) marks that opportunity.
+HEADER_KEYS = ("col.", "cap.", "label.")
 _GLOSS_RE = re.compile(r"(?<=[A-Za-z0-9])(?=[（【「《])")
 _PARTICLE_RE = re.compile(r"(?<=的)(?=[\u4e00-\u9fff])")
 
