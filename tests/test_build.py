@@ -247,6 +247,16 @@ def test_long_inline_code_gets_break_points_and_code_blocks_do_not():
                                                            "_VocabParallelCrossEntropy"]
 
 
+def test_header_breaks_keep_words_whole():
+    """Chinese headers break only between words (style.css keep-all); a Latin term keeps its
+    full-width gloss (word joiner) and the particle 的 may end a line (zero-width space)."""
+    from tpsite.content import header_breaks
+    assert header_breaks("rank（卡）", "的") == "rank\u2060（卡）"
+    assert header_breaks("与未分片参考的最大绝对误差", "的") == "与未分片参考的\u200b最大绝对误差"
+    assert header_breaks("完整的 Transformer 层", "的") == "完整的 Transformer 层"   # a space breaks already
+    assert header_breaks("Max abs error (vs reference)", "") == "Max abs error (vs reference)"
+
+
 def test_pydemo_block(fixture_site):
     _, out, _ = fixture_site
     for lang, label in (("en", "Run"), ("zh", "运行")):

@@ -361,7 +361,7 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
             html = env.get_template("page.html").render(
                 html_lang=content.tag(lang), lang=lang, page={
                     "title": page.title, "description": page.meta.get("description", ""),
-                    "heading": header_breaks(page.title)},     # the h1: breaks between words
+                    "heading": header_breaks(page.title, t("site.break_after"))},     # the h1: breaks between words
                 t=t, strings=inline, strings_url=page_url(urls["strings"][lang], "../"), csp=csp, root="../",
                 home_href="index.html",
                 alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != content.tag(lang)],
