@@ -230,6 +230,33 @@ def test_markdown_tables_are_semantic(fixture_site):
     assert all(th.attrs.get("scope") == "col" for th in table.find("thead").find_all("th"))
 
 
+def test_long_inline_code_gets_break_points_and_code_blocks_do_not():
+    """A long name in inline code may break after "/", before "_" / "." and at a camelCase step
+    (else overflow-wrap cuts it anywhere, often right before the "，" that follows); the text is
+    unchanged, and a code block is left alone."""
+    from tpsite.markdown_ext import to_html
+    html, _ = to_html("See `tensor_parallel/cross_entropy.py`（`_VocabParallelCrossEntropy`）：`a_b`.\n\n"
+                      "<p><code>megatron/core/x.py</code></p>\n\n```text\nlong_module/name_here.py\n```\n", "#")
+    assert "<code>tensor<wbr>_parallel/<wbr>cross<wbr>_entropy<wbr>.py</code>" in html
+    assert "<code>_Vocab<wbr>Parallel<wbr>Cross<wbr>Entropy</code>" in html     # no break before a leading _
+    assert "<code>a_b</code>" in html                                         # short names stay whole
+    assert "<code>megatron/<wbr>core/<wbr>x<wbr>.py</code>" in html              # raw HTML (references) too
+    assert "long_module/name_here.py" in html                                 # code block untouched
+    doc = parse(html)
+    assert [c.text() for c in doc.find_all("code")][:2] == ["tensor_parallel/cross_entropy.py",
+                                                           "_VocabParallelCrossEntropy"]
+
+
+def test_header_breaks_keep_words_whole():
+    """Chinese headers break only between words (style.css keep-all); a Latin term keeps its
+    full-width gloss (word joiner) and the particle 的 may end a line (zero-width space)."""
+    from tpsite.content import header_breaks
+    assert header_breaks("rank（卡）", "的") == "rank\u2060（卡）"
+    assert header_breaks("与未分片参考的最大绝对误差", "的") == "与未分片参考的\u200b最大绝对误差"
+    assert header_breaks("完整的 Transformer 层", "的") == "完整的 Transformer 层"   # a space breaks already
+    assert header_breaks("Max abs error (vs reference)", "") == "Max abs error (vs reference)"
+
+
 def test_pydemo_block(fixture_site):
     _, out, _ = fixture_site
     for lang, label in (("en", "Run"), ("zh", "运行")):

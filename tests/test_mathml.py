@@ -4,6 +4,7 @@ Markdown (line numbers, code skipped), and alignment of multi-line formulas in C
 from __future__ import annotations
 
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -227,12 +228,20 @@ def test_aligned_rows_line_up_in_chromium(tmp_path, browser):
 
 
 def test_punctuation_never_starts_a_line_after_inline_maths():
-    """A word joiner glues closing punctuation to the formula before it (and opening brackets to the
-    formula after them), so Chromium cannot break the line between them ("。" starting a line)."""
+    """A formula, the closing punctuation after it and the opening brackets before it are one
+    no-wrap span, so Chromium cannot break the line between them ("。" starting a line: a word
+    joiner does not hold against an atomic inline <math>); a formula without punctuation and a
+    display formula are left alone (tests/test_rendering_browser.py measures the lines)."""
     from tpsite import mathml as mm
-    html = mm.restore("<p>宽度 MXTPMATH00000Z。然后（MXTPMATH00001Z）, MXTPMATH00000Z, and x</p>",
-                      ["<math><mi>a</mi></math>", "<math><mi>b</mi></math>"])
-    assert "</math>\u2060。" in html
-    assert "（\u2060<math><mi>b</mi></math>\u2060）" in html
-    assert "</math>\u2060," in html
-    assert "\u2060 and" not in html
+    a, b = "<math><mi>a</mi></math>", '<math display="inline"><mi>b</mi></math>'
+    block = '<math display="block"><mi>c</mi></math>'
+    html = mm.restore("<p>宽度 MXTPMATH00000Z。然后（MXTPMATH00001Z）, MXTPMATH00000Z, and MXTPMATH00001Z x"
+                      "</p><p>MXTPMATH00002Z</p><p>so MXTPMATH00002Z.</p>", [a, b, block])
+    assert f'<span class="nobr">{a}。</span>' in html
+    assert f'<span class="nobr">（{b}）,</span>' in html
+    assert f'<span class="nobr">{a},</span> and {b} x' in html
+    assert f'<div class="math-display">{block}</div>' in html
+    assert f"so {block}." in html
+    assert "\u2060" not in html
+    css = (ROOT / "templates" / "static" / "style.css").read_text(encoding="utf-8")
+    assert re.search(r"\.nobr\s*\{\s*white-space:\s*nowrap", css)

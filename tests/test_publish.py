@@ -133,7 +133,9 @@ def test_robots_txt_names_the_sitemap(site):
 def test_open_graph_and_twitter_meta(site, rel, lang, slug):
     doc = head(site, rel)
     m = metas(doc)
-    title = doc.find("h1").text().strip()
+    # the h1 may carry invisible break marks (U+200B after 的, U+2060 before a gloss: no break
+    # inside a Chinese word); the title is the same text without them
+    title = doc.find("h1").text().replace("\u200b", "").replace("\u2060", "").strip()
     description = doc.find("meta", name="description").attrs["content"]
     one = {k: v[0] for k, v in m.items() if len(v) == 1}
     assert one["og:title"] == one["twitter:title"] == title
@@ -289,6 +291,67 @@ def test_subset_keeps_the_stretchy_variants_of_used_brackets(site):
             assert variants(sub, ch) == variants(full, ch), ch
             checked += 1
     assert checked >= 2
+
+
+def constructions(font) -> dict[tuple[str, str], set[str]]:
+    """(glyph, "v" | "h") -> the glyphs its OpenType MATH construction draws with: the size
+    variants and the parts of its glyph assembly."""
+    mv = font["MATH"].table.MathVariants
+    out = {}
+    for coverage, records, way in ((mv.VertGlyphCoverage, mv.VertGlyphConstruction, "v"),
+                                   (mv.HorizGlyphCoverage, mv.HorizGlyphConstruction, "h")):
+        for glyph, rec in zip(coverage.glyphs if coverage else [], records or []):
+            parts = {p.glyph for p in rec.GlyphAssembly.PartRecords} if rec.GlyphAssembly else set()
+            out[glyph, way] = {v.VariantGlyph for v in rec.MathGlyphVariantRecord} | parts
+    return out
+
+
+class MathTags(HTMLParser):
+    """The MathML element names used inside <math>."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags = set()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+
+
+def test_subset_has_the_radical_every_square_root_draws(site):
+    """<msqrt> draws U+221A from the math font though no text of the formula contains it: the
+    subset must carry it, with every size variant and assembly part of the full font."""
+    from fontTools.ttLib import TTFont
+
+    tags = MathTags()
+    for page in sorted(site.rglob("*.html")):
+        tags.feed(page.read_text(encoding="utf-8"))
+    assert "msqrt" in tags.tags
+    full, sub = TTFont(FONT), TTFont(site / "static" / "fonts" / "tp-math.woff2")
+    radical = ord(unicodedata.lookup("SQUARE ROOT"))
+    assert radical in sub.getBestCmap()
+    glyph = full.getBestCmap()[radical]
+    assert sub.getBestCmap()[radical] == glyph
+    drawn = constructions(full)[glyph, "v"]
+    assert len(drawn) >= 4                                   # STIX Math: sizes + assembly parts
+    assert drawn <= set(sub.getGlyphOrder())
+    assert constructions(sub)[glyph, "v"] == drawn
+
+
+def test_subset_keeps_every_variant_and_part_of_every_kept_glyph(site):
+    """Closed over the MATH table: a kept glyph that stretches (brackets, radicals, accents, bars,
+    large operators) keeps all its variants and assembly parts, in both directions, and the same
+    construction as in the full font."""
+    from fontTools.ttLib import TTFont
+
+    full, sub = TTFont(FONT), TTFont(site / "static" / "fonts" / "tp-math.woff2")
+    kept = set(sub.getGlyphOrder())
+    want, have = constructions(full), constructions(sub)
+    stretchy = {key: drawn for key, drawn in want.items() if key[0] in kept}
+    assert {way for _, way in stretchy} == {"v", "h"} and len(stretchy) >= 8
+    lost = {key: sorted(drawn - kept) for key, drawn in stretchy.items() if not drawn <= kept}
+    assert not lost, f"glyphs kept without their MATH variants / parts: {lost}"
+    changed = [key for key, drawn in stretchy.items() if have.get(key) != drawn]
+    assert not changed, changed
 
 
 def test_stylesheet_loads_the_subset_with_swap():

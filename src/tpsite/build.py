@@ -37,7 +37,7 @@ import jinja2
 
 from . import content as content_mod
 from . import fonts, markdown_ext, mathml, precompute, publish, render, runtime, wheel
-from .content import Content, Page, display_path
+from .content import Content, Page, display_path, header_breaks
 from .errors import BuildError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -360,7 +360,8 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
                             "current": s == slug})
             html = env.get_template("page.html").render(
                 html_lang=content.tag(lang), lang=lang, page={
-                    "title": page.title, "description": page.meta.get("description", "")},
+                    "title": page.title, "description": page.meta.get("description", ""),
+                    "heading": header_breaks(page.title, t("site.break_after"))},     # the h1: breaks between words
                 t=t, strings=inline, strings_url=page_url(urls["strings"][lang], "../"), csp=csp, root="../",
                 home_href="index.html",
                 alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != content.tag(lang)],

@@ -47,15 +47,23 @@ def math_italic(ch: str) -> str | None:
     return None
 
 
+# Glyphs MathML layout draws that no text of the formula contains: MathML Core draws the
+# radical of <msqrt> and <mroot> as U+221A from the math font (taller roots: its MATH-table
+# size variants and assembly parts, which the subsetter adds once U+221A is kept).  Without
+# it the subset has no radical and every square root is drawn without its sign.
+IMPLIED = {"msqrt": "\u221A", "mroot": "\u221A"}
+
 _MATH_RE = re.compile(r"<math\b.*?</math>", re.S)
 _TEXT_RE = re.compile(r">([^<]+)<")
 _MI_RE = re.compile(r"<mi\b([^>]*)>([^<]*)</mi>")
+_TAG_RE = re.compile(r"<(m[a-z]+)\b")
 
 
 def math_chars(html: str) -> set[str]:
-    """Every character a page's MathML draws (as written, and as auto-italicised)."""
+    """Every character a page's MathML draws (as written, as auto-italicised, and implied)."""
     chars: set[str] = set()
     for fragment in _MATH_RE.findall(html):
+        chars.update(IMPLIED[tag] for tag in _TAG_RE.findall(fragment) if tag in IMPLIED)
         for text in _TEXT_RE.findall(fragment):
             chars.update(ch for ch in unescape(text) if not ch.isspace())
         for attrs, text in _MI_RE.findall(fragment):

@@ -121,6 +121,28 @@ class _TableProcessor(Treeprocessor):
                 parent.insert(pos, wrap)
 
 
+# Where a long inline code name may break: after "/", before "_" or "." inside a name, and at a
+# camelCase step ("tensor_parallel/<wbr>cross<wbr>_entropy<wbr>.py").  Without these a path longer
+# than the rest of the line is cut by overflow-wrap at any character -- often right before the
+# "，" or "）" that follows it, which then starts the next line.
+CODE_BREAK_RE = re.compile(r"(?<=/)(?=.)|(?<=[A-Za-z0-9])(?=[_.][A-Za-z0-9])|(?<=[a-z])(?=[A-Z])")
+CODE_BREAK_MIN = 12        # shorter names always fit a line
+
+
+_PRE_RE = re.compile(r"(<pre\b.*?</pre>)", re.S)
+_CODE_RE = re.compile(r"<code>([^<]{%d,})</code>" % CODE_BREAK_MIN)
+
+
+def code_breaks(html: str) -> str:
+    """``<wbr>`` at the break points of long inline ``<code>``, Markdown's and the raw HTML's
+    (the reference lists); code blocks (``<pre>``) are left as they are."""
+    def breaks(m: re.Match) -> str:
+        return "<code>" + CODE_BREAK_RE.sub("<wbr>", m.group(1)) + "</code>"
+
+    parts = _PRE_RE.split(html)
+    return "".join(part if i % 2 else _CODE_RE.sub(breaks, part) for i, part in enumerate(parts))
+
+
 class _SiteExtension(Extension):
     def extendMarkdown(self, md: markdown.Markdown) -> None:
         md.treeprocessors.register(_TableProcessor(md), "tp_tables", 4)
@@ -143,7 +165,7 @@ def make_markdown(permalink_title: str) -> markdown.Markdown:
 def to_html(text: str, permalink_title: str) -> tuple[str, list[dict]]:
     """Convert Markdown; return the HTML and the toc tokens (level, id, html, children)."""
     md = make_markdown(permalink_title)
-    html = md.convert(text)
+    html = code_breaks(md.convert(text))
     return html, md.toc_tokens
 
 

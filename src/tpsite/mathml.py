@@ -339,6 +339,22 @@ def convert_all(formulas: list[Formula], path) -> list[str]:
     return out
 
 
+# Chromium may break a line on either side of an inline <math> (an atomic inline), even before
+# "，" or "）" -- a word joiner (U+2060) does not hold against it -- so "，" could start a line
+# after a formula.  A formula, the closing punctuation right after it and the opening brackets
+# right before it are therefore one no-wrap span (style.css .nobr); the line still breaks
+# before or after the span.
+OPENING = "（「『【《〈“‘(["
+CLOSING = "。，、；：！？）」』】》〉”’.,;:!?)]"
+GLUED_RE = re.compile(f"([{re.escape(OPENING)}]*)(MXTPMATH\\d{{5}}Z)([{re.escape(CLOSING)}]*)")
+
+
+def _glue(m: re.Match, mathml: list[str]) -> str:
+    if not (m.group(1) or m.group(3)) or ' display="block"' in mathml[int(m.group(2)[8:13])][:120]:
+        return m.group(0)
+    return f'<span class="nobr">{m.group(0)}</span>'
+
+
 def restore(html: str, mathml: list[str]) -> str:
     """Put the MathML back; a display formula alone in a paragraph becomes a block."""
     def block(m: re.Match) -> str:
@@ -346,9 +362,5 @@ def restore(html: str, mathml: list[str]) -> str:
         return f'<div class="math-display">{html}</div>' if ' display="block"' in html[:120] else m.group(0)
 
     html = re.sub(r"<p>\s*MXTPMATH(\d{5})Z\s*</p>", block, html)
-    # Chromium may break a line on either side of an inline <math>, even next to punctuation, so
-    # "。" or "," could start a line after a formula: a word joiner (U+2060, invisible) glues
-    # closing punctuation to the formula before it and opening brackets to the one after them.
-    html = re.sub(r"(MXTPMATH\d{5}Z)(?=[。，、；：！？）」』】.,;:!?)\]])", "\\1\u2060", html)
-    html = re.sub(r"(?<=[（「『【(\[“])(MXTPMATH\d{5}Z)", "\u2060\\1", html)
+    html = GLUED_RE.sub(lambda m: _glue(m, mathml), html)
     return TOKEN_RE.sub(lambda m: mathml[int(m.group(1))], html)

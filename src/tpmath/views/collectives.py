@@ -111,7 +111,9 @@ def render_mismatch(controls: dict, lang: str) -> dict:
     hangs = {h.rank: h for h in res.hangs}
     rows = []
     for r, seq in enumerate(calls):
-        listed = "; ".join(f"#{fmt.integer(i)} {_call_text(c)}" for i, c in enumerate(seq))
+        # one call a line (a value cell keeps its line breaks): on a phone the column then wraps
+        # a call at most once instead of into one-word lines
+        listed = "\n".join(f"#{fmt.integer(i)} {_call_text(c)}" for i, c in enumerate(seq))
         state = (label("label.rank_waits", call="#" + fmt.integer(hangs[r].call_index)) if r in hangs
                  else label("label.rank_done", calls=fmt.integer(len(seq))))
         rows.append([tree.rank_tag(r), listed, state])

@@ -1,0 +1,332 @@
+"""Rendering, measured in real Chromium on the built site (issue 25, "Rendering" 1-4).
+
+1. every square root shows its radical, drawn by the site's own maths font;
+2. no line of Chinese text starts with closing punctuation (after inline maths or anything else);
+3. tables fit a 1280 px window, prose cells are not monospace, inline maths in striped rows has
+   no box, and the mismatch demo's calls do not wrap into one-word lines on a phone;
+4. Chinese in figures is at least 12 px and upright, curly quotes in Chinese text are full
+   width (the CJK font's), and Chinese headings, captions and headers break only between words.
+
+Everything expected is derived from the built HTML and from Unicode, never from the builder's
+own lists.  The in-browser Python is not needed here: its downloads are refused, so the pages
+stay as the build wrote them (which the live page reproduces at the defaults).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+SLUGS = sorted(p.stem for p in (ROOT / "content" / "zh").glob("*.md"))
+WIDTHS = (320, 390, 1280)
+CLOSING = "，。、；：）」』】》〉！？"
+HAN = r"\u3400-\u4dbf\u4e00-\u9fff"
+
+
+@pytest.fixture(scope="module")
+def open_page(new_context, site_url):
+    """open_page(lang, slug, width): the page loaded at that window width, its fonts ready.
+    One context (and page) per width, reused."""
+    pages = {}
+
+    def get(lang: str, slug: str, width: int):
+        if width not in pages:
+            ctx = new_context(viewport={"width": width, "height": 900}, device_scale_factor=1)
+            ctx.route("**/pyodide/**", lambda route: route.abort())     # no runtime: see the docstring
+            pages[width] = ctx.new_page()
+        page = pages[width]
+        page.goto(f"{site_url}{lang}/{slug}.html", wait_until="load")
+        page.evaluate("() => document.fonts.ready.then(() => true)")
+        return page
+
+    return get
+
+
+# ---------------------------------------------------------------- 1. square roots
+
+ROOT_BOXES = """() => [...document.querySelectorAll('main msqrt')].map(s => {
+    const box = s.getBoundingClientRect();
+    let left = Infinity, right = -Infinity;
+    for (const c of s.children) {
+        const r = c.getBoundingClientRect();
+        left = Math.min(left, r.left); right = Math.max(right, r.right);
+    }
+    return {radical: box.width - (right - left), em: parseFloat(getComputedStyle(s).fontSize),
+            alt: s.closest('math').getAttribute('alttext')};
+})"""
+
+
+def platform_fonts(page, selector: str) -> list[dict]:
+    """The fonts Chromium used for the text of every element matching ``selector`` (CDP)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    doc = cdp.send("DOM.getDocument", {"depth": -1})
+    ids = cdp.send("DOM.querySelectorAll", {"nodeId": doc["root"]["nodeId"], "selector": selector})["nodeIds"]
+    fonts = []
+    for node in ids:
+        fonts += cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    cdp.detach()
+    return fonts
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_square_root_shows_its_radical_from_the_sites_maths_font(open_page, built_site, lang):
+    html = (built_site / lang / "transformer-layer.html").read_text(encoding="utf-8")
+    expected = len(re.findall(r"<msqrt\b", html))
+    assert expected >= 10                                     # the page's √E, √D, LayerNorm …
+    page = open_page(lang, "transformer-layer", 1280)
+    status = page.evaluate("""async () => { await document.fonts.load('16px "TP Math"', '\\u221a');
+        return [...document.fonts].filter(f => f.family.includes('TP Math')).map(f => f.status); }""")
+    assert status == ["loaded"]
+    boxes = page.evaluate(ROOT_BOXES)
+    assert len(boxes) == expected
+    # the radical sign is about 0.8 em wide in STIX Math; without the glyph the box is its contents
+    flat = [b["alt"] for b in boxes if b["radical"] < 0.5 * b["em"]]
+    assert not flat, f"square roots drawn without a radical: {flat}"
+    # The glyphs of every formula with a root come from the web font (a custom font), not from a
+    # maths font of this machine's (DejaVu Math TeX Gyre is installed here): the site's font is
+    # the first one Chromium has in the math font list, so the radical is drawn from it too.
+    fonts = platform_fonts(page, "math:has(msqrt) mi, math:has(msqrt) mo, math:has(msqrt) mn")
+    assert fonts and all(f["isCustomFont"] for f in fonts), {f["familyName"] for f in fonts}
+
+
+# ---------------------------------------------------------------- 2. punctuation at line starts
+
+LINE_STARTS = r"""([closing]) => {
+    // Closing punctuation that begins a line: its box starts below and left of what is drawn just
+    // before it in the same block (the previous character, or an atomic inline such as <math>).
+    const BLOCK = 'p, li, td, th, dd, dt, caption, h1, h2, h3, h4, figcaption, summary, label, pre, div';
+    const root = document.querySelector('main');
+    const atoms = [], found = [];
+    let after = 0;
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_ELEMENT, {
+        acceptNode(n) {
+            if (n.nodeType === 3) return NodeFilter.FILTER_ACCEPT;
+            if (['math', 'svg', 'img', 'script', 'style', 'template'].includes(n.localName)) {
+                atoms.push(n);               // reached in document order, before the text after it
+                return NodeFilter.FILTER_REJECT;
+            }
+            return NodeFilter.FILTER_SKIP;
+        }});
+    const range = document.createRange();
+    let prev = null, n;
+    while ((n = walker.nextNode())) {
+        for (const a of atoms.splice(0)) {
+            const r = a.getBoundingClientRect();
+            if (a.localName === 'math' && r.width > 0) prev = {rect: r, text: '<math>', block: a.parentElement.closest(BLOCK)};
+        }
+        const block = n.parentElement.closest(BLOCK);
+        const s = n.data;
+        for (let i = 0; i < s.length; i++) {
+            const ch = s[i];
+            if (/\s/.test(ch) || ch === '\u2060' || ch === '\u200b') continue;
+            const needed = closing.includes(ch) || i + 1 >= s.length || closing.includes(s[i + 1]);
+            if (!needed) continue;                    // only punctuation and what precedes it
+            range.setStart(n, i); range.setEnd(n, i + 1);
+            const rects = range.getClientRects();
+            if (!rects.length || (!rects[0].width && !rects[0].height)) continue;
+            const r = rects[0];
+            if (closing.includes(ch) && prev && prev.block === block) {
+                if (prev.text === '<math>') after++;
+                if (r.top >= prev.rect.top + r.height / 2 && r.left < prev.rect.left)
+                    found.push(prev.text + '⏎' + s.slice(i, i + 12));
+            }
+            prev = {rect: rects[rects.length - 1], text: ch, block};
+        }
+    }
+    return {found, after};
+}"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_no_chinese_line_starts_with_closing_punctuation(open_page, width):
+    after_maths = 0
+    for slug in SLUGS:
+        page = open_page("zh", slug, width)
+        res = page.evaluate(LINE_STARTS, [CLOSING])
+        assert not res["found"], f"zh/{slug} at {width} px: {res['found']}"
+        after_maths += res["after"]
+    assert after_maths > 100          # the pages do put "，" "。" "）" right after formulas
+
+
+# ---------------------------------------------------------------- 3. tables
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_table_is_wider_than_its_box_at_1280px(open_page, lang):
+    for slug in SLUGS:
+        page = open_page(lang, slug, 1280)
+        wide = page.evaluate("""() => [...document.querySelectorAll('main .table-wrap')]
+            .filter(w => w.offsetParent && w.scrollWidth > w.clientWidth)
+            .map(w => [w.querySelector('table').dataset.table || w.querySelector('caption')?.textContent,
+                       w.scrollWidth, w.clientWidth])""")
+        assert not wide, f"{lang}/{slug}: {wide}"
+
+
+MONO_OF = """() => {
+    const mono = getComputedStyle(document.querySelector('main code')).fontFamily.split(',')[0];
+    const cells = [...document.querySelectorAll('main table:not([data-table]):not(.grid) td, main td.prose')]
+        .filter(td => td.textContent.trim() && !td.querySelector('table'));
+    return {mono, cells: cells.length,
+            wrong: cells.filter(td => getComputedStyle(td).fontFamily.split(',')[0] === mono)
+                        .map(td => td.textContent.trim().slice(0, 40))};
+}"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_prose_in_tables_is_not_monospace(open_page, lang):
+    checked = 0
+    for slug in SLUGS:
+        res = open_page(lang, slug, 1280).evaluate(MONO_OF)
+        assert not res["wrong"], f"{lang}/{slug}: monospace prose cells {res['wrong'][:5]}"
+        checked += res["cells"]
+    assert checked > 100
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_inline_maths_in_striped_rows_has_no_box(open_page, lang):
+    checked = 0
+    for slug in SLUGS:
+        res = open_page(lang, slug, 1280).evaluate("""() => {
+            const maths = [...document.querySelectorAll('main tbody tr:nth-child(even) math')];
+            return {n: maths.length, boxed: maths.filter(m => {
+                const cs = getComputedStyle(m);
+                return cs.backgroundImage !== 'none' || cs.backgroundColor !== 'rgba(0, 0, 0, 0)';
+            }).map(m => m.getAttribute('alttext'))};
+        }""")
+        assert not res["boxed"], f"{lang}/{slug}: {res['boxed'][:5]}"
+        checked += res["n"]
+    assert checked > 10
+
+
+CALL_LINES = """() => {
+    const td = document.querySelector('[data-table="mismatch-calls"] tbody tr td');
+    const text = td.firstChild;
+    const range = document.createRange();
+    const out = [];
+    let start = 0;
+    for (const call of text.data.split('\\n')) {
+        const tops = new Set();
+        for (let i = start; i < start + call.length; i++) {
+            if (text.data[i] === ' ') continue;
+            range.setStart(text, i); range.setEnd(text, i + 1);
+            tops.add(Math.round(range.getBoundingClientRect().top));
+        }
+        out.push([call, tops.size]);
+        start += call.length + 1;
+    }
+    return out;
+}"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_mismatch_calls_wrap_at_most_once_on_a_phone(open_page, lang):
+    """One call a line; at 390 px a call ("#0 AllReduce [4] float32 {0,1}") takes two lines at
+    most (it took 8-10 one-word lines)."""
+    page = open_page(lang, "index", 390)
+    calls = page.evaluate(CALL_LINES)
+    assert len(calls) >= 2 and all(c.startswith("#") for c, _ in calls)
+    assert all(lines <= 2 for _, lines in calls), calls
+
+
+# ---------------------------------------------------------------- 4. CJK in figures and headers
+
+FIGURE_TEXT = """([han]) => [...document.querySelectorAll('svg.fig text')]
+    .filter(t => t.closest('svg.fig').getClientRects().length && new RegExp('[' + han + ']').test(t.textContent))
+    .map(t => {
+        const m = t.getScreenCTM();
+        const cs = getComputedStyle(t);
+        return {text: t.textContent.slice(0, 24), fig: t.closest('figure').dataset.figure,
+                px: parseFloat(cs.fontSize) * Math.hypot(m.a, m.b), style: cs.fontStyle};
+    })"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_chinese_in_figures_is_at_least_12px_and_upright(open_page, width):
+    seen = 0
+    for slug in SLUGS:
+        texts = open_page("zh", slug, width).evaluate(FIGURE_TEXT, [HAN])
+        small = [(t["fig"], t["text"], round(t["px"], 1)) for t in texts if t["px"] < 11.95]
+        assert not small, f"zh/{slug} at {width} px: {small[:6]}"
+        slanted = [(t["fig"], t["text"]) for t in texts if t["style"] != "normal"]
+        assert not slanted, f"zh/{slug}: synthetic italics on {slanted[:6]}"
+        seen += len(texts)
+    assert seen > 100
+
+
+QUOTES = """() => {
+    // every curly quote in Chinese prose (not code) that no other punctuation touches (Chromium
+    // trims the spacing of adjacent CJK punctuation): its width in ems of its font size
+    const out = [];
+    const range = document.createRange();
+    const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+    const punct = /[“”‘’，。、；：！？（）「」《》—…\\s]/;
+    let n;
+    while ((n = walker.nextNode())) {
+        const el = n.parentElement;
+        if (el.closest('code, pre, math, svg, textarea, [hidden]') || !/[\\u4e00-\\u9fff]/.test(el.textContent)) continue;
+        const s = n.data;
+        for (let i = 0; i < s.length; i++) {
+            if (!'“”‘’'.includes(s[i]) || punct.test(s[i - 1] || ' ') || punct.test(s[i + 1] || ' ')) continue;
+            range.setStart(n, i); range.setEnd(n, i + 1);
+            const w = range.getBoundingClientRect().width;
+            if (w) out.push({em: w / parseFloat(getComputedStyle(el).fontSize), text: s.slice(Math.max(0, i - 5), i + 6)});
+        }
+    }
+    return out;
+}"""
+
+
+def test_curly_quotes_in_chinese_text_are_full_width(open_page):
+    """The Latin font draws “ ” half a character wide; the CJK font's are one character wide."""
+    quotes = []
+    for slug in SLUGS:
+        quotes += open_page("zh", slug, 1280).evaluate(QUOTES)
+    assert len(quotes) > 20
+    narrow = [q["text"] for q in quotes if q["em"] < 0.9]
+    assert not narrow, narrow[:8]
+
+
+HEADER_BREAKS = r"""([han]) => {
+    // pairs that must stay on one line: two Han characters (a Chinese word may be split by no
+    // break but the zero-width space the build puts after 的), and a Latin word with the
+    // full-width bracket right after it ("rank（卡）")
+    const pair = new RegExp('[' + han + '][' + han + ']|[A-Za-z0-9][（【「《]');
+    const out = [];
+    let checked = 0;
+    const range = document.createRange();
+    for (const el of document.querySelectorAll('main :is(h1, h2, h3, th, caption)')) {
+        if (!el.getClientRects().length) continue;
+        const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        let n;
+        while ((n = walker.nextNode())) {
+            if (n.parentElement.closest('math, svg, table table')) continue;
+            const s = n.data;
+            for (let i = 0; i + 1 < s.length; i++) {
+                if (!pair.test(s[i] + s[i + 1])) continue;
+                range.setStart(n, i); range.setEnd(n, i + 1);
+                const a = range.getBoundingClientRect();
+                range.setStart(n, i + 1); range.setEnd(n, i + 2);
+                const b = range.getBoundingClientRect();
+                checked++;
+                if (b.top > a.top + a.height / 2) out.push(s.slice(Math.max(0, i - 6), i + 1) + '/' + s.slice(i + 1, i + 7));
+            }
+        }
+    }
+    return {out, checked};
+}"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_chinese_headers_and_titles_break_only_between_words(open_page, width):
+    checked = 0
+    for slug in SLUGS:
+        res = open_page("zh", slug, width).evaluate(HEADER_BREAKS, [HAN])
+        assert not res["out"], f"zh/{slug} at {width} px: {res['out'][:8]}"
+        checked += res["checked"]
+    assert checked > 1000
