@@ -258,6 +258,7 @@ export class Demo {
     this.pendingAfter();
     const data = loadedResults(this.resultsUrl);
     if (data !== undefined || !this.resultsUrl) { answer(data || null); return; }
+    this.busy(true);     // an answer is awaited (the file); dimmed only if it is slow
     loadResults(this.resultsUrl).then(answer);
   }
 
