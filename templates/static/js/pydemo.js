@@ -20,19 +20,21 @@ function part(demo, selector) {
   return demo.querySelector(selector);
 }
 
-function setOutput(b, text, kind) {
+/** The output box, its label, and the notes below it (wrapped text, outside the <pre>). */
+function setOutput(b, text, kind, notes = []) {
   b.output.textContent = text;
+  b.note.textContent = notes.join(" ");
+  b.note.hidden = notes.length === 0;
   b.output.setAttribute("data-kind", kind);
   b.label.textContent = kind === "built" ? b.builtLabel
     : tr(kind === "error" ? "runtime.pydemo_error" : "runtime.pydemo_live");
 }
 
-/** What the worker's `output` message says, with the page's notes: the characters of output not
- * kept, and why input() found nothing to read. */
-function outputText(msg) {
+/** The page's notes on a worker's `output` message: the characters of output not kept, and why
+ * input() found nothing to read. */
+function outputNotes(msg) {
   const n = new Intl.NumberFormat(document.documentElement.lang || undefined).format(Number(msg.cut) || 0);
-  return (msg.stdout || "") + (msg.cut ? tr("runtime.pydemo_cut", { n }) + "\n" : "")
-    + (msg.error || "") + (msg.input ? tr("runtime.pydemo_input") + "\n" : "");
+  return [msg.cut ? tr("runtime.pydemo_cut", { n }) : "", msg.input ? tr("runtime.pydemo_input") : ""].filter(Boolean);
 }
 
 export function setupPydemos(runtime) {
@@ -45,6 +47,7 @@ export function setupPydemos(runtime) {
       output: part(demo, ".pydemo-output"),
       label: part(demo, ".pydemo-label"),
       stop: null,
+      note: null,
       queued: null,        // the program to send once the programs' worker is ready
       inflight: false,     // a program is running
       stopped: false,      // the reader pressed Stop while it ran
@@ -62,6 +65,10 @@ export function setupPydemos(runtime) {
     b.stop.textContent = tr("runtime.stop");
     b.stop.hidden = true;
     b.run.after(b.stop);
+    b.note = document.createElement("p");
+    b.note.className = "pydemo-note";
+    b.note.hidden = true;
+    b.output.after(b.note);
     b.run.addEventListener("click", () => run(b, runtime));
     b.stop.addEventListener("click", () => stop(b));
     if (b.reset) {
@@ -124,7 +131,7 @@ function send(b) {
   used = true;
   programs.send({ type: "run", code }, (msg) => {
     done(b);
-    setOutput(b, outputText(msg), msg.error ? "error" : "live");
+    setOutput(b, (msg.stdout || "") + (msg.error || ""), msg.error ? "error" : "live", outputNotes(msg));
   }, () => {
     done(b);
     setOutput(b, tr(b.stopped ? "runtime.pydemo_stopped" : "runtime.pydemo_lost"), "error");
