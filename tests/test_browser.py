@@ -629,16 +629,27 @@ def test_runtime_blocked_keeps_static_tables_and_says_why(new_context, site_url,
         assert status == s["runtime.failed"] and CJK.search(status)
         after = live.snapshot(section)
         assert after["tables"] == static[section]["tables"]
-    # A control change now explains that the tables cannot update, and changes nothing else.
+    # A setting computed in advance still answers (issue 25 item 22: it was refused, the select
+    # snapping back) ...
     section = sections[0]
     sec = views.sections()[section]
     c = sec.controls[0]
     other = next((str(o) for o in c.options if str(o) != str(c.default)), "3")
-    page.evaluate(SET_JS, [live.demo(section), {c.name: other}])
-    after = live.snapshot(section)
-    assert after["msg"] == s["runtime.static"]
-    assert after["tables"] == static[section]["tables"]
+    base = dict(static[section]["controls"])
+    after = page.evaluate(SET_JS, [live.demo(section), {c.name: other}])
+    assert after["msg"] == "" and after["controls"][c.name] == other
+    assert diff(f"{lang} {section} {c.name}={other}", after, expected(section, {**base, c.name: other}, lang)) == []
+    # ... and a change nothing can compute (not computed in advance) says so and changes nothing.
+    from tpsite import precompute
+    section, c = next((d, c) for d in sections for c in views.sections()[d].controls
+                      if c.kind == "number" and precompute.discrete_values(c) is None)
+    before = live.snapshot(section)
+    value = "1.25" if c.step == "any" else str(int(c.min) + 3)
+    after = page.evaluate(SET_JS, [live.demo(section), {c.name: value}])
+    assert after["msg"] == s["runtime.static"] and CJK.search(after["msg"])
+    assert after["tables"] == before["tables"] and after["controls"] == before["controls"]
     assert page.evaluate("document.documentElement.dataset.runtime") == "failed"
+    assert live.errors == []
     page.close()
 
 

@@ -23,6 +23,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from test_browser import (BOOT_TIMEOUT_MS, CJK, SET_JS, LivePage, context, expected,  # noqa: F401
@@ -211,10 +213,248 @@ def test_worker_crash_restarts_once_then_says_so(new_context, site_url):
     after = live.snapshot(section)
     assert after["tables"] == expected(section, lost, "en")["tables"] != live_tables
     assert not after["busy"] and after["msg"] == ""
-    # A further change explains that nothing can update, and the tables stay as they are.
+    # A precomputed setting still answers (it was refused before: issue 25 item 22).
     again = live.set(section, {**base, tp.name: other})
-    assert again["msg"] == s["runtime.static"] and again["tables"] == after["tables"]
+    assert again["msg"] == "" and again["tables"] == expected(section, {**base, tp.name: other}, "en")["tables"]
     page.close()
+
+
+def test_a_worker_that_keeps_dying_is_given_up_truthfully_and_retry_starts_a_fresh_one(new_context, site_url):
+    """After MAX_RESTARTS replacements the page stops trying: the message says so (not "could not
+    be restarted": no restart was tried), the precomputed settings still answer, and Retry
+    (the button beside each demo) starts a fresh worker that answers live again."""
+    ctx = new_context()
+    page = ctx.new_page()
+    live = LivePage(page, "en", "index.html")
+    page.goto(f"{site_url}en/index.html")
+    _wait_runtime(page, "ready")
+    s = strings("en")
+    for _ in range(2):                      # two crashes: two replacements
+        with page.expect_worker(timeout=10_000):
+            page.workers[-1].evaluate("setTimeout(() => { throw new Error('simulated crash'); }, 0)")
+        _wait_runtime(page, "ready")
+    page.workers[-1].evaluate("setTimeout(() => { throw new Error('simulated crash'); }, 0)")
+    _wait_runtime(page, "failed", timeout=10_000)
+    statuses = set(page.eval_on_selector_all(".runtime-status", "els => els.map(e => e.textContent)"))
+    assert statuses == {s["runtime.gave_up"]}
+    buttons = page.eval_on_selector_all(".runtime-line button", "els => els.map(e => e.textContent)")
+    assert set(buttons) == {s["runtime.retry"]} and len(buttons) == page.eval_on_selector_all(".runtime-line", "els => els.length")
+    # precomputed settings keep answering (item 22)
+    section = "mlp"
+    base = dict(live.snapshot(section)["controls"])
+    state = live.set(section, {**base, "tp": "4"})
+    assert state["msg"] == "" and state["tables"] == expected(section, {**base, "tp": "4"}, "en")["tables"]
+    page.locator(".runtime-line button").first.click()
+    _wait_runtime(page, "ready")
+    assert page.eval_on_selector_all(".runtime-line button", "els => els.length") == 0
+    state = live.set(section, {**base, "tp": "2"})
+    assert state["msg"] == "" and state["tables"] == expected(section, {**base, "tp": "2"}, "en")["tables"]
+    assert live.errors == []
+    page.close()
+
+
+# ---- slow and stalled connections -----------------------------------------------------------------
+
+SLOW_BYTES_PER_S = 100_000    # ~0.8 Mbit/s: pyodide.asm.js alone (236 kB gzip) takes seconds to arrive
+
+
+def test_on_a_slow_connection_the_progress_bar_moves_from_the_first_byte(new_context, site_url):
+    """Chromium's own network throttling (DevTools protocol; it applies to the worker's requests
+    too).  Before the fix the worker's synchronous importScripts of pyodide.asm.js held every
+    count back until that file was in: ~10 s at 0 at this rate, 21 s on Fast 3G."""
+    ctx = new_context()
+    page = ctx.new_page()
+    cdp = ctx.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 150,
+                                                   "downloadThroughput": SLOW_BYTES_PER_S,
+                                                   "uploadThroughput": SLOW_BYTES_PER_S})
+    first = []
+    ctx.on("response", lambda r: first.append(time.monotonic()) if "/pyodide/" in r.url and not first else None)
+    page.goto(f"{site_url}en/row-parallel.html", wait_until="domcontentloaded")
+    page.wait_for_function("() => document.querySelector('progress.runtime-progress')", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('progress.runtime-progress').value > 0", timeout=20_000)
+    moved = time.monotonic()
+    assert first, "no runtime file arrived"
+    assert moved - first[0] < 3.0, f"the bar moved {moved - first[0]:.1f} s after the first byte"
+    assert page.evaluate("document.documentElement.dataset.runtime") == "loading"
+    # the bar keeps moving: a slow download is not a stall
+    v1 = page.evaluate("document.querySelector('progress.runtime-progress').value")
+    page.wait_for_function(f"() => document.querySelector('progress.runtime-progress').value > {v1}", timeout=5_000)
+    page.close()
+
+
+def test_a_stalled_download_fails_after_no_progress_and_retry_works(new_context, site_url):
+    """Every runtime request held (never answered): no byte arrives, so the stall rule gives up
+    (20 s without progress, not a total time) with the failure sentence and a Retry button; with
+    the network back, Retry starts a fresh worker that becomes ready and answers live."""
+    ctx = new_context()
+    holding = {"on": True}
+
+    def hold(route):
+        if holding["on"]:
+            return            # never answered: a stalled connection
+        route.continue_()
+
+    ctx.route("**/pyodide/**", hold)
+    page = ctx.new_page()
+    live = LivePage(page, "zh", "index.html")
+    t0 = time.monotonic()
+    page.goto(f"{site_url}zh/index.html")
+    _wait_runtime(page, "failed", timeout=45_000)
+    took = time.monotonic() - t0
+    assert 15 < took < 40, took
+    s = strings("zh")
+    statuses = set(page.eval_on_selector_all(".runtime-status", "els => els.map(e => e.textContent)"))
+    assert statuses == {s["runtime.timeout"]} and CJK.search(s["runtime.timeout"])
+    assert page.evaluate("document.querySelectorAll('progress').length") == 0
+    retry = page.locator(".runtime-line button").first
+    assert retry.text_content() == s["runtime.retry"]
+    holding["on"] = False
+    retry.click()
+    _wait_runtime(page, "ready")
+    assert set(page.eval_on_selector_all(".runtime-status", "els => els.map(e => e.textContent)")) == {s["runtime.ready"]}
+    section = "vocab-ce"
+    base = dict(live.snapshot(section)["controls"])
+    state = live.set(section, {**base, "shift": "1.25"})          # not precomputed: the worker answers
+    assert state["msg"] == "" and state["tables"] == expected(section, {**base, "shift": "1.25"}, "zh")["tables"]
+    assert live.errors == []
+    page.close()
+
+
+# ---- readers' programs ------------------------------------------------------------------------------
+
+RUN_JS = """async ([demo, code]) => {
+  demo.querySelector("textarea.pydemo-code").value = code;
+  demo.querySelector("button[data-run]").click();
+  await new Promise(resolve => { const obs = new MutationObserver(() => {
+    if (!demo.hasAttribute("aria-busy")) { obs.disconnect(); resolve(); } });
+    obs.observe(demo, {attributes: true, attributeFilter: ["aria-busy"]}); });
+  const out = demo.querySelector(".pydemo-output"), note = demo.querySelector(".pydemo-note");
+  return {output: out.textContent, kind: out.dataset.kind, label: demo.querySelector(".pydemo-label").textContent,
+          note: note.hidden ? null : note.textContent};
+}"""
+HOSTILE = "\n".join([
+    "import tpmath.fmt as f",
+    "f.num = lambda *a, **k: 'HACKED'",
+    "f.err = lambda *a, **k: 'HACKED'",
+    "import tpmath.views as v",
+    "v.render_json = lambda *a, **k: '{\"ok\": false, \"error\": \"HACKED\", \"field\": null}'",
+    "print('patched')", ""])
+PYDEMO_TEXT_JS = "(d) => d.querySelector('.pydemo-output').textContent + d.querySelector('textarea').value"
+
+
+@pytest.fixture(scope="module")
+def program_pages(new_context, site_url):
+    """The row-parallel page (it has the Python demo) in both languages, runtime ready."""
+    ctx = new_context()
+    pages = {}
+    for lang in ("en", "zh"):
+        page = ctx.new_page()
+        pages[lang] = LivePage(page, lang, "row-parallel.html")
+        page.goto(f"{site_url}{lang}/row-parallel.html")
+    for live in pages.values():
+        _wait_runtime(live.page, "ready")
+    yield pages
+    for live in pages.values():
+        live.page.close()
+
+
+def test_a_hostile_program_leaves_every_demo_unchanged(program_pages):
+    """The program rebinds tpmath.fmt.num and views.render_json: before the fix it ran in the
+    demos' worker and 312 cells read HACKED.  It runs in its own worker now; every demo still
+    shows CPython's values after it, and Reset gives the reader a fresh Python too."""
+    from test_browser import settings_for
+    live = program_pages["en"]
+    page = live.page
+    demo = page.locator(".pydemo").first.element_handle()
+    built = page.evaluate("(d) => d.querySelector('.pydemo-output').textContent", demo)
+    assert page.evaluate(RUN_JS, [demo, HOSTILE])["output"] == "patched\n"
+    got = page.evaluate(RUN_JS, [demo, "import tpmath.fmt as f\nprint(f.num(1.5))\n"])
+    assert got["output"] == "HACKED\n"              # it did change its own interpreter
+    checked = 0
+    for section in live.sections():
+        base = dict(live.snapshot(section)["controls"])
+        for setting in settings_for(section)[:2] + [{"seed": "777"} if "seed" in base else {}]:
+            controls = {**base, **setting}
+            if expected_error(section, controls, "en") is not None:
+                continue
+            state = live.set(section, controls)
+            assert state["msg"] == "", (section, setting, state["msg"])
+            assert state["tables"] == expected(section, controls, "en")["tables"], (section, setting)
+            checked += 1
+        live.set(section, base)
+    assert checked >= 2 * len(live.sections())
+    rest = page.inner_text("body").replace(page.evaluate(PYDEMO_TEXT_JS, demo), "")
+    assert "HACKED" not in rest
+    page.click(".pydemo button[data-reset]")
+    assert page.evaluate("(d) => d.querySelector('.pydemo-output').textContent", demo) == built
+    source = page.evaluate("(d) => d.querySelector('textarea').value", demo)
+    got = page.evaluate(RUN_JS, [demo, "import tpmath.fmt as f\nprint(f.num(1.5))\n"])
+    assert got["output"] != "HACKED\n" and got["kind"] == "live"   # Reset: a fresh interpreter
+    assert page.evaluate(RUN_JS, [demo, source])["output"] == built
+    assert live.errors == []
+
+
+def test_a_runaway_program_can_be_stopped_while_the_demos_keep_answering(program_pages):
+    for lang, live in program_pages.items():
+        page = live.page
+        s = strings(lang)
+        demo = page.locator(".pydemo").first
+        handle = demo.element_handle()
+        page.evaluate(RUN_JS, [handle, "print(1)\n"])            # the programs' worker is started
+        page.evaluate("([d, c]) => { d.querySelector('textarea').value = c; d.querySelector('button[data-run]').click(); }",
+                      [handle, "while True:\n    pass\n"])
+        stop = demo.locator("button[data-stop]")
+        stop.wait_for(state="visible", timeout=5_000)
+        assert stop.text_content() == s["runtime.stop"]
+        assert demo.locator("button[data-run]").is_disabled()
+        # the demos answer live meanwhile (their worker never runs readers' code)
+        section = "row-linear"
+        base = dict(live.snapshot(section)["controls"])
+        t0 = time.monotonic()
+        state = live.set(section, {**base, "seed": "4242"})
+        assert time.monotonic() - t0 < 5
+        assert state["msg"] == "" and state["tables"] == expected(section, {**base, "seed": "4242"}, lang)["tables"]
+        assert page.evaluate("document.documentElement.dataset.runtime") == "ready"
+        stop.click()
+        page.wait_for_function("(d) => !d.hasAttribute('aria-busy')", arg=handle, timeout=5_000)
+        out = page.evaluate("(d) => [d.querySelector('.pydemo-output').textContent, "
+                            "d.querySelector('.pydemo-output').dataset.kind]", handle)
+        assert out == [s["runtime.pydemo_stopped"], "error"]
+        assert not stop.is_visible() and demo.locator("button[data-run]").is_enabled()
+        got = page.evaluate(RUN_JS, [handle, "print(6 * 7)\n"])    # a fresh worker runs the next one
+        assert got["output"] == "42\n" and got["kind"] == "live"
+        live.set(section, base)
+        assert live.errors == []
+
+
+def test_huge_output_is_cut_with_a_note_and_input_says_it_is_not_available(program_pages):
+    for lang, live in program_pages.items():
+        page = live.page
+        s = strings(lang)
+        handle = page.locator(".pydemo").first.element_handle()
+        got = page.evaluate(RUN_JS, [handle, "print('x' * 10_000_000)\n"])
+        kept = len(got["output"].rstrip("\n"))
+        assert 1000 <= kept < 10_000_000 and set(got["output"].rstrip("\n")) == {"x"}
+        n = f"{10_000_000 - kept:,}"                      # en and zh both group by thousands with ","
+        assert got["note"] == s["runtime.pydemo_cut"].format(n=n), got["note"]
+        box = page.evaluate("(d) => { const r = d.querySelector('.pydemo-output').getBoundingClientRect(); "
+                            "return [r.width, r.height]; }", handle)
+        assert box[0] > 100 and box[1] > 10
+        got = page.evaluate(RUN_JS, [handle, "print('before')\nname = input('name? ')\nprint(name)\n"])
+        assert got["kind"] == "error" and got["label"] == s["runtime.pydemo_error"]
+        assert got["output"].startswith("before\n")
+        assert got["note"] == s["runtime.pydemo_input"]
+        assert "EOFError" in got["output"] and "Errno 29" not in got["output"]
+        # the note fits the column (wrapped text, not a line of the output box)
+        fits = page.evaluate("(d) => { const n = d.querySelector('.pydemo-note'); return n.scrollWidth <= n.clientWidth; }", handle)
+        assert fits
+        got = page.evaluate(RUN_JS, [handle, "print('short')\n"])
+        assert got["note"] is None and got["output"] == "short\n"      # a later run clears the notes
+        if lang == "zh":
+            assert CJK.search(s["runtime.pydemo_input"])
+        assert live.errors == []
 
 
 # ---- no request leaves 127.0.0.1 ------------------------------------------------------------------

@@ -79,10 +79,10 @@ PARTS_JS = ("async (section) => { " + DOM_FN + SETTLED_FN
 class Held:
     """Holds back the runtime's wasm file until released (or refuses it)."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, pattern="**/pyodide.asm.wasm"):
         self.routes = []
         self.released = False
-        ctx.route("**/pyodide.asm.wasm", self._hold)
+        ctx.route(pattern, self._hold)
 
     def _hold(self, route):
         if self.released:
@@ -209,6 +209,50 @@ def test_a_continuous_change_is_pending_with_a_note_then_shows_the_right_values(
     ctx.close()
 
 
+# A select changed the way Chromium reports it (an input event, then a change event: two
+# requests to the demo); the demo's state 250 ms later.
+INPUT_CHANGE_JS = """async ([section, name, value]) => {
+  const demo = document.querySelector('.demo[data-section="' + section + '"]');
+  const form = demo.querySelector("form.controls");
+  form.elements[name].value = value;
+  form.elements[name].dispatchEvent(new Event("input", {bubbles: true}));
+  form.elements[name].dispatchEvent(new Event("change", {bubbles: true}));
+  window.__tpRendered = new Promise(resolve => demo.addEventListener("tp-rendered", ev => resolve(ev.detail), {once: true}));
+  await new Promise(r => setTimeout(r, 250));
+  return {state: demo.getAttribute("data-state"), msg: form.querySelector(".control-msg").textContent,
+          busy: demo.getAttribute("aria-busy")};
+}"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_change_waiting_for_its_results_file_shows_the_pending_state_at_once(new_context, site_url, lang):
+    """Issue 25 item 25: an input + change pair left the pending timer stale, so while the
+    results file downloaded (6.6 s on Fast 3G) nothing showed.  Held here until released."""
+    ctx, held, page, errors = open_held(new_context, site_url, f"{lang}/index.html")
+    results = Held(ctx, "**/static/results/mlp.*")
+    page.wait_for_function("() => document.querySelector('progress.runtime-progress')", timeout=30_000)
+    s = strings(lang)
+    before = page.evaluate(PARTS_JS, "mlp")
+    got = page.evaluate(INPUT_CHANGE_JS, ["mlp", "tp", "4"])
+    assert got == {"state": "pending", "msg": s["runtime.pending_results"], "busy": "true"}
+    assert page.evaluate(PARTS_JS, "mlp")["tables"] == before["tables"]      # nothing stale shown as new
+    results.release()
+    detail = page.evaluate("() => window.__tpRendered")
+    assert detail["source"] == "precomputed" and detail["ok"]
+    snap = page.evaluate(SNAPSHOT_JS, page.locator('.demo[data-section="mlp"]').element_handle())
+    controls = {**before_controls(before), "tp": "4"}
+    assert diff(f"{lang} mlp tp=4", snap, expected("mlp", controls, lang)) == []
+    after = page.evaluate(PARTS_JS, "mlp")
+    assert after["state"] is None and after["msg"] == ""
+    assert errors == []
+    ctx.close()
+
+
+def before_controls(parts: dict) -> dict:
+    """The control values of a demo's parts (PARTS_JS)."""
+    return {name: value for name, value, _, _ in parts["controls"]}
+
+
 PROGRESS_WATCH_JS = """() => {
   window.__progressSeen = [];
   new MutationObserver(() => {
@@ -309,7 +353,13 @@ def test_save_data_or_2g_loads_the_runtime_only_when_asked(new_context, site_url
     got = page.evaluate(CHANGE_JS, ["mlp", {"stage": "backward"}, 60_000])
     assert got["detail"]["source"] == "precomputed" and got["runtime"] == "deferred"
     wait = page.evaluate(CHANGE_JS, ["vocab-ce", {"shift": "-2"}, 1_500])
-    assert wait["detail"] == "none" and wait["state"] == "pending" and wait["msg"] == s["runtime.pending_deferred"]
+    assert wait["detail"] == "none" and wait["state"] == "pending"
+    # On the emulated 2G link the section's results file may still be on its way (it says so);
+    # once it is in without this state, the note names what would compute it.
+    assert wait["msg"] in (s["runtime.pending_results"], s["runtime.pending_deferred"])
+    page.wait_for_function("(msg) => document.querySelector('.demo[data-section=\"vocab-ce\"] .control-msg').textContent === msg",
+                           arg=s["runtime.pending_deferred"], timeout=60_000)
+    assert page.evaluate(PARTS_JS, "vocab-ce")["state"] == "pending"
     assert runtime_files() == []
     # The reader asks: the runtime loads, the waiting change is applied, the buttons go.
     if emulate is _two_g:   # (the emulated 2G link would take minutes for 9 MB: lift it now)

@@ -1,8 +1,10 @@
 /* The in-browser Python: Pyodide 0.27.7 + numpy 2.0.2 + the tpmath wheel, in a Web Worker.
  *
  * Protocol (see ARCHITECTURE.md):
- *   page -> worker  {type: "boot", base, wheel, snapshot}   first message: runtime base URL, wheel URL
- *                   (absolute), snapshot {key, numpy, sha256} or null (see "Memory snapshot" below)
+ *   page -> worker  {type: "boot", base, wheel, snapshot, reader}   first message: runtime base URL, wheel URL
+ *                   (absolute), snapshot {key, numpy, sha256} or null (see "Memory snapshot" below);
+ *                   reader: true for the worker that runs readers' programs (pydemo.js): it
+ *                   restores a stored snapshot but makes none
  *                   {type: "render", id, section, controls, lang, next}   next: the states one
  *                   step from `controls` (a list of control objects, likeliest first), computed
  *                   ahead while the worker is idle (see "Ahead of the reader" below)
@@ -16,7 +18,8 @@
  *                   not usable: normal boot) or "normal"
  *                   {type: "progress", loaded}   bytes of runtime files received so far (during boot)
  *                   {type: "result", id, section, text}   text = views.render_json(...) (JSON)
- *                   {type: "output", id, stdout, error}
+ *                   {type: "output", id, stdout, cut, input, error}   cut: characters of output not
+ *                   kept (OUTPUT_MAX); input: the program asked for input()
  *                   {type: "answer", key, text}   a state computed ahead (key: [section, lang, controls] as JSON)
  * Requests that arrive during boot wait for it; the page sends at most one render per section at a time.
  */
@@ -66,6 +69,45 @@ function watchDownloads(names, onDone) {
     return new Response(forPyodide, { status: resp.status, statusText: resp.statusText, headers: resp.headers });
   };
   return { stage: finish, stop: () => { self.fetch = realFetch; finish(); } };
+}
+
+/* pyodide.js and pyodide.asm.js (1.3 MB) would arrive by importScripts, which blocks the worker
+ * until the whole file is in: no chunk can be counted meanwhile, and on a slow connection the bar
+ * sat at 0 for as long as the slowest of the files downloading beside it.  So both are fetched
+ * (through the watched fetch: every chunk counts) and then run from the fetched bytes (a blob:
+ * URL; importScripts of it is local and quick).  If a CSP sent with worker.js refuses blob:
+ * scripts, importScripts of the file's own URL (from the HTTP cache by then) is the fallback. */
+function fetchScript(url) {
+  const blob = fetch(url).then((resp) => {
+    if (!resp.ok) throw new Error(url.split("/").pop() + ": HTTP " + resp.status);
+    return resp.blob();
+  });
+  blob.catch(() => {});   // reported where it is awaited
+  return { url, blob };
+}
+
+async function runScript(script) {
+  const local = URL.createObjectURL(await script.blob);
+  try {
+    importScripts(local);
+  } catch (err) {
+    importScripts(script.url);
+  } finally {
+    URL.revokeObjectURL(local);
+  }
+}
+
+/* loadPyodide skips its own importScripts of pyodide.asm.js when _createPyodideModule exists (the
+ * way Pyodide lets a page load that file itself).  A stand-in waits for the fetched file, runs it
+ * (it defines the real function) and calls that: loadPyodide still starts the wasm, stdlib and
+ * lock-file downloads at once, beside this one, as it did. */
+function loadAsmFrom(script) {
+  const standIn = async function (settings) {
+    await runScript(script);
+    if (self._createPyodideModule === standIn) throw new Error("pyodide.asm.js did not define _createPyodideModule");
+    return self._createPyodideModule(settings);
+  };
+  self._createPyodideModule = standIn;
 }
 
 /* Pyodide 0.27.7 only console.warn()s when pyodide.asm.wasm fails to compile (corrupt or truncated
@@ -174,16 +216,20 @@ async function fresh(base, snap, watch) {
   return pyodide;
 }
 
-async function boot(base, wheel, snapshot) {
+async function boot(base, wheel, snapshot, reader) {
   status("download");
   const watch = watchDownloads(["pyodide.asm.wasm", "python_stdlib.zip"], () => status("python"));
+  // Pyodide's two scripts, counted like every other file (see fetchScript).
+  const pyodideJs = fetchScript(base + "pyodide.js");
+  const asmJs = fetchScript(base + "pyodide.asm.js");
   // The tpmath wheel (a few tens of KB) downloads while the runtime boots.
   const wheelBytes = fetchBytes(wheel, "tpmath wheel");
   // The stored snapshot is read (and its sha256 checked) while pyodide.js loads.
   const snap = snapshotsUsable(snapshot) ? snapshot : null;
   const stored = snap ? readSnapshot(snap) : null;
   if (stored) stored.catch(() => {});   // reported below, where it is awaited
-  importScripts(base + "pyodide.js");
+  await runScript(pyodideJs);
+  loadAsmFrom(asmJs);
   const stopWatchingWasm = watchWasm((err) => status("failed", "pyodide.asm.wasm: " + String(err)));
   let pyodide = null;
   let how = "normal";
@@ -201,7 +247,9 @@ async function boot(base, wheel, snapshot) {
         status("python");
       }
     }
-    if (!pyodide) pyodide = await fresh(base, snap, watch);
+    // A reader's worker (pydemo.js) restores a stored snapshot but never makes one (21 MB held
+    // for nothing: only the page's worker stores it).
+    if (!pyodide) pyodide = await fresh(base, reader ? null : snap, watch);
   } finally {
     watch.stop();
     stopWatchingWasm();
@@ -297,13 +345,38 @@ function readerTraceback(text) {
   return out.join("\n") + "\n";
 }
 
+/* What a program prints is kept up to OUTPUT_MAX characters; the rest is counted, not kept (a
+ * 10-million-character line would not be drawn at all, and a program printing in a loop would
+ * fill the worker's memory).  The page says how much was cut. */
+const OUTPUT_MAX = 100000;
+
+function outputSink() {
+  const out = [];
+  let size = 0, cut = 0;
+  return {
+    batched: (line) => {
+      const room = OUTPUT_MAX - size;
+      if (room <= 0) { cut += line.length + 1; return; }
+      const kept = line.length > room ? line.slice(0, room) : line;
+      cut += line.length - kept.length;
+      out.push(kept);
+      size += kept.length + 1;
+    },
+    text: () => out.join("\n") + (out.length ? "\n" : ""),
+    cut: () => cut,
+  };
+}
+
 function run(pyodide, msg) {
   answers.clear();
   ahead = [];
-  const out = [];
-  const sink = { batched: (line) => out.push(line) };
+  const sink = outputSink();
   pyodide.setStdout(sink);
   pyodide.setStderr(sink);
+  // No keyboard behind the page: input() reads an end of file (EOFError) and the page says why,
+  // instead of Pyodide's I/O error and its console errors.
+  let asked = false;
+  pyodide.setStdin({ stdin: () => { asked = true; return null; } });
   let error = null;
   try {
     // A fresh namespace per run, like `python demo.py`.
@@ -315,14 +388,14 @@ function run(pyodide, msg) {
     pyodide.setStdout({ batched: () => {} });
     pyodide.setStderr({ batched: () => {} });
   }
-  self.postMessage({ type: "output", id: msg.id, stdout: out.join("\n") + (out.length ? "\n" : ""), error: error });
+  self.postMessage({ type: "output", id: msg.id, stdout: sink.text(), cut: sink.cut(), input: asked, error: error });
 }
 
 self.onmessage = async (event) => {
   const msg = event.data || {};
   if (msg.type === "boot") {
     if (booted) return;
-    booted = boot(msg.base, msg.wheel, msg.snapshot);
+    booted = boot(msg.base, msg.wheel, msg.snapshot, msg.reader === true);
     booted.catch((err) => status("failed", String(err && err.message ? err.message : err)));
     return;
   }

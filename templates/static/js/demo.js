@@ -8,7 +8,8 @@
  * change is answered from the section's precomputed results (results.js) when they hold its
  * state -- the same payload the worker would send; otherwise the demo is marked
  * data-state="pending" with a note until a result is applied.  Once the runtime is ready it
- * answers every change. */
+ * answers every change.  After it failed or stopped for good, the precomputed results still
+ * answer; any other change is refused (the controls go back to what the tables show). */
 
 import { cellText, has, pageLang, stringsReady, tr, whenStrings } from "./i18n.js";
 import { applyResult } from "./apply.js";
@@ -16,8 +17,8 @@ import { showCue } from "./cue.js";
 import { toSlider, valuesBeside } from "./sliders.js";
 import { loadedResults, loadResults, lookup } from "./results.js";
 
-const PENDING_AFTER_MS = 100;
-const BUSY_DIM_MS = 150;         // an answer slower than this dims the block (style.css, data-slow)   // a results file still on its way: say "pending" only if it is slow
+const PENDING_AFTER_MS = 100;    // a change not answered by then shows the pending state
+const BUSY_DIM_MS = 150;         // an answer slower than this dims the block (style.css, data-slow)
 
 let firstLive = false;
 
@@ -45,6 +46,7 @@ export class Demo {
     this.fromUrl = new Set();   // controls set from the link and not yet confirmed by a result
     this.done = null;           // the control values of the last answer (applied or refused)
     this.ticket = 0;            // bumped by every request: a late precomputed lookup is dropped
+    this.shownTicket = 0;       // the ticket of the last change answered (show())
     this.pendingTimer = null;
     this.resultsUrl = el.getAttribute("data-results");
     this.mirrors = [];          // figure blocks elsewhere showing this demo's figure: {el, form}
@@ -122,7 +124,8 @@ export class Demo {
   showMessage(field) {
     const out = this.form.querySelector(".control-msg");
     const pending = this.el.getAttribute("data-state") === "pending";
-    const wait = this.runtime.deferred ? "runtime.pending_deferred" : "runtime.pending";
+    const wait = this.resultsUrl && loadedResults(this.resultsUrl) === undefined ? "runtime.pending_results"
+      : this.runtime.deferred ? "runtime.pending_deferred" : "runtime.pending";
     const text = this.error || (pending ? tr(wait) : "") || this.note;
     if (out && out.textContent !== text) out.textContent = text;
     if (out) out.setAttribute("data-kind", this.error ? "error" : pending ? "pending" : this.note ? "note" : "");
@@ -173,19 +176,27 @@ export class Demo {
     this.note = "";
     this.fromUrl.clear();
     this.cue = true;
-    if (this.runtime.final) {   // nothing can compute it: say so, and keep controls = tables
-      this.setValues(this.shown);
-      this.error = tr("runtime.static");
-      this.showMessage(null);
-      return;
-    }
     this.request();
+  }
+
+  /** Nothing can compute this change (the runtime failed or stopped, the state was not computed in
+   * advance): say so, and keep controls = tables. */
+  refuse() {
+    this.dirty = false;
+    this.el.removeAttribute("data-state");
+    clearTimeout(this.pendingTimer);
+    this.pendingTimer = null;
+    this.busy(false);
+    this.setValues(this.shown);
+    this.fromUrl.clear();
+    this.error = tr("runtime.static");
+    this.showMessage(null);
   }
 
   request() {
     this.dirty = true;
     this.ticket++;
-    if (this.runtime.waiting) { this.fromResults(); return; }
+    if (this.runtime.waiting || this.runtime.final) { this.fromResults(); return; }
     if (!this.runtime.ready || this.inflight !== null) return;
     const controls = this.values();
     this.dirty = false;
@@ -231,24 +242,35 @@ export class Demo {
     return states;
   }
 
-  /** Before the runtime is ready: answer from the precomputed results, else mark pending. */
+  /** Runtime not ready (loading, deferred, failed or stopped): answer from the precomputed results;
+   * else mark pending (it may come) or refuse (it will not). */
   fromResults() {
     const controls = this.values();
     const ticket = this.ticket;
     const answer = (data) => {
       if (ticket !== this.ticket) return;                  // a later change is being answered
-      if (!this.runtime.waiting) { if (this.dirty) this.request(); return; }   // the runtime took over
+      if (this.runtime.ready) { if (this.dirty) this.request(); return; }   // the runtime took over
       const payload = data ? lookup(data, controls) : null;
-      if (!payload) { this.setPending(true); return; }
+      if (!payload) { if (this.runtime.final) this.refuse(); else this.setPending(true); return; }
       this.dirty = false;
       this.answer(payload, controls, false);
     };
+    this.pendingAfter();
     const data = loadedResults(this.resultsUrl);
     if (data !== undefined || !this.resultsUrl) { answer(data || null); return; }
-    if (!this.pendingTimer && this.el.getAttribute("data-state") !== "pending") {
-      this.pendingTimer = setTimeout(() => { if (ticket === this.ticket) this.setPending(true); }, PENDING_AFTER_MS);
-    }
+    this.busy(true);     // an answer is awaited (the file); dimmed only if it is slow
     loadResults(this.resultsUrl).then(answer);
+  }
+
+  /** Show the pending state if this change (or a later one: an input event and its change event
+   * are two requests) is still unanswered after PENDING_AFTER_MS: the results file or the strings
+   * may be on their way over a slow connection. */
+  pendingAfter() {
+    if (this.pendingTimer || this.el.getAttribute("data-state") === "pending") return;
+    this.pendingTimer = setTimeout(() => {
+      this.pendingTimer = null;
+      if (this.shownTicket !== this.ticket && !this.runtime.ready) this.setPending(true);
+    }, PENDING_AFTER_MS);
   }
 
   /** Have the worker compute the states `next` when idle (worker.js "Ahead of the reader");
@@ -271,21 +293,13 @@ export class Demo {
     this.ahead([this.values()]);
   }
 
-  /** The runtime is gone for good: the tables stay as they are; controls go back to them. */
+  /** The runtime is gone (until a Retry): the tables stay as they are; a change still waiting is
+   * answered from the precomputed results or refused (controls go back to the tables). */
   stop() {
-    this.ticket++;
-    clearTimeout(this.pendingTimer);
-    this.pendingTimer = null;
     this.inflight = null;
     this.busy(false);
-    if (this.el.getAttribute("data-state") === "pending") {   // a change that can no longer be applied
-      this.el.removeAttribute("data-state");
-      this.setValues(this.shown);
-      this.fromUrl.clear();
-      this.error = tr("runtime.static");
-    }
-    this.dirty = false;
-    this.showMessage();
+    if (this.dirty || this.el.getAttribute("data-state") === "pending") this.request();
+    else this.showMessage();
   }
 
   onReply(msg, sent) {
@@ -306,6 +320,7 @@ export class Demo {
 
   show(payload, sent, live) {
     this.done = sent;
+    this.shownTicket = this.ticket;
     if (!payload.ok && this.fromUrl.size) {        // the link's values are refused together
       this.note = this.ignoredNote([...this.fromUrl].map((n) => [n, sent[n]]), cellText(payload.error));
       this.setValues(Object.fromEntries([...this.fromUrl].map((n) => [n, this.defaults[n]])));

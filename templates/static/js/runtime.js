@@ -1,22 +1,31 @@
 /* The in-browser Python (worker.js: Pyodide + numpy + tpmath) as an explicit state machine.
  *
  *   deferred ──reader asks──▶ loading ──ready──▶ ready ──worker died, restarts left──▶ restarting ──ready──▶ ready
- *      ▲                        │                  │                                      │
- *      └──Save-Data / 2G────────┤                  └─no restarts left─▶ crashed ◀─fail/timeout─┘
- *                               └─fail/timeout─▶ failed
+ *      ▲                        │   ▲              │                                      │
+ *      └──Save-Data / 2G────────┤   │              └─no restarts left─▶ crashed ◀─fail/stall─┘
+ *                               │   └──Retry─── failed, crashed
+ *                               └─fail/stall─▶ failed
  *
  * The download starts after the first paint, once the page is idle (startWhenIdle); a reader
  * whose browser asks to save data, or on a 2G-class connection, gets `deferred` instead: nothing
- * is downloaded until they ask (ask()).  `failed` and `crashed` are final: the page keeps its last
- * tables.  <html data-runtime> shows "loading" (loading, restarting), "deferred", "ready", or
+ * is downloaded until they ask (ask()).  `failed` and `crashed` are final until the reader presses
+ * Retry (retry(): a fresh worker); meanwhile precomputed results still answer (demo.js).  <html data-runtime> shows "loading" (loading, restarting), "deferred", "ready", or
  * "failed" (failed, crashed).  Until ready, demos answer from precomputed results (`waiting`).
- * The worker reports the bytes of the runtime files it has received (`progress`).  A worker "dies" when
+ * The worker reports the bytes of the runtime files it has received (`progress`); a boot fails when
+ * it stalls: no byte for DOWNLOAD_STALL_MS while downloading, or a later stage (starting Python,
+ * loading numpy: work, not bytes) not over within STAGE_STALL_MS.  A worker "dies" when
  * it raises an uncaught error after boot or leaves a request unanswered for REQUEST_TIMEOUT_MS
  * (renders take milliseconds); it is replaced at most MAX_RESTARTS times per page (no crash loop).
  * Requests are tracked here: a reply goes to its callback; a request lost with a dead worker is
- * reported to its `lost` callback so its owner can send it again to the next worker. */
+ * reported to its `lost` callback so its owner can send it again to the next worker.
+ *
+ * The readers' programs (pydemo.js) run in a second Runtime made with {page: false}: its own
+ * worker, started on the first Run, so a program can change neither the modules the demos use
+ * nor how long they wait.  It touches no page attribute, has no request timeout (the reader has
+ * Stop: restart()) and makes no memory snapshot. */
 
-const STALL_TIMEOUT_MS = 60000;   // a boot stage (download, python, numpy) that makes no progress
+const DOWNLOAD_STALL_MS = 20000;  // no byte of the runtime arrived for this long: the download stalled
+const STAGE_STALL_MS = 60000;     // starting Python / loading numpy (CPU work) took longer than this
 const REQUEST_TIMEOUT_MS = 15000;
 const MAX_RESTARTS = 2;
 const ANSWERS_KEPT = 48;         // answers the worker computed ahead, kept by the page (~50 KB each)
@@ -31,8 +40,8 @@ const TRANSITIONS = {
   loading: ["loading", "ready", "failed", "deferred"],
   ready: ["restarting", "crashed"],
   restarting: ["restarting", "ready", "crashed"],
-  failed: [],
-  crashed: [],
+  failed: ["loading"],
+  crashed: ["loading"],
 };
 const ATTRIBUTE = { deferred: "deferred", loading: "loading", restarting: "loading", ready: "ready", failed: "failed",
   crashed: "failed" };
@@ -57,8 +66,9 @@ function whenIdle(fn) {
 export class Runtime {
   /** `config`: {base, wheel, workerUrl, snapshot} (absolute URLs; snapshot: {key, numpy, sha256}
    * or null, see worker.js) or null when the page has no runtime. */
-  constructor(config) {
+  constructor(config, { page = true } = {}) {
     this.config = config;
+    this.page = page;             // the page's runtime (the demos'), not the readers' programs'
     this.state = "loading";
     this.detail = "download";     // loading stage, or why it failed: failed | timeout | none
     this.worker = null;
@@ -119,10 +129,10 @@ export class Runtime {
     }
     this.state = state;
     this.detail = detail || "";
-    document.documentElement.setAttribute("data-runtime", ATTRIBUTE[state]);
+    if (this.page) document.documentElement.setAttribute("data-runtime", ATTRIBUTE[state]);
     if (!this.booting && this.bootTimer) { clearTimeout(this.bootTimer); this.bootTimer = null; }
     if (this.final) this.stopWorker();
-    if (state === "ready" && window.performance && performance.mark) performance.mark("tp-ready");
+    if (this.page && state === "ready" && window.performance && performance.mark) performance.mark("tp-ready");
     for (const fn of this.listeners) fn(state, this.detail);
   }
 
@@ -130,6 +140,26 @@ export class Runtime {
   bootFailed(why) {
     if (this.state === "loading") this.to("failed", why);
     else if (this.state === "restarting") this.to("crashed", "crashed");
+  }
+
+  /** The reader pressed Retry after a failed start or a crash: a fresh worker, restarts counted anew. */
+  retry() {
+    if (!this.final || !this.config || typeof Worker === "undefined") return;
+    this.restarts = 0;
+    this.loaded = 0;
+    this.to("loading", "download");
+    this.spawn();
+  }
+
+  /** Stop the worker now (the reader's Stop: a program that does not end) and start a fresh one;
+   * the requests in flight are lost (their owners are told). */
+  restart() {
+    if (this.state !== "ready" && this.state !== "restarting") return;
+    if (this.worker) { this.worker.terminate(); this.worker = null; }
+    this.answers.clear();
+    this.to("restarting", "restarting");
+    this.dropRequests();
+    this.spawn();
   }
 
   spawn() {
@@ -144,18 +174,22 @@ export class Runtime {
         if (this.booting) this.bootFailed("failed");
         else this.died();
       };
-      worker.postMessage({ type: "boot", base, wheel, snapshot: snapshot || null });
+      worker.postMessage({ type: "boot", base, wheel, snapshot: snapshot || null, reader: !this.page });
+      this.stage = "download";
       this.watchBoot();
     } catch (err) {
       this.bootFailed("failed");
     }
   }
 
-  /** Give up on a boot that stalls: each stage gets STALL_TIMEOUT_MS (a slow network or a busy
-   * machine still moves from stage to stage; a hung download or start does not). */
+  /** Give up on a boot that stalls, whatever its total time: while downloading, DOWNLOAD_STALL_MS
+   * from the last byte (a slow connection still delivers bytes; a hung one does not); in a later
+   * stage (CPU work, no bytes to count), STAGE_STALL_MS from its start.  Called on every progress
+   * report and stage change. */
   watchBoot() {
     clearTimeout(this.bootTimer);
-    this.bootTimer = setTimeout(() => { if (this.booting) this.bootFailed("timeout"); }, STALL_TIMEOUT_MS);
+    const ms = this.stage === "download" ? DOWNLOAD_STALL_MS : STAGE_STALL_MS;
+    this.bootTimer = setTimeout(() => { if (this.booting) this.bootFailed("timeout"); }, ms);
   }
 
   stopWorker() {
@@ -174,7 +208,9 @@ export class Runtime {
   /** The ready worker threw or stopped answering: replace it, a bounded number of times. */
   died() {
     if (this.state !== "ready") return;
-    if (this.restarts >= MAX_RESTARTS) { this.to("crashed", "crashed"); return; }
+    // No crash loop: after MAX_RESTARTS the page stops trying, and says so (not "could not be
+    // restarted": no restart was tried); Retry is the reader's.
+    if (this.restarts >= MAX_RESTARTS) { this.to("crashed", "gave_up"); return; }
     this.restarts++;
     if (this.worker) { this.worker.terminate(); this.worker = null; }
     this.answers.clear();
@@ -193,6 +229,7 @@ export class Runtime {
     }
     if (msg.type === "status") {
       if (!this.booting) return;
+      if (msg.stage !== "failed") this.stage = msg.stage;
       this.watchBoot();
       if (msg.stage === "ready") this.becameReady(msg.boot);
       else if (msg.stage === "failed") this.bootFailed("failed");
@@ -215,6 +252,7 @@ export class Runtime {
    * the normal boot ran) or "normal".  Once the page is idle the worker may
    * store the snapshot this boot made (never before ready: it is 21 MB to write). */
   becameReady(boot) {
+    if (!this.page) { this.to("ready", "ready"); return; }
     document.documentElement.setAttribute("data-runtime-boot", ["snapshot", "fallback"].includes(boot) ? boot : "normal");
     this.to("ready", "ready");
     const worker = this.worker;
@@ -244,7 +282,7 @@ export class Runtime {
     if (!this.ready || !this.worker) return null;
     if (msg.type === "run") this.answers.clear();   // a reader's program may change what tpmath computes
     const id = this.nextId++;
-    const timer = setTimeout(() => this.died(), REQUEST_TIMEOUT_MS);
+    const timer = this.page ? setTimeout(() => this.died(), REQUEST_TIMEOUT_MS) : null;
     this.requests.set(id, { reply, lost, timer });
     this.worker.postMessage({ ...msg, id });
     return id;

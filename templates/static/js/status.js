@@ -1,6 +1,6 @@
 /* The runtime's state beside every demo (div.runtime-line): the status sentence, a <progress> while
- * the runtime downloads and starts, and -- while it is deferred (Save-Data, 2G) -- the button that
- * loads it.
+ * the runtime downloads and starts, and a button: while it is deferred (Save-Data, 2G) the one
+ * that loads it, after a failed start or a crash Retry (a fresh worker).
  *
  * The progress bar counts the bytes of the runtime files the worker has received against their
  * total (<meta name="tp-runtime-bytes">); without that total it is indeterminate.  It is labelled
@@ -51,19 +51,22 @@ export function setupStatus(runtime) {
       l.progress = null;
     }
   };
-  const showButton = (l, on) => {
-    if (on && !l.button) {
-      l.button = document.createElement("button");
-      l.button.type = "button";
-      l.button.className = "runtime-ask";
-      l.button.textContent = tr("runtime.ask", { size });
-      l.button.addEventListener("click", () => runtime.ask());
-      l.line.appendChild(l.button);
-    } else if (!on && l.button) {
+  // kind: "ask" (deferred), "retry" (failed or crashed) or null
+  const showButton = (l, kind) => {
+    if (l.button && l.button.dataset.kind !== kind) {
       const focused = document.activeElement === l.button;
       l.button.remove();
       l.button = null;
       if (focused && l.text) { l.text.tabIndex = -1; l.text.focus(); }   // keep the reader's place
+    }
+    if (kind && !l.button) {
+      l.button = document.createElement("button");
+      l.button.type = "button";
+      l.button.className = kind === "ask" ? "runtime-ask" : "runtime-ask runtime-retry";
+      l.button.dataset.kind = kind;
+      l.button.textContent = kind === "ask" ? tr("runtime.ask", { size }) : tr("runtime.retry");
+      l.button.addEventListener("click", () => (kind === "ask" ? runtime.ask() : runtime.retry()));
+      l.line.appendChild(l.button);
     }
   };
   const setProgress = (loaded) => {
@@ -78,7 +81,7 @@ export function setupStatus(runtime) {
     for (const l of lines) {
       if (l.text && l.text.textContent !== text) l.text.textContent = text;
       showProgress(l, runtime.booting && runtime.started);
-      showButton(l, state === "deferred");
+      showButton(l, state === "deferred" ? "ask" : runtime.final && detail !== "none" ? "retry" : null);
     }
     setProgress(runtime.loaded);
   });
