@@ -301,7 +301,7 @@ def test_comm_cost_equals_hand_count(c):
                                                           c["link_gbps"], c["tflops"])
     rows = out["tables"]["comm-layer"]["rows"]
     assert [r[0]["key"] for r in rows] == ["label.row_phase_forward"] * 2 + ["label.row_phase_backward"] * 2
-    assert [r[2] for r in rows] == ["AllReduce (g)", "AllReduce (g)", "AllReduce (f)", "AllReduce (f)"]
+    assert [r[2] for r in rows] == ["AllReduce (f̄)", "AllReduce (f̄)", "AllReduce (f)", "AllReduce (f)"]
     for r in rows:
         assert r[3] == fmt.integer(elements)
         assert r[4] == fmt.num(2 * (c["tp"] - 1) / c["tp"])
