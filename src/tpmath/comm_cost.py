@@ -144,7 +144,7 @@ class CommCost:
     algorithm: str                   # "ring"
     activation_bytes: int            # one (B, L, h) activation
     per_layer: list[CommRow]
-    # the two AllReduces (g) of the forward pass and the two (f) of the backward pass
+    # the two AllReduces (f̄) of the forward pass and the two (f) of the backward pass
     per_layer_forward_bytes: int
     per_layer_backward_bytes: int
     per_layer_bytes: int
