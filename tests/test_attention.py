@@ -163,8 +163,8 @@ def test_layer_sharded_equals_reference(tp, H, K):
         copies = [getattr(rk, "G_" + name) for rk in res.ranks]
         assert all(np.array_equal(c, copies[0]) for c in copies), name
         assert res.replica_spread[name] == 0
-    collectives = [(c.phase, c.operator) for c in res.comm if c.operator in "fg"]
-    assert collectives == ([] if tp == 1 else [("forward", "g")] * 2 + [("backward", "f")] * 2)
+    collectives = [(c.phase, c.operator) for c in res.comm if c.operator in ("f", "f̄")]
+    assert collectives == ([] if tp == 1 else [("forward", "f̄")] * 2 + [("backward", "f")] * 2)
 
 
 # ----------------------------------------------------------------------- heads and comm
@@ -186,7 +186,7 @@ def test_each_rank_holds_the_kv_heads_its_queries_read(tp, H, K):
 def test_comm_lists_the_allreduces_with_their_sizes(tp, H, K, seq, batch, hidden):
     res = att.run_attention(tp=tp, heads=H, kv_heads=K, seq=seq, batch=batch, hidden=hidden)
     full = batch * seq * hidden
-    want = [] if tp == 1 else [("forward", "g", "Y", full, [list(range(tp))]),
+    want = [] if tp == 1 else [("forward", "f̄", "Y", full, [list(range(tp))]),
                                 ("backward", "f", "G_X", full, [list(range(tp))])]
     if K < tp:
         groups = [list(range(k * tp // K, (k + 1) * tp // K)) for k in range(K)]

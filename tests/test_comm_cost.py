@@ -30,7 +30,7 @@ def test_small_example_by_hand():
     assert res.algorithm == "ring"
     assert [r.collective for r in res.per_layer] == ["all-reduce"] * 4
     assert [r.phase for r in res.per_layer] == ["forward", "forward", "backward", "backward"]
-    assert [r.operator for r in res.per_layer] == ["g", "g", "f", "f"]
+    assert [r.operator for r in res.per_layer] == ["f̄", "f̄", "f", "f"]
     assert all(r.elements == 64 and r.bytes_per_rank == 128 for r in res.per_layer)
     assert res.per_layer_bytes == 512 and res.per_step_bytes == 1536
 

@@ -301,7 +301,7 @@ def test_comm_cost_equals_hand_count(c):
                                                           c["link_gbps"], c["tflops"])
     rows = out["tables"]["comm-layer"]["rows"]
     assert [r[0]["key"] for r in rows] == ["label.row_phase_forward"] * 2 + ["label.row_phase_backward"] * 2
-    assert [r[2] for r in rows] == ["AllReduce (g)", "AllReduce (g)", "AllReduce (f)", "AllReduce (f)"]
+    assert [r[2] for r in rows] == ["AllReduce (f̄)", "AllReduce (f̄)", "AllReduce (f)", "AllReduce (f)"]
     for r in rows:
         assert r[3] == fmt.integer(elements)
         assert r[4] == fmt.num(2 * (c["tp"] - 1) / c["tp"])
@@ -520,3 +520,43 @@ def test_built_pydemo_output_is_the_program_output(site):
         m = re.search(r'<pre class="pydemo-output" data-demo="row_parallel"[^>]*>(.*?)</pre>', page, re.S)
         assert m, lang
         assert html.unescape(m.group(1)) == expected
+
+
+# ---------------------------------------------------------------- issue 25, items 9 and 10
+
+def _md_section(lang: str, anchor: str) -> str:
+    md = (ROOT / "content" / lang / "row-parallel.md").read_text(encoding="utf-8")
+    start = md.index("{#" + anchor + "}")
+    return md[start:md.find("\n## ", start)]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_recomputation_cost_says_which_kind_adds_allreduces(lang):
+    """Full recomputation reruns a layer's forward AllReduces (4 + 2 per layer: 1.5 times the bytes);
+    selective recomputation (Megatron's default core_attn) reruns only the attention core, which has no
+    collective. The factor is derived from the layer's collectives, not typed."""
+    from tpmath.comm_cost import TP_COLLECTIVES
+    fwd = sum(1 for phase, *_ in TP_COLLECTIVES if phase == "forward")
+    total = len(TP_COLLECTIVES)
+    factor = (total + fwd) / total
+    cost = _md_section(lang, "cost")
+    assert "--recompute-granularity full" in cost and "--recompute-granularity selective" in cost
+    assert "core_attn" in cost and f"{factor:g}" in cost and f"{total + fwd}" in cost
+    words = {"en": ("*Full*", "*Selective*", "adds none"), "zh": ("*完全*", "*选择性*", "不增加任何通信")}[lang]
+    assert all(w in cost for w in words)
+    assert "a second time" not in cost and "再做一遍" not in cost      # the old, unqualified claim
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_gqa_with_fewer_kv_heads_than_ranks_matches_page3(lang):
+    """Megatron replicates no weight for K < tp (it all-gathers the fused QKV output, as page 3 says);
+    vLLM replicates KV heads; the AllGather list of the communication section includes that path."""
+    practice, comm = _md_section(lang, "practice"), _md_section(lang, "communication")
+    assert "KV heads are then replicated" not in practice and "KV 头会被复制" not in practice
+    assert "num_query_groups" in practice and "num_kv_head_replicas" in practice
+    assert "AllGather" in practice and "transformer-layer.html#gqa" in practice
+    assert "$K < n$" in comm and "transformer-layer.html#gqa" in comm
+    page3 = (ROOT / "content" / lang / "transformer-layer.md").read_text(encoding="utf-8")
+    assert "num_kv_head_replicas" in page3 and "AllGather" in page3[page3.index("{#gqa}"):page3.index("{#qkv-layout}")]
+    refs = (ROOT / "content" / lang / "row-parallel.md").read_text(encoding="utf-8")
+    assert "transformer/attention.py#L1851-L1870" in refs and "0036d38de46c5d48fdedeb658dedc0fc0f95677d" in refs

@@ -257,7 +257,7 @@ def test_attention_comm_table_lists_the_collectives(c):
         assert len(rows) == 1 and rows[0][0]["key"] == "label.att_none"
         return
     ops = [(r[0]["key"], r[2] if isinstance(r[2], str) else r[2]["key"], r[3], r[4]) for r in rows]
-    assert ops[:2] == [("label.att_forward", "g", "Y", str(S * D)), ("label.att_backward", "f", "G_X", str(S * D))]
+    assert ops[:2] == [("label.att_forward", "f̄", "Y", str(S * D)), ("label.att_backward", "f", "G_X", str(S * D))]
     if K < tp:   # replica groups: ranks reading the same KV head ⌊r·K/tp⌋
         groups = {}
         for r in range(tp):
@@ -410,7 +410,7 @@ def test_layer_tables_equal_the_numpy_layer_and_finite_differences(tp, H, K, cau
     assert params["W_o"][3] == f"{8 // tp}×8"
     comm = res["tables"]["layer-comm"]["rows"]
     if tp > 1:
-        assert [(r[0]["key"], r[2]) for r in comm[:4]] == [("label.att_forward", "g")] * 2 + [("label.att_backward", "f")] * 2
+        assert [(r[0]["key"], r[2]) for r in comm[:4]] == [("label.att_forward", "f̄")] * 2 + [("label.att_backward", "f")] * 2
         assert len(comm) == 4 + (2 if K < tp else 0)
         assert res["values"]["layer-allreduces"]["args"] == {"fwd": "2", "bwd": "2"}
 

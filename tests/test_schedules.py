@@ -204,3 +204,39 @@ def test_cli_ring_errors(args, word):
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and word in lines[0], out.stderr
+
+
+# ------------------------------------------------------------ the lower bound the page argues (item 14)
+
+def _fewest_messages_for_all_reduce(n: int) -> int:
+    """Breadth-first search over every schedule of one element: a message from i to j gives j all
+    that i knows (a partial sum can carry no more), done when every rank knows all n inputs."""
+    start = tuple(1 << r for r in range(n))
+    full = (1 << n) - 1
+    seen, frontier, depth = {start}, [start], 0
+    while frontier:
+        if any(all(k == full for k in s) for s in frontier):
+            return depth
+        nxt = []
+        for s in frontier:
+            for i in range(n):
+                for j in range(n):
+                    if i != j and s[i] | s[j] != s[j]:
+                        t = s[:j] + (s[i] | s[j],) + s[j + 1:]
+                        if t not in seen:
+                            seen.add(t); nxt.append(t)
+        frontier, depth = nxt, depth + 1
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_all_reduce_needs_2n_minus_2_messages_per_element_and_the_ring_sends_that(n):
+    """Page 1's argument: every element crosses at least 2(n−1) links in any AllReduce whose ranks
+    do the additions, so the busiest rank sends at least 2(n−1)/n of the buffer; the ring sends
+    exactly that on every rank (Patarasuk & Yuan 2009)."""
+    fewest = _fewest_messages_for_all_reduce(n)
+    assert fewest == 2 * (n - 1)
+    count = 12 * n
+    sched = ring_all_reduce(n, count, elem_bytes=1)
+    assert sum(r.bytes_sent for r in sched.per_rank) == fewest * count          # the total the bound allows
+    assert {r.bytes_sent for r in sched.per_rank} == {fewest * count // n}      # evenly: 2(n−1)/n · S each

@@ -26,7 +26,8 @@ from tpmath.views import render, render_json, sections
 from grid_cells import printed, rank_row, shown, tint
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE1 = ("mlp", "backward", "dp-tp", "precision", "collectives", "mismatch", "ring", "vocab-ce", "vocab-extras")
+PAGE1 = ("mlp", "backward", "dp-tp", "precision", "collectives", "mismatch", "ring", "vocab-ce", "vocab-head",
+         "vocab-extras")
 LOGITS = np.array([1.2, -0.5, 2, 0.1, 1.4, -1])     # the seed's logits (an input)
 
 
@@ -444,6 +445,13 @@ def test_vocab_ignore_and_hidden_gradient():
     assert {tint(row[1]) for row in table} | {tint(row[4]) for row in table} == {None}   # positions, not ranks
     assert table[1][2] == {"key": "label.ignored", "args": {"index": "−100"}}
     assert foot(res, "vocab-ignore")[0][3] == fmt.num((losses[0] + losses[2]) / 2)
+
+
+def test_output_layer_gradient_is_its_own_demo():
+    """The output layer's tables are the vocab-head block's, not vocab-extras' (issue 25, item 15)."""
+    assert not {"vocab-head-inputs", "vocab-hidden"} & set(render("vocab-extras", {"tp": "3"})["tables"])
+    res = render("vocab-head", {"tp": "3"})
+    assert list(res["tables"]) == ["vocab-head-inputs", "vocab-hidden"]
     # output head: logits = h W_out, dL/dh = (softmax − onehot)/N · W_outᵀ, summed over shards
     from tpmath.vocab_ce import default_head_inputs
     d = default_head_inputs()
@@ -472,7 +480,7 @@ def test_vocab_ignore_and_hidden_gradient():
 def test_vocab_hidden_padding_columns_are_zero():
     """At tp = 4 (V = 6 padded to 8) the last rank holds two zero columns of W_out: logits 0, masked,
     so its gradient and its partial term are 0."""
-    res = render("vocab-extras", {"tp": "4", "smoothing": 0})
+    res = render("vocab-head", {"tp": "4"})
     last = rows(res, "vocab-hidden")[3]
     assert shown(last[2]) == printed(np.zeros((3, 2))) and shown(last[3]) == printed(np.zeros((2, 2)))
     assert shown(last[4]) == printed(np.zeros((2, 3)))
@@ -547,6 +555,7 @@ SETTINGS = {
                                           "group_mismatch", "cross_group_deadlock")],
     "ring": [{"algorithm": "ring"}, {"algorithm": "tree", "ranks": "7"}, {"count": 100}],
     "vocab-ce": [{"shards": "4"}, {}],
+    "vocab-head": [{"tp": "4"}, {}],
     "vocab-extras": [{"tp": "6", "smoothing": 0.2}, {}],
 }
 
@@ -609,3 +618,24 @@ def test_every_value_is_a_formatted_string():
         for t in res["tables"].values():
             for row in t["rows"] + t["foot"]:
                 assert all(isinstance(c, (str, dict)) for c in row)
+
+
+# ------------------------------------------------------------ issue 25, items 14 and 15 (page text)
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_output_layer_example_has_its_own_section_before_the_extras(lang):
+    md = (ROOT / "content" / lang / "index.md").read_text(encoding="utf-8")
+    head, demo, extras = md.index("{#vocab-head}"), md.index("{{demo vocab-head}}"), md.index("{#vocab-extras}")
+    assert md.index("{{demo vocab-ce}}") < head < md.index("W_\\text{out}=\\begin{bmatrix}") < demo < extras
+    assert md.count("{{demo vocab-head}}") == 1
+    # the sentence before the backward bullets says what the bullets (not the formulas) say
+    assert "Each line also says" not in md and "每一行也说明了" not in md
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_ring_lower_bound_is_argued_and_cited(lang):
+    md = (ROOT / "content" / lang / "index.md").read_text(encoding="utf-8")
+    ring = md[md.index("{#ring}"):md.index("{{demo ring}}")]
+    assert "[\\[10\\]](#ref-10)" in ring and "$2(n-1)$" in ring and "$u$" in ring
+    assert "receive the $n-1$ reduced shares" not in ring and "再收回自己没算的" not in ring
+    assert 'id="ref-10">P. Patarasuk, X. Yuan.' in md and "10.1016/j.jpdc.2008.09.002" in md

@@ -23,7 +23,7 @@ its query heads read: K ≥ tp: heads [r·K/tp, (r+1)·K/tp) (Megatron requires 
 K < tp (tp divisible by K): the one head ⌊r·K/tp⌋, replicated on the tp/K consecutive ranks
 whose query heads read it, as inference engines (vLLM) do.  Attention itself needs no
 communication: a head's softmax sees only its own scores.  Megatron's operator f (identity
-forward, AllReduce backward) sits before the QKV projections, g (AllReduce forward, identity
+forward, AllReduce backward) sits before the QKV projections, f̄ (AllReduce forward, identity
 backward) after W_o.  A replicated KV weight gets a partial gradient on each of its replicas
 (each from its own query heads): in training those are summed over the replica group.
 
@@ -34,7 +34,7 @@ rank's shards with the rank's head counts.
 
 Mistakes (``mistake``), computed so a page can show how far they leave the reference:
 
-* ``f-and-g-swapped``   g before QKV and f after W_o: forward sums the replicated X (tp·X)
+* ``f-and-g-swapped``   f̄ before QKV and f after W_o: forward sums the replicated X (tp·X)
   and never sums the partial Y; backward sums the replicated G_Y (tp·G) and never sums G_X;
 * ``kv-not-replicated`` (1 < K < tp) KV heads dealt round robin, rank r holds head r mod K,
   instead of replicating head ⌊r·K/tp⌋ on consecutive ranks: a rank reads a wrong KV head;
@@ -231,7 +231,7 @@ class AttentionComm:
     issues it, the tensor, its elements and the groups of ranks it runs in."""
     phase: str                      # forward / backward
     collective: str                 # all-reduce
-    operator: str                   # f, g, kv-replicas
+    operator: str                   # f, f̄ (Korthikanti et al.'s letters), kv-replicas
     tensor: str
     elements: int
     groups: list[list[int]]
@@ -429,7 +429,7 @@ def all_reduce(parts: list) -> list:
 
 
 F_OP = Operator("f", identity, all_reduce)    # before a column-parallel layer
-G_OP = Operator("g", all_reduce, identity)    # after a row-parallel layer
+G_OP = Operator("f̄", all_reduce, identity)   # after a row-parallel layer (Korthikanti et al.'s letter)
 
 
 def tp_operators(mistake: str = "none") -> tuple[Operator, Operator]:

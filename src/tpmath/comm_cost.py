@@ -11,7 +11,7 @@ Letters (as on the page):
 What is communicated (Megatron-LM, Shoeybi et al. 2019, §3 and Fig. 4): each
 layer has two column→row blocks (attention: QKV column-parallel, output
 projection row-parallel; MLP: up projection column-parallel, down projection
-row-parallel).  Forward, the operator g after each row-parallel linear
+row-parallel).  Forward, the operator f̄ after each row-parallel linear
 all-reduces the partial outputs (B, L, h).  Backward, the operator f before
 each column-parallel linear all-reduces the partial input gradients (B, L, h).
 So 2 + 2 AllReduces of S = B·L·h elements per layer, per micro-batch.
@@ -114,8 +114,8 @@ def link_gbps(hardware: str) -> float:
 # (phase, where, collective, Megatron operator) for one layer, in execution order; ``where`` names
 # the sentence comm.where_<where> (content/i18n/<lang>.core.toml).
 TP_COLLECTIVES = (
-    ("forward", "attn_out", "all-reduce", "g"),
-    ("forward", "mlp_down", "all-reduce", "g"),
+    ("forward", "attn_out", "all-reduce", "f̄"),
+    ("forward", "mlp_down", "all-reduce", "f̄"),
     ("backward", "mlp_up", "all-reduce", "f"),
     ("backward", "qkv", "all-reduce", "f"),
 )
@@ -143,7 +143,7 @@ class CommRow:
     phase: str                       # forward / backward
     where: Text                      # comm.where_<where>
     collective: str
-    operator: str                    # Megatron's g / f (ḡ / g with sequence parallelism)
+    operator: str                    # f̄ / f (ḡ / g with sequence parallelism), Korthikanti et al.'s letters
     elements: int                    # S = B·L·h, the full tensor
     bus_factor: float
     bytes_per_rank: int              # the busiest rank, ring algorithm
@@ -177,7 +177,7 @@ class CommCost:
     algorithm: str                   # "ring"
     activation_bytes: int            # one (B, L, h) activation
     per_layer: list[CommRow]
-    # the two AllReduces (g) of the forward pass and the two (f) of the backward pass
+    # the two AllReduces (f̄) of the forward pass and the two (f) of the backward pass
     per_layer_forward_bytes: int
     per_layer_backward_bytes: int
     per_layer_bytes: int

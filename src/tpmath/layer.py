@@ -337,8 +337,8 @@ def sharded_layer(p: dict, cfg: Config, F: int) -> dict:
         full = B * S * D
         everyone = [list(range(tp))]
         comm = [AttentionComm(phase, "all-reduce", op, tensor, full, everyone)
-                for phase, op, tensor in (("forward", "g", "Y_attn"), ("forward", "g", "Y_mlp"),
-                                          ("backward", "f", "G_A2"), ("backward", "f", "G_A1"))]
+                for phase, op, tensor in (("forward", G_OP.name, "Y_attn"), ("forward", G_OP.name, "Y_mlp"),
+                                          ("backward", F_OP.name, "G_A2"), ("backward", F_OP.name, "G_A1"))]
         if cfg.kv_heads < tp:
             comm += [AttentionComm("backward", "all-reduce", "kv-replicas", t, D * cfg.kv_per_rank * E, groups)
                      for t in ("G_W_k", "G_W_v")]

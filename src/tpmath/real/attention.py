@@ -1,7 +1,7 @@
 """Multi-head attention with GQA on real ranks: rank r holds only its query heads' columns of
 W_q and rows of W_o, and the KV heads those heads read (K < tp: one KV head, replicated on
 tp/K ranks).  X and G are replicated.  Forward and backward run through PyTorch's autograd
-with Megatron's f (before the QKV projections) and g (after W_o) as autograd Functions; the
+with Megatron's f (before the QKV projections) and f̄ (after W_o) as autograd Functions; the
 partial gradients of a replicated KV weight are summed over its replica group (a process
 group of the ranks holding it) after the backward pass.  ``--mistake`` makes the same error
 as the core (:mod:`tpmath.attention`).
@@ -24,8 +24,8 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     r, tp = ctx.rank, ctx.world
     B, S, D = inp["X"].shape
     E, Hr, Kr = cfg.head_dim, cfg.q_per_rank, cfg.kv_per_rank
-    f, g, _ = operators(torch)
-    enter, leave = (g, f) if cfg.mistake == "f-and-g-swapped" else (f, g)
+    f, f_bar, _ = operators(torch)
+    enter, leave = (f_bar, f) if cfg.mistake == "f-and-g-swapped" else (f, f_bar)
     kv_of_rank = [attention.rank_heads(cfg, q)[1] for q in range(tp)]
     q_heads, kv_heads = attention.rank_heads(cfg, r)
     # Each rank holds only its slices (as Megatron's _initialize_affine_weight_cpu keeps its part).
@@ -49,7 +49,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     C = (P @ v).transpose(1, 2).reshape(B, S, Hr * E)          # (B, S, H_r·E)
     Y_partial = C @ W["W_o"]                                   # (B, S, D) partial sum over this rank's heads
     Y_partial.retain_grad()
-    Y = leave(Y_partial)                                       # g: AllReduce(SUM)
+    Y = leave(Y_partial)                                       # f̄: AllReduce(SUM)
     loss = (Y * G).sum()
     loss.backward()
 

@@ -108,7 +108,8 @@ def emit_in_rank_order(ctx: Ctx, lines: list[str]) -> None:
 
 
 # ----------------------------------------------------------------- Megatron's operators
-# f and g of Megatron-LM §3 (megatron/core/tensor_parallel/mappings.py): conjugate pairs.
+# f and f̄ (Korthikanti et al. 2022's letters; Megatron-LM §3 writes f̄ as g), in Megatron Core
+# megatron/core/tensor_parallel/mappings.py: conjugate pairs.
 # An autograd Function's backward receives dL/d(output) on this rank only, so the
 # collective that makes the gradient whole must be written into the backward by hand.
 
@@ -130,7 +131,7 @@ def _functions(torch):
             return grad
 
     class ReduceFromTensorParallel(torch.autograd.Function):
-        """g: AllReduce(SUM) forward (each rank holds a partial sum); identity backward
+        """f̄: AllReduce(SUM) forward (each rank holds a partial sum); identity backward
         (the upstream gradient is already whole on every rank: summing it again would
         multiply it by tp)."""
 
@@ -164,9 +165,9 @@ def _functions(torch):
 
 
 def operators(torch):
-    """(f, g, gather) as functions of a tensor."""
-    f, g, gather = _functions(torch)
-    return f.apply, g.apply, gather.apply
+    """(f, f̄, gather) as functions of a tensor."""
+    f, f_bar, gather = _functions(torch)
+    return f.apply, f_bar.apply, gather.apply
 
 
 def all_gather_cat(ctx: Ctx, t: Any, dim: int):

@@ -4,7 +4,7 @@ Rank r holds its query heads' columns of W_q and rows of W_o, the KV heads those
 one KV head, replicated on tp/K ranks), its F/tp columns of W1 and b1 and the same rows of W2.
 The LayerNorm weights and the row-parallel biases b_o, b2 are replicated: every rank holds them
 whole and computes them on the same values.  Megatron's f (before the QKV projections and
-before W1) and g (after W_o and after W2) are autograd Functions; the replicas' partial KV
+before W1) and f̄ (after W_o and after W2) are autograd Functions; the replicas' partial KV
 weight gradients are summed in their replica group after the backward pass.  The gradients
 of the replicated parameters need no collective: rank 0 compares every one of them, on every
 rank, with the unsharded layer run in one process by PyTorch's autograd.
@@ -45,7 +45,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     cfg, inp, F = p["cfg"], p["inputs"], p["ffn"]
     r, tp = ctx.rank, ctx.world
     E, Fr = cfg.head_dim, F // tp
-    f, g, _ = operators(torch)
+    f, f_bar, _ = operators(torch)
     q_heads, kv_heads = attention.rank_heads(cfg, r)
     shards = attention.shard(inp, cfg, q_heads, kv_heads)
     cols = slice(r * Fr, (r + 1) * Fr)
@@ -57,10 +57,10 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
 
     A1 = f(_ln(torch, X, R["gamma1"], R["beta1"]))             # f: identity; AllReduce of dL/dA1 backward
     Y_attn_partial = _attention(torch, A1, W, cfg.q_per_rank, cfg.kv_per_rank, E, cfg.causal) @ W["W_o"]
-    H1 = X + g(Y_attn_partial) + R["b_o"]                      # g: AllReduce; b_o added once, after it
+    H1 = X + f_bar(Y_attn_partial) + R["b_o"]                  # f̄: AllReduce; b_o added once, after it
     A2 = f(_ln(torch, H1, R["gamma2"], R["beta2"]))
     Y_mlp_partial = _gelu(torch, A2 @ W["W1"] + W["b1"]) @ W["W2"]   # (B, S, D) partial over this rank's columns
-    Y = H1 + g(Y_mlp_partial) + R["b2"]
+    Y = H1 + f_bar(Y_mlp_partial) + R["b2"]
     loss = (Y * G).sum()
     loss.backward()
 

@@ -1,6 +1,6 @@
 """Row- and column-parallel linear layers (Megatron's Y = X A, A (D, O)) on real ranks.
 
-Row parallel: rank r holds A[r·D/tp:(r+1)·D/tp, :] and the same columns of X; g sums the
+Row parallel: rank r holds A[r·D/tp:(r+1)·D/tp, :] and the same columns of X; f̄ sums the
 partial Y.  Column parallel: rank r holds A[:, r·O/tp:(r+1)·O/tp]; X is replicated (f before
 the matmul) and an AllGather assembles Y.  Gradients come from PyTorch's autograd.
 """
@@ -14,7 +14,7 @@ from .common import Ctx, all_gather_cat, max_abs, numpy, operators
 def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     """This rank's records and, on rank 0, the comparison with one unsharded process."""
     torch = ctx.torch
-    f, g, gather = operators(torch)
+    f, f_bar, gather = operators(torch)
     res = p["core"]
     kind, inp = res.kind, res.inputs
     tp, r = ctx.world, ctx.rank
@@ -27,7 +27,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
         X_r = ctx.tensor(inp["X"][:, a:b]).requires_grad_()      # (B, D/tp) input_is_parallel
         A_r = ctx.tensor(inp["A"][a:b, :]).requires_grad_()      # (D/tp, O) rows of A
         Y_partial = X_r @ A_r                                     # (B, O) partial sum
-        Y = g(Y_partial)                                          # (B, O) AllReduce(SUM)
+        Y = f_bar(Y_partial)                                      # (B, O) AllReduce(SUM)
         if bias is not None:
             b_full = ctx.tensor(bias).requires_grad_()            # (O,) replicated, added once
             Y = Y + b_full

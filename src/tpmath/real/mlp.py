@@ -1,6 +1,6 @@
 """The column→row MLP on real ranks: rank r holds W1[:, r·F/tp:(r+1)·F/tp] and the same rows
 of W2; X and G are replicated.  Forward and backward run through PyTorch's autograd with
-Megatron's f (before the column-parallel matmul) and g (after the row-parallel one).
+Megatron's f (before the column-parallel matmul) and f̄ (after the row-parallel one).
 
 Letters as in :mod:`tpmath.mlp`: B batch, D d_model, F d_ff, tp ranks.
 """
@@ -14,7 +14,7 @@ from .common import Ctx, all_gather_cat, max_abs, numpy, operators
 def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     """This rank's records and, on rank 0, the comparison with one unsharded process."""
     torch = ctx.torch
-    f, g, _ = operators(torch)
+    f, f_bar, _ = operators(torch)
     inp = p["inputs"]                                   # already in the run's dtype
     tp, r = ctx.world, ctx.rank
     F = inp["W1"].shape[1]
@@ -30,7 +30,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     Z = X_f @ W1_r                                      # (B, F/tp) local
     H = torch.tanh(Z)                                   # (B, F/tp) elementwise: stays local
     Y_partial = H @ W2_r                                # (B, D) partial sum over this rank's F/tp
-    Y = g(Y_partial)                                    # (B, D) AllReduce(SUM): every rank holds Y
+    Y = f_bar(Y_partial)                                # (B, D) AllReduce(SUM): every rank holds Y
     loss = (Y * G).sum()                                # replicated scalar
     for t in (Z, H):
         t.retain_grad()

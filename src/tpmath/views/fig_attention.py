@@ -3,7 +3,7 @@
 ``attention``        the heads each rank holds (query heads and the KV heads they read, replicated
                      KV heads shared by their replica group), each rank's attention probabilities as
                      heat grids per local head, the partial outputs of the row-parallel W_o, the
-                     AllReduce (g) and Y against the reference.  Under a mistake the wrong edges,
+                     AllReduce (f̄) and Y against the reference.  Under a mistake the wrong edges,
                      operators and cells are drawn in the warning style.
 ``attention-grads``  the backward pass: G_Y replicated, each rank's partial G_X summed by f, and the
                      replicas' partial KV weight gradients summed in their group (K < tp).
@@ -147,7 +147,7 @@ def head_map(res: att.AttentionResult, cfg: att.Config) -> Panel:
 # ------------------------------------------------------------------------------ attention
 
 def _enter_row(res: att.AttentionResult, cfg: att.Config) -> list[Panel]:
-    """X on every rank, then the operator in front of the QKV projections (f, or g by mistake)."""
+    """X on every rank, then the operator in front of the QKV projections (f, or f̄ by mistake)."""
     X = res.inputs["X"]
     x = heat_panel(X, label("fig.att_x"), None, "X", HEAT_Y)
     if cfg.mistake == "f-and-g-swapped":
@@ -192,10 +192,10 @@ def _leave_row(res: att.AttentionResult, cfg: att.Config, yscale: float) -> list
     if cfg.mistake == "f-and-g-swapped":
         box = op_box(label("fig.att_f_out_bad"), label("fig.att_never_summed"), 180, "a-warnbox", "leave")
     elif cfg.tp == 1:
-        box = op_box(label("fig.allreduce_op", op="g"), label("fig.att_one_rank"), 150,
+        box = op_box(label("fig.allreduce_op", op="f̄"), label("fig.att_one_rank"), 150,
                      "coll dim", "leave")
     else:
-        box = op_box(label("fig.allreduce_op", op="g"),
+        box = op_box(label("fig.allreduce_op", op="f̄"),
                      label("fig.sum_ranks", last=rank_name(cfg.tp - 1)), 150, "coll hl", "leave")
     Y, ref = res.sharded.Y, res.reference.Y
     err, tol = res.max_abs_err["Y"], res.tolerances["Y"]
@@ -214,7 +214,7 @@ def _scale_row(res: att.AttentionResult, cfg: att.Config) -> list[Panel]:
 
 
 def figure_attention(res: att.AttentionResult, one: att.AttentionResult, cfg: att.Config) -> dict:
-    """The ``attention`` figure: heads per rank, attention per local head, W_o partials, g, Y."""
+    """The ``attention`` figure: heads per rank, attention per local head, W_o partials, f̄, Y."""
     yscale = float(np.max(np.abs(res.reference.Y))) or 1.0
 
     def rows():
@@ -318,7 +318,7 @@ LAYER_NARROW, LAYER_WIDE = 376.0, 600.0
 
 
 def figure_layer(res: lay.LayerResult, cfg: att.Config, direction: str) -> dict:
-    """The pre-LN layer: two blocks, f and g, rank stacks; a desktop and a phone drawing."""
+    """The pre-LN layer: two blocks, f and f̄, rank stacks; a desktop and a phone drawing."""
     title = label("fig.layer_title", tp=fmt.integer(cfg.tp), **{"pass": label(f"opt.pass.{direction}")})
     svgs = []
     for width, cls in ((LAYER_WIDE, "fig-wide"), (LAYER_NARROW, "fig-narrow")):
@@ -348,12 +348,14 @@ def _layer_nodes(res: lay.LayerResult, cfg: att.Config, fwd: bool, k: float) -> 
 
 # x positions (left edges) on the 376-wide phone drawing; the desktop one stretches them by k
 _X = {"in": 4, "ln": 34, "f": 84, "stack": 118, "g": 232, "b": 266, "add": 318, "out": 344}
+# the operator boxes' keys (x positions, data-part names) and the letters shown in them (Korthikanti et al.'s)
+_OP_SYMBOL = {"f": "f", "g": "f̄"}
 _ARROWS = ((24, "ln"), (70, "f"), (104, "stack"), (218, "g"), (252, "b"), (302, "add"), (328, "out"))
 
 
 def _block(y0: float, h: float, ln: str, stack: list, bias: str, name_in: str, name_out: str, part: str,
            tp: int, fwd: bool, caption, k: float) -> list:
-    """One row: in → LN → f → rank stack → g → +b → ⊕ → out, with the residual skip above."""
+    """One row: in → LN → f → rank stack → f̄ → +b → ⊕ → out, with the residual skip above."""
     top = y0 + 22
     mid = top + h / 2
     x = {key: v * k for key, v in _X.items()}
@@ -378,7 +380,7 @@ def _block(y0: float, h: float, ln: str, stack: list, bias: str, name_in: str, n
         active = (key == "g") == fwd
         nodes.append(el("rect", {"class": "coll hl" if active else "coll dim", "x": n(x[key]), "y": n(mid - 11),
                                  "width": "20", "height": "22", "rx": "4", "data-part": f"{part}-{key}"}))
-        nodes.append(text(x[key] + 10, mid, key, "coll-t", "middle", **{"dominant-baseline": "central"}))
+        nodes.append(text(x[key] + 10, mid, _OP_SYMBOL[key], "coll-t", "middle", **{"dominant-baseline": "central"}))
         nodes.append(text(x[key] + 10, top + h + 14, label("fig.layer_ar" if active else "fig.layer_id"),
                           "a-small" if active else "a-small dimtext", "middle"))
     bh = (h - 8 - (tp - 1) * 4) / tp                            # the parallel region: one box per rank

@@ -3,7 +3,7 @@
 It draws exactly the matrices of the stage's table (same core result, same numbers), one
 lane per rank tinted by the rank's colour, the operation between them, and — where the
 stage ends in a sum — the AllReduce that merges the partial results.  A strip of the six
-stages on top lights the active one and marks where Megatron's operators g (forward
+stages on top lights the active one and marks where the operators f̄ (forward
 AllReduce) and f (backward AllReduce) sit.
 """
 
@@ -28,7 +28,7 @@ _OPS = {
 # core key -> symbol in the figure (ᵣ: the rank's own block)
 _SYMBOL = {"W1": "W₁ᵣ", "W2": "W₂ᵣ", "Z": "Zᵣ", "H": "Hᵣ", "Y_partial": "Yᵣ", "G_H": "G_Hᵣ", "G_Z": "G_Zᵣ",
            "G_W1": "G_W₁ᵣ", "G_W2": "G_W₂ᵣ", "G_X_partial": "G_Xᵣ"}
-_MERGED = {"Y_partial": ("Y", "g"), "G_X_partial": ("G_X", "f")}
+_MERGED = {"Y_partial": ("Y", "f̄"), "G_X_partial": ("G_X", "f")}
 STAGES = ("shards", "forward", "partial", "backward", "grad-w", "grad-x")
 _BACKWARD = ("backward", "grad-w", "grad-x")
 
@@ -91,7 +91,7 @@ def _merge(stage: str, res: MlpResult, ref: MlpOutputs, tp: int, merged_key: str
 
 
 def _strip(stage: str):
-    """Head drawing: the six stages as numbered steps, the active one lit, g and f marked."""
+    """Head drawing: the six stages as numbered steps, the active one lit, f̄ and f marked."""
     def head(width: float):
         step = 40.0
         x0, y = 22.0, 20.0
@@ -101,8 +101,8 @@ def _strip(stage: str):
             cls = "step hl" if s == stage else "step"
             nodes.append(el("circle", {"class": cls, "cx": n(cx), "cy": n(y), "r": "11"}))
             nodes.append(text(cx, y, fmt.integer(i + 1), "step-t", "middle", **{"dominant-baseline": "central"}))
-        # g closes the forward pass (after step 3), f the backward pass (step 6).
-        for after, op in ((2, "g"), (5, "f")):
+        # f̄ closes the forward pass (after step 3), f the backward pass (step 6).
+        for after, op in ((2, "f̄"), (5, "f")):
             cx = x0 + step * after + (step / 2 if after < 5 else 20)
             nodes.append(el("rect", {"class": "coll", "x": n(cx - 8), "y": n(y + 14), "width": "16", "height": "16",
                                      "rx": "3"}))

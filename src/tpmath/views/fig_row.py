@@ -2,7 +2,7 @@
 (``row-backward``), and the elements each MLP pairing sends (``row-pairing``).
 
 The linear figures draw the matrices of the section's tables (same core results, same
-numbers), one lane per rank in the rank's tint, the shapes under every matrix (B×D/p …), and
+numbers), one lane per rank in the rank's tint, the shapes under every matrix (B×D/n …), and
 how the ranks' results are merged: summed by an AllReduce (a replicated result, grey) or
 placed side by side (each block keeps the tint of the rank that computed it).
 """
@@ -24,7 +24,7 @@ CAPTION_W = 170.0       # the width a translated caption above a merged result m
 
 
 def _dims(sym: str, a: np.ndarray) -> tuple[str, str]:
-    """("B×D/p", "2×2"): the symbolic shape and the numbers (language-neutral)."""
+    """("B×D/n", "2×2"): the symbolic shape and the numbers (language-neutral)."""
     return sym, "×".join(fmt.integer(s) for s in np.shape(a))
 
 
@@ -79,13 +79,13 @@ def _row_forward(row: RowLinearResult, cw: float) -> list[list[Panel]]:
     for rk in row.ranks:
         r = rk.rank
         out.append(_lane(r, [
-            grid_panel(rk.X_shard, "Xᵣ", r, f"Xr.{r}", None, sx, _dims("B×D/p", rk.X_shard)), "·",
-            grid_panel(rk.A_shard, "Aᵣ", r, f"Ar.{r}", None, sa, _dims("D/p×O", rk.A_shard)), "=",
+            grid_panel(rk.X_shard, "Xᵣ", r, f"Xr.{r}", None, sx, _dims("B×D/n", rk.X_shard)), "·",
+            grid_panel(rk.A_shard, "Aᵣ", r, f"Ar.{r}", None, sa, _dims("D/n×O", rk.A_shard)), "=",
             grid_panel(rk.Y_partial, key("rl_partial", name="Yᵣ"), r, f"Yr.{r}", cw, sy,
                        _dims("B×O", rk.Y_partial)),
         ]))
     Y = grid_panel(row.Y, key("rl_every_rank", name="Y"), None, "Y.row", cw, sy, _err(row.max_abs_err["Y"]), min_w=CAPTION_W)
-    out += _merge(out[1:], key("rl_allreduce", op="g"), _sub("rl_sum", p), [Y], "allreduce-g")
+    out += _merge(out[1:], key("rl_allreduce", op="f̄"), _sub("rl_sum", p), [Y], "allreduce-g")
     return out
 
 
@@ -98,8 +98,8 @@ def _col_forward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
     for rk in col.ranks:
         r = rk.rank
         out.append(_lane(r, [
-            "X·", grid_panel(rk.A_shard, "Aᵣ", r, f"cAr.{r}", None, sa, _dims("D×O/p", rk.A_shard)), "=",
-            grid_panel(rk.Y_shard, key("rl_slice", name="Yᵣ"), r, f"cYr.{r}", cw, sy, _dims("B×O/p", rk.Y_shard)),
+            "X·", grid_panel(rk.A_shard, "Aᵣ", r, f"cAr.{r}", None, sa, _dims("D×O/n", rk.A_shard)), "=",
+            grid_panel(rk.Y_shard, key("rl_slice", name="Yᵣ"), r, f"cYr.{r}", cw, sy, _dims("B×O/n", rk.Y_shard)),
         ]))
     Y = grid_panel(col.Y, key("rl_every_rank", name="Y"), None, "Y.col", cw, sy, _err(col.max_abs_err["Y"]),
                    blocks=p, axis=1, min_w=CAPTION_W)
@@ -111,7 +111,7 @@ def figure_row_linear(row: RowLinearResult, col: ColumnLinearResult) -> dict:
     """The ``row-linear`` figure: both layers forward on the same X and A."""
     mats = [row.inputs["X"], row.inputs["A"], row.Y] + [rk.Y_partial for rk in row.ranks]
     cw = cell_width(*mats)
-    title = key("rl_title", p=fmt.integer(row.tp))
+    title = key("rl_title", n=fmt.integer(row.tp))
     rows = _row_forward(row, cw) + _col_forward(col, cw)
     return figure("row-linear", title, lambda: rows)      # flow only places panels: both layouts share them
 
@@ -127,8 +127,8 @@ def _row_backward(row: RowLinearResult, cw: float) -> list[list[Panel]]:
     for rk in row.ranks:
         r = rk.rank
         out.append(_lane(r, [
-            grid_panel(rk.dX_shard, "dXᵣ = dY·Aᵣᵀ", r, f"dXr.{r}", cw, sdx, _dims("B×D/p", rk.dX_shard)),
-            grid_panel(rk.dA_shard, "dAᵣ = Xᵣᵀ·dY", r, f"dAr.{r}", None, sda, _dims("D/p×O", rk.dA_shard)),
+            grid_panel(rk.dX_shard, "dXᵣ = dY·Aᵣᵀ", r, f"dXr.{r}", cw, sdx, _dims("B×D/n", rk.dX_shard)),
+            grid_panel(rk.dA_shard, "dAᵣ = Xᵣᵀ·dY", r, f"dAr.{r}", None, sda, _dims("D/n×O", rk.dA_shard)),
         ]))
     err = row.max_abs_err
     dX = grid_panel(row.sharded.dX, key("rb_concat_cols", name="dX"), None, "dX.row", None, sdx,
@@ -148,10 +148,10 @@ def _col_backward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
     for rk in col.ranks:
         r = rk.rank
         out.append(_lane(r, [
-            grid_panel(rk.dY_shard, "dYᵣ", r, f"cdYr.{r}", None, sdy, _dims("B×O/p", rk.dY_shard)), "·Aᵣᵀ =",
+            grid_panel(rk.dY_shard, "dYᵣ", r, f"cdYr.{r}", None, sdy, _dims("B×O/n", rk.dY_shard)), "·Aᵣᵀ =",
             grid_panel(rk.dX_partial, key("rl_partial", name="dXᵣ"), r, f"cdXr.{r}", cw, sdx,
                        _dims("B×D", rk.dX_partial)),
-            grid_panel(rk.dA_shard, "dAᵣ = Xᵀ·dYᵣ", r, f"cdAr.{r}", None, sda, _dims("D×O/p", rk.dA_shard)),
+            grid_panel(rk.dA_shard, "dAᵣ = Xᵀ·dYᵣ", r, f"cdAr.{r}", None, sda, _dims("D×O/n", rk.dA_shard)),
         ]))
     dX = grid_panel(col.sharded.dX, key("rl_every_rank", name="dX"), None, "dX.col", cw, sdx,
                     _err(col.max_abs_err["dX"]), min_w=CAPTION_W)
@@ -164,7 +164,7 @@ def figure_row_backward(row: RowLinearResult, col: ColumnLinearResult) -> dict:
     mats = [row.inputs["dY"], row.sharded.dX, row.sharded.dA]
     mats += [rk.dX_partial for rk in col.ranks]
     cw = cell_width(*mats)
-    title = key("rb_title", p=fmt.integer(row.tp))
+    title = key("rb_title", n=fmt.integer(row.tp))
     rows = _row_backward(row, cw) + _col_backward(col, cw)
     return figure("row-backward", title, lambda: rows)
 

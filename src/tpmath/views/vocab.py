@@ -7,10 +7,10 @@ Sections
                   probability and gradient (``vocab-tokens``).
 ``vocab-extras``  Megatron's vocabulary padding (``vocab-padding``), label smoothing,
                   ours (= PyTorch) vs Megatron's per rank, K = its padded width, its padded
-                  logits unmasked (``vocab-smoothing``), ignore_index (``vocab-ignore``), and
-                  an output head: its inputs h, W_out, targets (``vocab-head-inputs``) and
+                  logits unmasked (``vocab-smoothing``) and ignore_index (``vocab-ignore``).
+``vocab-head``    an output layer: its inputs h, W_out, targets (``vocab-head-inputs``) and
                   the gradient of the shared hidden state summed across vocab shards
-                  (``vocab-hidden``), all gradients of the mean loss.
+                  (``vocab-hidden``), gradients of the mean loss.
 
 Letters as in :mod:`tpmath.vocab_ce`: V vocabulary, tp (= shards) ranks, Vp padded
 vocabulary, K ids per rank, N positions, ε label smoothing.
@@ -182,7 +182,6 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
                 [label("label.reference"), "—", "—", fmt.num(ign.reference_loss), "—"],
                 [label("label.max_abs_err"), "—", "—", fmt.err(ign.abs_diff), fmt.err(ign.grad_max_abs_err)]]
 
-    head_inputs, hidden = _head_tables(core.run_vocab_parallel_head(shards=tp))
     return {
         "controls": {"tp": str(tp), "smoothing": eps},
         "tables": {
@@ -193,8 +192,6 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
                                                              "col.diff_pytorch"], s_rows, s_foot),
             "vocab-ignore": table("cap.vocab_ignore", ["col.position", "col.logits", "col.target",
                                                        "col.position_loss", "col.gradient"], ign_rows, ign_foot),
-            "vocab-head-inputs": head_inputs,
-            "vocab-hidden": hidden,
         },
         "values": {
             "gpt2-vocab": fmt.integer(GPT2_VOCAB),
@@ -206,6 +203,14 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
         "figures": {"vocab-extras": figure_vocab_extras(tp, eps, smooth, ign, IGNORE_TARGETS, IGNORE_INDEX,
                                                         core.vocab_pad_table(GPT2_VOCAB, tp))},
     }
+
+
+def render_vocab_head(controls: dict, lang: str) -> dict:
+    """The output layer on its own: its inputs and, per rank, the partial gradient of h."""
+    c = parse_controls(SECTIONS["vocab-head"].controls, controls)
+    head_inputs, hidden = _head_tables(core.run_vocab_parallel_head(shards=c["tp"]))
+    return {"controls": {"tp": str(c["tp"])},
+            "tables": {"vocab-head-inputs": head_inputs, "vocab-hidden": hidden}}
 
 
 SECTIONS = {
@@ -231,7 +236,14 @@ SECTIONS = {
         render=render_vocab_extras,
         real=lambda c: [("vocab-ce", {"shards": c["tp"], "label_smoothing": c["smoothing"]}),
                         ("vocab-ce", {"shards": c["tp"], "logits": IGNORE_LOGITS, "target": IGNORE_TARGETS})],
-        tables=("vocab-padding", "vocab-smoothing", "vocab-ignore", "vocab-head-inputs", "vocab-hidden"),
+        tables=("vocab-padding", "vocab-smoothing", "vocab-ignore"),
         values=("gpt2-vocab", "smoothing-loss", "smoothing-reference", "ignore-loss"),
+    ),
+    # the output layer's gradient has its own block: it is not one of the loss's details above
+    "vocab-head": Section(
+        name="vocab-head",
+        controls=(Control("tp", "select", "2", options=int_range(1, V), slider=True),),
+        render=render_vocab_head,
+        tables=("vocab-head-inputs", "vocab-hidden"),
     ),
 }
