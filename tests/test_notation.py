@@ -203,9 +203,13 @@ def test_core_comm_records_use_the_papers_pairs():
     res = layer.run_layer(tp=2, heads=2, kv_heads=2, hidden=8)
     steps += [(c.operator, c.phase, c.collective) for c in res.comm]
     cost = comm_cost.comm_cost(2, 4, 8, 2)
-    steps += [(r.operator, r.phase, r.collective) for r in cost.per_layer + cost.sequence_parallel.per_layer]
+    # Megatron's re-gather of a column-parallel input in backward runs g's *forward* collective
+    # again (it recomputes what g gave, it is not g's backward): checked as a forward step.
+    steps += [(r.operator, "forward" if r.where["key"].endswith(comm_cost.SP_REGATHER) else r.phase,
+               r.collective) for r in cost.per_layer + cost.sequence_parallel.per_layer]
     sp_res = sp_layer.run_sp_layer(tp=2)
-    steps += [(c.operator, c.phase, c.collective) for c in sp_res.comm if c.operator != "LN"]
+    steps += [(c.operator, "forward" if c.tensor.endswith("again") else c.phase, c.collective)
+              for c in sp_res.comm if c.operator != "LN"]
     steps += [(c.operator, c.phase, c.collective) for c in sp_res.plain_tp.comm]
     letters = {op for op, _, _ in steps}
     assert letters == {"f", "f̄", "g", "ḡ"}, letters
