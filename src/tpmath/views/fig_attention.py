@@ -88,8 +88,8 @@ def op_box(title, sub, w: float, cls: str, part: str) -> Panel:
 def _err_line(err: float, tol: float):
     """“= reference · err …” or the warning “≠ reference · err …” under a result."""
     if err <= tol:
-        return label("fig.matches_ref", err=fmt.within(err, tol)), "dimtext"
-    return label("fig.att_off_ref", err=fmt.within(err, tol)), "a-warn"
+        return label("fig.matches_ref", err=fmt.err(err)), "dimtext"
+    return label("fig.att_off_ref", err=fmt.err(err)), "a-warn"
 
 
 # ------------------------------------------------------------------------------ head map
