@@ -391,16 +391,59 @@ def test_comm_cost_preset_overrides_fields_and_says_so():
 
 # ---------------------------------------------------------------- bad controls
 
+@pytest.mark.parametrize("section", ["row-linear", "row-backward"])
+@pytest.mark.parametrize("tp, d_in, d_out, refused", [(4, 6, 4, "d_in"), (4, 4, 6, "d_out"), (2, 3, 8, "d_in"),
+                                                      (2, 8, 5, "d_out")])
+def test_a_size_one_layer_cannot_split_leaves_the_other_layers_result(section, tp, d_in, d_out, refused):
+    """Issue 25 item 6: the layers are validated separately; the valid one is computed (equal to
+    numpy), the other's parts are named as stale (the page keeps them dimmed) with its refusal."""
+    c = {"tp": tp, "batch": 2, "d_in": d_in, "d_out": d_out, "seed": 0}
+    payload = json.loads(views.render_json(section, json.dumps(c), "zh"))
+    assert payload["ok"], payload
+    res = payload["result"]
+    assert res["refused"]["field"] == refused and res["refused"]["error"]["key"] == "error.size_not_divisible"
+    assert res["refused"]["error"]["args"]["size"] == str(c[refused])
+    sec = views.sections()[section]
+    bad, good = ("row", "col") if refused == "d_in" else ("col", "row")
+    stale = res["stale"]
+    for kind in ("tables", "values", "notes", "figures"):     # recomputed or named stale, never both
+        assert set(res.get(kind, {})).isdisjoint(stale[kind]), kind
+    assert set(sec.tables) <= set(res["tables"]) | set(stale["tables"])
+    assert set(sec.values) <= set(res["values"]) | set(stale["values"])
+    assert stale["figures"] == [section] and stale["real"] is True and "real" not in res
+    names = set(res["tables"]) | set(res["values"])
+    assert names.isdisjoint({f"{bad}-ranks", f"{bad}-max-abs-err", f"{bad}-bwd-ranks", f"{bad}-bwd-max-abs-err"})
+    X, A, dY = _inputs(c)
+    tp_rows = cells(res["tables"][f"{good}-ranks" if section == "row-linear" else f"{good}-bwd-ranks"])
+    k = (d_out if good == "col" else d_in) // tp
+    for r in range(tp):
+        if section == "row-linear" and good == "col":
+            Ar = A[:, r * k:(r + 1) * k]
+            assert seen(tp_rows[r]) == rank_row(r, Ar, X @ Ar)
+        elif section == "row-linear":
+            Xr, Ar = X[:, r * k:(r + 1) * k], A[r * k:(r + 1) * k, :]
+            assert seen(tp_rows[r]) == rank_row(r, Xr, Ar, Xr @ Ar)
+        elif good == "col":             # column parallel backward: dY's block, its partial dX, its dA block
+            dYr, Ar = dY[:, r * k:(r + 1) * k], A[:, r * k:(r + 1) * k]
+            assert seen(tp_rows[r]) == rank_row(r, dYr, dYr @ Ar.T, X.T @ dYr)
+        else:                           # row parallel backward: the whole dY, dX's block, dA's block
+            Ar = A[r * k:(r + 1) * k, :]
+            assert seen(tp_rows[r])[2:] == rank_row(r, dY @ Ar.T, X[:, r * k:(r + 1) * k].T @ dY)[1:]
+    both = {**c, refused: 8 if tp == 2 else 4}            # a size both layers split: nothing stale
+    full = json.loads(views.render_json(section, json.dumps(both), "zh"))["result"]
+    assert "stale" not in full and "refused" not in full and "real" in full
+
+
 @pytest.mark.parametrize("section, controls, field", [
     ("row-linear", {"tp": 3}, "tp"),
     ("row-linear", {"tp": "abc"}, "tp"),
-    ("row-linear", {"tp": 2, "d_in": 3}, "d_in"),
-    ("row-linear", {"tp": 4, "d_out": 6}, "d_out"),
+    ("row-linear", {"tp": 2, "d_in": 3, "d_out": 3}, "d_in"),         # neither layer can split: refused
+    ("row-linear", {"tp": 4, "d_in": 6, "d_out": 6}, "d_in"),
     ("row-linear", {"batch": 0}, "batch"),
     ("row-linear", {"d_in": 9}, "d_in"),
     ("row-linear", {"seed": -1}, "seed"),
     ("row-linear", {"seed": "1.5"}, "seed"),
-    ("row-backward", {"tp": 4, "d_in": 6}, "d_in"),
+    ("row-backward", {"tp": 4, "d_in": 6, "d_out": 2}, "d_in"),
     ("row-backward", {"batch": "x"}, "batch"),
     ("row-pairing", {"tp": 3}, "tp"),
     ("row-pairing", {"tp": 4, "hidden": 4095}, "hidden"),

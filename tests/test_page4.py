@@ -442,6 +442,69 @@ def test_presets_fill_and_disable_their_fields_custom_frees_them():
     assert len(bars) == 2 * 3                              # two drawings; at t = 1 the SP rows equal the others
 
 
+# ------------------------------------------------- presets: what the page does (js/demo.js), in Python
+
+def _answer(values: dict) -> dict:
+    from tpmath.views import render_json
+    return json.loads(render_json("memory", json.dumps(values), "en"))
+
+
+def _form_after(sent: dict, payload: dict) -> tuple[dict, set]:
+    """The form once an answer is applied (applyControlState): the view's values, and the fields it
+    set (greyed with a value: data-set)."""
+    state = (payload["result"] if payload["ok"] else payload).get("control_state") or {}
+    form = {k: state[k]["value"] if isinstance(state.get(k, {}).get("value"), str) else v for k, v in sent.items()}
+    return form, {k for k, st in state.items() if st.get("disabled") and isinstance(st.get("value"), str)}
+
+
+def _choose(form: dict, owned: set, static: dict, preset: str) -> tuple[dict, dict, set]:
+    """The reader picks ``preset``: the page sends the form; a refusal of a field the view had set
+    sends it again with those fields as the static page has them (demo.js release)."""
+    sent = {**form, "preset": preset}
+    payload = _answer(sent)
+    if not payload["ok"] and payload["field"] in owned:
+        sent = {**sent, **{k: static[k] for k in owned}}
+        payload = _answer(sent)
+    return (payload, *_form_after(sent, payload))
+
+
+def _static_memory() -> tuple[dict, set]:
+    defaults = {c.name: str(c.default) for c in sections()["memory"].controls}
+    return _form_after(defaults, _answer(defaults))
+
+
+@pytest.mark.parametrize("first", spv.PRESET_CHOICES)
+def test_every_preset_to_every_preset_sets_the_fields_it_owns(first):
+    """Issue 25 item 20: "Paper's 1T" then "Llama-2-7B" was refused (pp=64 does not divide 32) and
+    the greyed fields kept 1T's values.  Every transition must answer, with the second preset's
+    own values in the fields it owns, and the form must be the setting the tables show."""
+    static, static_owned = _static_memory()
+    payload, form, owned = _choose(static, static_owned, static, first)
+    assert payload["ok"], (first, payload)
+    for second in spv.PRESET_CHOICES:
+        payload2, form2, owned2 = _choose(form, owned, static, second)
+        assert payload2["ok"], (first, second, payload2)
+        mine = spv._preset_values(second) if second != spv.CUSTOM else {}
+        assert owned2 == set(mine), (first, second)
+        assert {k: form2[k] for k in mine} == {k: str(v) for k, v in mine.items()}
+        # the form is what the tables show: rendering it again gives the same answer
+        again = _answer(form2)
+        assert again["ok"] and again["result"]["values"] == payload2["result"]["values"], (first, second)
+        assert again["result"]["controls"] == payload2["result"]["controls"] == form2
+
+
+def test_a_refused_preset_change_says_which_fields_the_preset_owns():
+    """Custom with 64 layers in 64 stages, then Llama-2-7B (32 layers): refused for pp (the reader's
+    own field, left editable), with 7B's values in the greyed fields, not Custom's."""
+    static, _ = _static_memory()
+    custom = {**static, "preset": "custom", "layers": "64", "pp": "64"}
+    assert _answer(custom)["ok"]
+    payload = _answer({**custom, "preset": "llama-2-7b"})
+    assert not payload["ok"] and payload["field"] == "pp"
+    form, owned = _form_after({**custom, "preset": "llama-2-7b"}, payload)
+    assert owned == set(spv.MODEL_FIELDS) and form["layers"] == "32" and "pp" not in owned
+
+
 @pytest.mark.parametrize("controls,field", [
     ({"preset": "llama-2-7b", "tp": "3"}, "tp"),                       # 3 does not divide 32 heads
     ({"preset": "llama-2-7b", "tp": "8", "sp": "on", "seq": "4100"}, "tp"),   # the sequence must split

@@ -203,6 +203,8 @@ def demo_model(section, result: dict, t: Translator, results_url: str | None = N
                          "max": None if c.max is None else _attr_value(c.max),
                          "step": None if c.step is None else _attr_value(c.step),
                          "slider": _slider(c, value, options, t.where), "disabled": disabled,
+                         # set by the view (a preset's field): js/demo.js release()
+                         "set": disabled and isinstance(state.get("value"), str),
                          "why": t.cell(state["why"]) if disabled and state.get("why") is not None else ""})
     values = [{"name": k, "label": t(f"value.{_key_part(k)}"), "text": t.cell(v)}
               for k, v in result.get("values", {}).items()]

@@ -197,7 +197,7 @@ def render(section: str, controls: dict | None = None, lang: str = "en") -> dict
     result.setdefault("notes", {})
     result["section"] = section
     result.setdefault("controls", values)
-    if sec.real is not None:
+    if sec.real is not None and not result.get("stale", {}).get("real"):
         with np.errstate(all="ignore"):
             result["real"] = [ranks.expected_output(example, given)
                               for example, given in sec.real(result["controls"])]
@@ -210,4 +210,8 @@ def render_json(section: str, controls_json: str, lang: str) -> str:
         controls = json.loads(controls_json)
         return json.dumps({"ok": True, "result": render(section, controls, lang)}, ensure_ascii=False)
     except TPMathError as err:
-        return json.dumps({"ok": False, "error": err.cell, "field": err.field}, ensure_ascii=False)
+        out = {"ok": False, "error": err.cell, "field": err.field}
+        state = getattr(err, "control_state", None)   # a view's control state for the refused values
+        if state is not None:
+            out["control_state"] = state
+        return json.dumps(out, ensure_ascii=False)

@@ -25,6 +25,7 @@ from .. import memory as mem
 from .. import sp_layer as core
 from ..collectives import REGISTRY, reduce_all
 from .. import fmt
+from ..errors import TPMathError
 from . import Control, Section, parse_controls, tree
 from .cells import id_range, label, table
 from .fig_sp import figure_ln, figure_memory, figure_sp
@@ -453,7 +454,13 @@ def render_memory(values: dict, lang: str) -> dict:
     """Memory per rank for one setting: the split into model states and activations, Table 2 at
     these sizes, the per-tensor breakdown of one layer and the paper's numbers where it has them."""
     c, state = memory_controls(values)
-    r = memory_result(c)
+    try:
+        r = memory_result(c)
+    except TPMathError as err:
+        # A refusal still says which fields the preset owns (their values, greyed): the page then
+        # never shows a preset beside another preset's greyed values (issue 25 item 20).
+        err.control_state = state
+        raise
     totals = configuration_totals(c, r)
     tables = {"mem-rank": _rank_table(c, r), "mem-table2": _table2(c, r, totals), "mem-breakdown": _breakdown(r)}
     paper = _paper_table(c, r)
