@@ -66,6 +66,8 @@ class Translator:
             if "key" not in cell:
                 raise BuildError(f"view cell {cell!r} has no 'key'", self.where)
             args = {k: self.cell(v) for k, v in (cell.get("args") or {}).items()}
+            if cell["key"] not in self.strings and "as_typed" in args:   # a choice without a label
+                return args["as_typed"]
             return self(cell["key"], **args)
         if cell is None:
             return ""

@@ -46,7 +46,8 @@ import numpy as np
 from .. import ranks
 from ..errors import TPMathError
 from ..errors import name as field_name
-from ..validate import as_choice, as_float, as_int
+from ..i18n import joined, option
+from ..validate import as_float, as_int
 
 def _section_index() -> dict[str, str]:
     """{section: module} for every ``SECTIONS = {"name": …}`` literal of this package's modules.
@@ -111,7 +112,11 @@ class Control:
         if self.kind == "select":
             ints = self.int_options
             if ints is None:
-                return as_choice(self.name, value, self.options)
+                if isinstance(value, str) and value in self.options:
+                    return value
+                # the page's message lists the choices by their labels, never their keys
+                raise TPMathError("not_choice", self.name, name=field_name(self.name), value=value,
+                                  choices=joined([option(self.name, o) for o in self.options]))
             v = as_int(self.name, value)
             if v not in ints:
                 raise TPMathError("not_choice", self.name, name=field_name(self.name), value=v,
