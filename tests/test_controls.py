@@ -238,3 +238,23 @@ def test_notes_and_reasons_name_options_by_their_labels(section):
             assert _keys_in(text) == [], (section, values, text)
             seen += 1
     assert seen or not selects or section == "backward"      # (backward: a result without notes)
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_roots_that_are_not_ranks_are_offered_disabled_with_the_reason(ranks):
+    """Issue 25 item 26: root 2 or 3 with 2 ranks was accepted, then refused."""
+    from tpmath.collectives import REGISTRY as COLL
+    for name, rec in COLL.items():
+        res = views.render("collectives", {"collective": name, "ranks": str(ranks)})
+        st = res["control_state"]["root"]
+        if rec.root is None:
+            assert st["disabled"] and "options" not in st
+            continue
+        assert not st["disabled"] and sorted(st["options"]) == [str(r) for r in range(ranks, 4)]
+        assert all(w["args"]["last"] == f"R{ranks - 1}" for w in st["options"].values())
+        for r in range(4):       # what is offered renders; what is disabled would be refused
+            if r < ranks:
+                views.render("collectives", {"collective": name, "ranks": str(ranks), "root": str(r)})
+            else:
+                with pytest.raises(TPMathError):
+                    views.render("collectives", {"collective": name, "ranks": str(ranks), "root": str(r)})

@@ -383,9 +383,29 @@ def test_comm_cost_preset_overrides_fields_and_says_so():
     assert out["controls"]["heads"] == 64 and out["controls"]["kv_heads"] == 8
     assert out["notes"]["comm-preset"]["args"]["hidden"] == fmt.integer(8192)
     assert out["notes"]["comm-preset"]["args"]["heads"] == "64" and out["notes"]["comm-preset"]["args"]["kv_heads"] == "8"
-    assert {k: v["value"] for k, v in out["control_state"].items()} == {"hidden": "8192", "seq": "4096",
-                                                                         "layers": "80", "heads": "64"}
-    assert all(v["disabled"] for v in out["control_state"].values())
+    fields = {k: v for k, v in out["control_state"].items() if k != "preset"}
+    assert {k: v["value"] for k, v in fields.items()} == {"hidden": "8192", "seq": "4096", "layers": "80", "heads": "64"}
+    assert all(v["disabled"] for v in fields.values())
+
+
+@pytest.mark.parametrize("tp", [1, 2, 5, 8, 16])
+def test_presets_tp_cannot_split_are_offered_disabled_with_the_reason(tp):
+    """Issue 25 item 26: GPT-2 XL (25 heads) at the default tp = 8 was accepted, then refused."""
+    from tpmath import comm_cost as cc
+    out = views.render("comm-cost", {"preset": "custom", "hidden": 4000, "heads": 80, "tp": tp}, "en")
+    off = out["control_state"]["preset"]["options"]
+    assert out["control_state"]["preset"]["disabled"] is False
+    for name, p in cc.PRESETS.items():
+        fits = p["heads"] % tp == 0 and (p["kv_heads"] % tp == 0 or tp % p["kv_heads"] == 0)
+        assert (name not in off) == fits, (name, tp)
+        if fits:      # an enabled preset renders at this tp
+            views.render("comm-cost", {"preset": name, "tp": tp}, "en")
+        else:         # a disabled one would be refused; the reason names the heads it cannot split
+            with pytest.raises(TPMathError):
+                views.render("comm-cost", {"preset": name, "tp": tp}, "en")
+            args = off[name]["args"]
+            assert args["tp"] == str(tp) and str(p["heads"] if "heads" in args else p["kv_heads"]) in args.values()
+    assert ("gpt2-xl" in off) == (tp in (2, 8, 16))
     assert text(out["notes"]["comm-convention"], "zh").startswith("bytes_per_rank = 使用 Ring")
 
 

@@ -17,6 +17,7 @@ import { toSlider, valuesBeside } from "./sliders.js";
 import { loadedResults, loadResults, lookup } from "./results.js";
 
 const PENDING_AFTER_MS = 100;
+const QUOTED_MAX = 60;           // a link's value longer than this is cut in a note (tpmath.errors.SHORT)
 const BUSY_DIM_MS = 150;         // an answer slower than this dims the block (style.css, data-slow)   // a results file still on its way: say "pending" only if it is slow
 
 let firstLive = false;
@@ -323,6 +324,7 @@ export class Demo {
     if (payload.ok) {
       const result = payload.result || {};
       this.error = refused ? cellText(refused.error) : "";
+      if (this.fromUrl.size && result.control_state) this.note = this.overriddenNote(result.control_state, sent) || this.note;
       this.fromUrl.clear();
       const changed = applyResult(this.el, result);
       const keep = result.stale ? { figures: result.stale.figures || [] } : null;
@@ -346,10 +348,25 @@ export class Demo {
       detail: { section: this.name, ok: !!payload.ok, source: live ? "live" : "precomputed" } }));
   }
 
-  /** "The link's value shift = 1e308 was ignored: why" (values as the link had them). */
-  ignoredNote(pairs, why) {
-    const list = pairs.map(([n, v]) => `${n} = ${v}`).join(", ");
-    return tr("runtime.url_ignored", { values: list }) + (why ? " " + why : "");
+  /** "The link's value shift = 1e308 was ignored: why" (values as the link had them, a long one
+   * cut; `key`: url_ignored or url_set_by, with _many for several values). */
+  ignoredNote(pairs, why, key = "runtime.url_ignored") {
+    const cut = (v) => (v.length > QUOTED_MAX ? v.slice(0, QUOTED_MAX - 1) + "…" : v);
+    const list = pairs.map(([n, v]) => `${n} = ${cut(String(v))}`).join(", ");
+    const text = tr(pairs.length > 1 ? key + "_many" : key, { values: list, why: "" });
+    return key === "runtime.url_ignored" && why ? text + " " + why : text;
+  }
+
+  /** The link's values of fields the view then set itself (a preset's): say so, with its reason. */
+  overriddenNote(state, sent) {
+    const set = [...this.fromUrl].filter((n) => {
+      const s = state[n];
+      return s && s.disabled && typeof s.value === "string" && s.value !== sent[n];
+    });
+    if (!set.length) return "";
+    const why = cellText(state[set[0]].why) || "";
+    return tr(set.length > 1 ? "runtime.url_set_by_many" : "runtime.url_set_by",
+      { values: set.map((n) => `${n} = ${sent[n]}`).join(", "), why });
   }
 
   /** Dim what no longer matches the controls, here and in the figure blocks (apply.js). */
