@@ -42,6 +42,9 @@ function runtimeConfig() {
            snapshot: key && numpy && sha256 ? { key, numpy: new URL(numpy, abs).href, sha256 } : null };
 }
 
+// The controls are inert in the static page (nothing answers them without a script): free them.
+for (const form of document.querySelectorAll("form.controls[inert]")) form.removeAttribute("inert");
+
 const runtime = new Runtime(runtimeConfig());
 setupStatus(runtime);
 // After the first paint, when idle: the page reads and answers discrete changes (precomputed
