@@ -126,6 +126,8 @@ def cell_text(cell, lang: str) -> str:
         return "".join(cell_text(n["x"], lang) for n in _nodes(cell["el"]) if "x" in n)
     if isinstance(cell, dict):
         args = {k: cell_text(v, lang) for k, v in (cell.get("args") or {}).items()}
+        if cell["key"] not in strings(lang) and "as_typed" in args:   # a choice without a label (i18n.option)
+            return args["as_typed"]
         text = strings(lang)[cell["key"]]
         return text.format_map(args) if args else text
     return "" if cell is None else str(cell)
