@@ -143,3 +143,118 @@ def test_a_refused_control_has_a_name_in_every_language(section, name):
     """Messages call the field ``name.<control>`` (nothing else lists the controls' names)."""
     for lang, strings in CONTENT.strings.items():
         assert f"name.{name}" in strings, (section, name, lang)
+
+
+# ------------------------------------------------- messages name option labels, never keys (issue 25 item 7)
+
+import itertools
+import re
+
+from tpmath import attention as att_core, sp_layer
+from tpmath.collectives import REGISTRY
+
+# Every choice of a select whose value is a key (a word with - or _, e.g. same-dropout-seed): the
+# page shows its label, and no message may show the key.
+KEYED = {(s, c.name): [o for o in c.options if re.search(r"[-_]", str(o))]
+         for s in SECTIONS for c in SECTIONS[s].controls if c.kind == "select" and c.int_options is None}
+# (collective keys are also the English words for them, "two all-reduces": prose may use those)
+ALL_KEYS = sorted({o for opts in KEYED.values() for o in opts} - set(REGISTRY))
+
+
+def _on_page(cell, lang: str) -> str:
+    return Translator(CONTENT.strings[lang], lang, "test").cell(cell)
+
+
+def _keys_in(text: str) -> list[str]:
+    return [k for k in ALL_KEYS if re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", text)]
+
+
+def _label(control: str, value: str, lang: str) -> str:
+    """The option's label as the page shows it (its value where it has none: 0.25)."""
+    return CONTENT.strings[lang].get(f"opt.{control.replace('-', '_')}.{value.replace('-', '_')}", value)
+
+
+@pytest.mark.parametrize("lang", sorted(CONTENT.strings))
+@pytest.mark.parametrize("section, name", sorted(KEYED))
+def test_a_refused_choice_lists_the_choices_by_their_labels(section, name, lang):
+    with pytest.raises(TPMathError) as exc:
+        views.render(section, {**_others(section), name: "no such choice"})
+    text = _on_page(exc.value.cell, lang)
+    assert _keys_in(text) == [], text
+    for o in _control(section, name).options:
+        assert _label(name, str(o), lang) in text, (o, text)
+
+
+@pytest.mark.parametrize("lang", sorted(CONTENT.strings))
+def test_core_messages_name_a_mistake_by_its_label_on_the_page_and_as_typed_in_the_cli(lang):
+    """«错误示例 same-dropout-seed 需要 dropout > 0»: the page's message shows the option's label."""
+    with pytest.raises(TPMathError) as dropout:
+        sp_layer.run_sp_layer(tp=2, seq=4, batch=1, hidden=4, ffn=8, seed=0, mistake="same-dropout-seed", dropout=0)
+    with pytest.raises(TPMathError) as needs:
+        att_core.validate_config(1, 2, 1, 4, 1, 8, True, "f-and-g-swapped")      # needs tp > 1
+    for err, mistake in ((dropout.value, "same-dropout-seed"), (needs.value, "f-and-g-swapped")):
+        page = _on_page(err.cell, lang)
+        assert _keys_in(page) == [] and _label("mistake", mistake, lang) in page, page
+        assert mistake in err.message(lang)          # the command line: the value its --mistake takes
+
+
+def test_no_message_string_spells_an_option_key():
+    """The messages never contain a key literally (only {placeholders} filled with labels)."""
+    bad = []
+    for lang, strings in CONTENT.strings.items():
+        for key, s in strings.items():
+            if key.split(".")[0] in ("error", "need") and _keys_in(s):
+                bad.append((lang, key, _keys_in(s)))
+    assert bad == []
+
+
+def _cells(obj):
+    """Every translation cell of a result's notes and control state (reasons, option reasons)."""
+    if isinstance(obj, dict):
+        if isinstance(obj.get("key"), str):
+            yield obj
+            return
+        for v in obj.values():
+            yield from _cells(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _cells(v)
+
+
+@pytest.mark.parametrize("section", sorted(SECTIONS))
+def test_notes_and_reasons_name_options_by_their_labels(section):
+    selects = [c for c in SECTIONS[section].controls if c.kind == "select"]
+    states = [{}] + [{c.name: o} for c in selects for o in c.options]
+    seen = 0
+    for values in states:
+        try:
+            res = views.render(section, values)
+        except TPMathError as err:
+            cells = [err.cell]
+        else:
+            cells = list(_cells([res.get("notes", {}), res.get("control_state", {})]))
+        for cell, lang in itertools.product(cells, CONTENT.strings):
+            text = _on_page(cell, lang)
+            assert _keys_in(text) == [], (section, values, text)
+            seen += 1
+    assert seen or not selects or section == "backward"      # (backward: a result without notes)
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_roots_that_are_not_ranks_are_offered_disabled_with_the_reason(ranks):
+    """Issue 25 item 26: root 2 or 3 with 2 ranks was accepted, then refused."""
+    from tpmath.collectives import REGISTRY as COLL
+    for name, rec in COLL.items():
+        res = views.render("collectives", {"collective": name, "ranks": str(ranks)})
+        st = res["control_state"]["root"]
+        if rec.root is None:
+            assert st["disabled"] and "options" not in st
+            continue
+        assert not st["disabled"] and sorted(st["options"]) == [str(r) for r in range(ranks, 4)]
+        assert all(w["args"]["last"] == f"R{ranks - 1}" for w in st["options"].values())
+        for r in range(4):       # what is offered renders; what is disabled would be refused
+            if r < ranks:
+                views.render("collectives", {"collective": name, "ranks": str(ranks), "root": str(r)})
+            else:
+                with pytest.raises(TPMathError):
+                    views.render("collectives", {"collective": name, "ranks": str(ranks), "root": str(r)})

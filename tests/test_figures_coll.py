@@ -258,7 +258,11 @@ def test_ring_figure_every_step_equals_a_set_replay(n, count):
     sizes = [count // n + (1 if k < count % n else 0) for k in range(n)]
     for step in range(2 * (n - 1) + 1):
         res = render("ring", {"ranks": str(n), "algorithm": "ring", "count": count, "step": str(step)})
-        assert res["controls"]["step"] == str(step) and "step" not in res.get("control_state", {})
+        assert res["controls"]["step"] == str(step) and "value" not in res["control_state"]["step"]
+        # the steps this schedule has not are offered disabled, with the reason (issue 25 item 26)
+        off = res["control_state"]["step"]["options"]
+        assert sorted(map(int, off)) == list(range(2 * (n - 1) + 1, 15))
+        assert all(w == {"key": "note.ring_step_beyond", "args": {"steps": fmt.integer(2 * (n - 1))}} for w in off.values())
         fig = res["figures"]["ring"]
         assert ranks_drawn(fig) == set(range(n))
         svg = drawings(fig)[0]
@@ -291,8 +295,10 @@ def test_ring_step_is_clamped_to_the_schedule_and_validated():
     res = render("ring", {"ranks": "3", "algorithm": "ring", "step": "9"})
     assert res["controls"]["step"] == "4"                   # 2(n−1) = 4 steps
     state = res["control_state"]["step"]
-    assert state["value"] == "4" and state["why"]["key"] == "note.ring_step_clamped"
-    assert state["why"]["args"] == {"step": "9", "steps": "4"}
+    assert state["value"] == "4" and "9" in state["options"] and "4" not in state["options"]
+    # the page shows why the step moved (the view's reason used to go nowhere)
+    assert res["notes"]["ring-step-clamped"] == {"key": "note.ring_step_clamped", "args": {"step": "9", "steps": "4"}}
+    assert render("ring", {"ranks": "3", "step": "2"})["notes"]["ring-step-clamped"] == ""
     lit = [c for c in tree.walk(res["figures"]["ring"]) if c["t"] == "circle" and classes(c) == {"step", "hl"}]
     assert len(lit) == 1
     tree_res = render("ring", {"ranks": "8", "algorithm": "tree", "step": "14"})

@@ -647,7 +647,7 @@ def test_invalid_values_in_the_url_are_ignored_with_a_message(new_context, site_
     for section in ("vocab-ce", "mlp"):
         page.evaluate(IDLE_JS, live.demo(section))
     vocab = live.snapshot("vocab-ce")
-    assert vocab["msg"] == s["runtime.url_ignored"].format(values="shards = 99, shift = 1e308")
+    assert vocab["msg"] == s["runtime.url_ignored_many"].format(values="shards = 99, shift = 1e308")   # several: plural
     assert vocab["invalid"] == [] and vocab["controls"] == {k: _attr_value(v) for k, v in views.defaults("vocab-ce").items()}
     assert diff("url", vocab, expected("vocab-ce", vocab["controls"], "en")) == []
     mlp = live.snapshot("mlp")                  # the valid part of the link is applied
@@ -661,7 +661,7 @@ def test_invalid_values_in_the_url_are_ignored_with_a_message(new_context, site_
     page, live = _open(ctx, f"{site_url}en/row-parallel.html?{query}")
     page.evaluate(IDLE_JS, live.demo("comm-cost"))
     cost = live.snapshot("comm-cost")
-    assert cost["msg"].startswith(s["runtime.url_ignored"].format(values="preset = custom, hidden = 1000, tp = 3"))
+    assert cost["msg"].startswith(s["runtime.url_ignored_many"].format(values="preset = custom, hidden = 1000, tp = 3"))
     assert cost["invalid"] == []
     assert cost["controls"] == {k: _attr_value(v) for k, v in views.defaults("comm-cost").items()}
     assert cost["tables"] == expected("comm-cost", None, "en")["tables"]

@@ -383,24 +383,87 @@ def test_comm_cost_preset_overrides_fields_and_says_so():
     assert out["controls"]["heads"] == 64 and out["controls"]["kv_heads"] == 8
     assert out["notes"]["comm-preset"]["args"]["hidden"] == fmt.integer(8192)
     assert out["notes"]["comm-preset"]["args"]["heads"] == "64" and out["notes"]["comm-preset"]["args"]["kv_heads"] == "8"
-    assert {k: v["value"] for k, v in out["control_state"].items()} == {"hidden": "8192", "seq": "4096",
-                                                                         "layers": "80", "heads": "64"}
-    assert all(v["disabled"] for v in out["control_state"].values())
+    fields = {k: v for k, v in out["control_state"].items() if k != "preset"}
+    assert {k: v["value"] for k, v in fields.items()} == {"hidden": "8192", "seq": "4096", "layers": "80", "heads": "64"}
+    assert all(v["disabled"] for v in fields.values())
+
+
+@pytest.mark.parametrize("tp", [1, 2, 5, 8, 16])
+def test_presets_tp_cannot_split_are_offered_disabled_with_the_reason(tp):
+    """Issue 25 item 26: GPT-2 XL (25 heads) at the default tp = 8 was accepted, then refused."""
+    from tpmath import comm_cost as cc
+    out = views.render("comm-cost", {"preset": "custom", "hidden": 4000, "heads": 80, "tp": tp}, "en")
+    off = out["control_state"]["preset"]["options"]
+    assert out["control_state"]["preset"]["disabled"] is False
+    for name, p in cc.PRESETS.items():
+        fits = p["heads"] % tp == 0 and (p["kv_heads"] % tp == 0 or tp % p["kv_heads"] == 0)
+        assert (name not in off) == fits, (name, tp)
+        if fits:      # an enabled preset renders at this tp
+            views.render("comm-cost", {"preset": name, "tp": tp}, "en")
+        else:         # a disabled one would be refused; the reason names the heads it cannot split
+            with pytest.raises(TPMathError):
+                views.render("comm-cost", {"preset": name, "tp": tp}, "en")
+            args = off[name]["args"]
+            assert args["tp"] == str(tp) and str(p["heads"] if "heads" in args else p["kv_heads"]) in args.values()
+    assert ("gpt2-xl" in off) == (tp in (2, 8, 16))
     assert text(out["notes"]["comm-convention"], "zh").startswith("bytes_per_rank = 使用 Ring")
 
 
 # ---------------------------------------------------------------- bad controls
 
+@pytest.mark.parametrize("section", ["row-linear", "row-backward"])
+@pytest.mark.parametrize("tp, d_in, d_out, refused", [(4, 6, 4, "d_in"), (4, 4, 6, "d_out"), (2, 3, 8, "d_in"),
+                                                      (2, 8, 5, "d_out")])
+def test_a_size_one_layer_cannot_split_leaves_the_other_layers_result(section, tp, d_in, d_out, refused):
+    """Issue 25 item 6: the layers are validated separately; the valid one is computed (equal to
+    numpy), the other's parts are named as stale (the page keeps them dimmed) with its refusal."""
+    c = {"tp": tp, "batch": 2, "d_in": d_in, "d_out": d_out, "seed": 0}
+    payload = json.loads(views.render_json(section, json.dumps(c), "zh"))
+    assert payload["ok"], payload
+    res = payload["result"]
+    assert res["refused"]["field"] == refused and res["refused"]["error"]["key"] == "error.size_not_divisible"
+    assert res["refused"]["error"]["args"]["size"] == str(c[refused])
+    sec = views.sections()[section]
+    bad, good = ("row", "col") if refused == "d_in" else ("col", "row")
+    stale = res["stale"]
+    for kind in ("tables", "values", "notes", "figures"):     # recomputed or named stale, never both
+        assert set(res.get(kind, {})).isdisjoint(stale[kind]), kind
+    assert set(sec.tables) <= set(res["tables"]) | set(stale["tables"])
+    assert set(sec.values) <= set(res["values"]) | set(stale["values"])
+    assert stale["figures"] == [section] and stale["real"] is True and "real" not in res
+    names = set(res["tables"]) | set(res["values"])
+    assert names.isdisjoint({f"{bad}-ranks", f"{bad}-max-abs-err", f"{bad}-bwd-ranks", f"{bad}-bwd-max-abs-err"})
+    X, A, dY = _inputs(c)
+    tp_rows = cells(res["tables"][f"{good}-ranks" if section == "row-linear" else f"{good}-bwd-ranks"])
+    k = (d_out if good == "col" else d_in) // tp
+    for r in range(tp):
+        if section == "row-linear" and good == "col":
+            Ar = A[:, r * k:(r + 1) * k]
+            assert seen(tp_rows[r]) == rank_row(r, Ar, X @ Ar)
+        elif section == "row-linear":
+            Xr, Ar = X[:, r * k:(r + 1) * k], A[r * k:(r + 1) * k, :]
+            assert seen(tp_rows[r]) == rank_row(r, Xr, Ar, Xr @ Ar)
+        elif good == "col":             # column parallel backward: dY's block, its partial dX, its dA block
+            dYr, Ar = dY[:, r * k:(r + 1) * k], A[:, r * k:(r + 1) * k]
+            assert seen(tp_rows[r]) == rank_row(r, dYr, dYr @ Ar.T, X.T @ dYr)
+        else:                           # row parallel backward: the whole dY, dX's block, dA's block
+            Ar = A[r * k:(r + 1) * k, :]
+            assert seen(tp_rows[r])[2:] == rank_row(r, dY @ Ar.T, X[:, r * k:(r + 1) * k].T @ dY)[1:]
+    both = {**c, refused: 8 if tp == 2 else 4}            # a size both layers split: nothing stale
+    full = json.loads(views.render_json(section, json.dumps(both), "zh"))["result"]
+    assert "stale" not in full and "refused" not in full and "real" in full
+
+
 @pytest.mark.parametrize("section, controls, field", [
     ("row-linear", {"tp": 3}, "tp"),
     ("row-linear", {"tp": "abc"}, "tp"),
-    ("row-linear", {"tp": 2, "d_in": 3}, "d_in"),
-    ("row-linear", {"tp": 4, "d_out": 6}, "d_out"),
+    ("row-linear", {"tp": 2, "d_in": 3, "d_out": 3}, "d_in"),         # neither layer can split: refused
+    ("row-linear", {"tp": 4, "d_in": 6, "d_out": 6}, "d_in"),
     ("row-linear", {"batch": 0}, "batch"),
     ("row-linear", {"d_in": 9}, "d_in"),
     ("row-linear", {"seed": -1}, "seed"),
     ("row-linear", {"seed": "1.5"}, "seed"),
-    ("row-backward", {"tp": 4, "d_in": 6}, "d_in"),
+    ("row-backward", {"tp": 4, "d_in": 6, "d_out": 2}, "d_in"),
     ("row-backward", {"batch": "x"}, "batch"),
     ("row-pairing", {"tp": 3}, "tp"),
     ("row-pairing", {"tp": 4, "hidden": 4095}, "hidden"),

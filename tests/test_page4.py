@@ -150,7 +150,44 @@ def test_values_and_check_table_equal_numpy():
     assert set(rows) == {"Y", "ℒ", "G_X", "G_γ", "G_β", "G_W₁", "G_W₂"}
     assert rows["G_W₁"][1] == "4×8" and rows["Y"][1] == "1×4×4" and rows["ℒ"][1] == "1"
     for row in rows.values():
-        assert row[2].startswith("<") and row[3] == "✓" and row[4].startswith("<")
+        assert err(row[2]) < err(row[3]) < 1e-10 and row[4] == "✓" and err(row[5]) < 1e-13
+
+
+def measured(shown: str, independent: float, scale: float) -> bool:
+    """Whether a readout is the measured error ``independent`` (max |sharded − this file's numpy
+    block|) of values reaching ``scale``: two digits, or, while it is rounding noise, the noise
+    floor (fmt.measured; the core's reference and this one differ by a few ulps)."""
+    floor = 64 * np.finfo(float).eps * max(1.0, scale)
+    if independent < floor / 2:
+        return shown == fmt.within(0.0, floor)
+    return abs(err(shown) - independent) <= 0.06 * independent
+
+
+@pytest.mark.parametrize("tp, seq, mistake", [(2, 4, "none"), (4, 8, "none"), (2, 4, "ln-grad-not-reduced"),
+                                              (2, 8, "gather-wrong-dim")])
+def test_error_readouts_are_the_measured_errors_not_the_tolerance(tp, seq, mistake):
+    """Issue 25 item 5: the check table and "largest error" printed the tolerance ("< 4e−12")."""
+    ref = block(inputs(seq))
+    res = render("sp-layer", {"tp": str(tp), "seq": str(seq), "mistake": mistake})
+    run = spv.run(tp, seq, mistake, 0.0)
+    rows = {row[0]: row for row in res["tables"]["sp-check"]["rows"]}
+    worst, floors = 0.0, []
+    for key, sym in spv.QUANTITY.items():
+        want = np.asarray(ref[key], dtype=float)
+        got = np.asarray(getattr(run.sharded, key), dtype=float).reshape(want.shape)
+        independent = float(np.max(np.abs(got - want)))
+        scale = float(np.max(np.abs(want)))
+        floors.append(64 * np.finfo(float).eps * max(1.0, scale))
+        if independent >= floors[-1]:
+            worst = max(worst, independent)
+        assert measured(rows[sym][2], independent, scale), (sym, rows[sym], independent)
+        assert rows[sym][3] == fmt.err(core.REL_TOL * max(1.0, float(np.max(np.abs(want))))), rows[sym]
+    if worst:
+        assert abs(err(res["values"]["sp-max-err"]) - worst) <= 0.06 * worst, (res["values"]["sp-max-err"], worst)
+    else:
+        assert res["values"]["sp-max-err"] == fmt.within(0.0, max(floors))
+    if mistake == "none":
+        assert err(res["values"]["sp-max-err"]) < 1e-13
 
 
 @pytest.mark.parametrize("tp,seq", [(2, 4), (4, 8)])
@@ -184,7 +221,7 @@ def test_layernorm_mistake_leaves_each_rank_its_own_row():
                for r in range(4))
     assert abs(err(worst[2]) - want) <= 0.06 * want
     rows = {row[0]: row for row in res["tables"]["sp-check"]["rows"]}
-    assert rows["G_γ"][3] == "✗" and rows["Y"][3] == "✓" and rows["G_X"][3] == "✓"
+    assert rows["G_γ"][4] == "✗" and rows["Y"][4] == "✓" and rows["G_X"][4] == "✓"
     assert not any(c.collective == "all-reduce" for c in core.run_sp_layer(tp=4, seq=8, batch=1, mistake="ln-grad-not-reduced").comm)
 
 
@@ -253,7 +290,7 @@ def test_same_dropout_seed_repeats_one_mask_on_every_rank():
     assert len({r[1] for r in rows}) == 1                             # from the same counters
     assert all(r[5] == "✗" for r in rows)
     check = {row[0]: row for row in res["tables"]["sp-check"]["rows"]}
-    assert check["Y"][3] == "✗" and err(check["Y"][2]) > 1e-3
+    assert check["Y"][4] == "✗" and err(check["Y"][2]) > 1e-3
 
 
 def test_gather_on_the_hidden_dim_puts_rows_in_the_wrong_order():
@@ -425,6 +462,69 @@ def test_presets_fill_and_disable_their_fields_custom_frees_them():
     assert one["control_state"]["sp"]["disabled"] and one["controls"]["sp"] == "off"
     bars = [n for n in walk(one["figures"]["memory"]) if n.get("a", {}).get("data-part", "").startswith("bar-")]
     assert len(bars) == 2 * 3                              # two drawings; at t = 1 the SP rows equal the others
+
+
+# ------------------------------------------------- presets: what the page does (js/demo.js), in Python
+
+def _answer(values: dict) -> dict:
+    from tpmath.views import render_json
+    return json.loads(render_json("memory", json.dumps(values), "en"))
+
+
+def _form_after(sent: dict, payload: dict) -> tuple[dict, set]:
+    """The form once an answer is applied (applyControlState): the view's values, and the fields it
+    set (greyed with a value: data-set)."""
+    state = (payload["result"] if payload["ok"] else payload).get("control_state") or {}
+    form = {k: state[k]["value"] if isinstance(state.get(k, {}).get("value"), str) else v for k, v in sent.items()}
+    return form, {k for k, st in state.items() if st.get("disabled") and isinstance(st.get("value"), str)}
+
+
+def _choose(form: dict, owned: set, static: dict, preset: str) -> tuple[dict, dict, set]:
+    """The reader picks ``preset``: the page sends the form; a refusal of a field the view had set
+    sends it again with those fields as the static page has them (demo.js release)."""
+    sent = {**form, "preset": preset}
+    payload = _answer(sent)
+    if not payload["ok"] and payload["field"] in owned:
+        sent = {**sent, **{k: static[k] for k in owned}}
+        payload = _answer(sent)
+    return (payload, *_form_after(sent, payload))
+
+
+def _static_memory() -> tuple[dict, set]:
+    defaults = {c.name: str(c.default) for c in sections()["memory"].controls}
+    return _form_after(defaults, _answer(defaults))
+
+
+@pytest.mark.parametrize("first", spv.PRESET_CHOICES)
+def test_every_preset_to_every_preset_sets_the_fields_it_owns(first):
+    """Issue 25 item 20: "Paper's 1T" then "Llama-2-7B" was refused (pp=64 does not divide 32) and
+    the greyed fields kept 1T's values.  Every transition must answer, with the second preset's
+    own values in the fields it owns, and the form must be the setting the tables show."""
+    static, static_owned = _static_memory()
+    payload, form, owned = _choose(static, static_owned, static, first)
+    assert payload["ok"], (first, payload)
+    for second in spv.PRESET_CHOICES:
+        payload2, form2, owned2 = _choose(form, owned, static, second)
+        assert payload2["ok"], (first, second, payload2)
+        mine = spv._preset_values(second) if second != spv.CUSTOM else {}
+        assert owned2 == set(mine), (first, second)
+        assert {k: form2[k] for k in mine} == {k: str(v) for k, v in mine.items()}
+        # the form is what the tables show: rendering it again gives the same answer
+        again = _answer(form2)
+        assert again["ok"] and again["result"]["values"] == payload2["result"]["values"], (first, second)
+        assert again["result"]["controls"] == payload2["result"]["controls"] == form2
+
+
+def test_a_refused_preset_change_says_which_fields_the_preset_owns():
+    """Custom with 64 layers in 64 stages, then Llama-2-7B (32 layers): refused for pp (the reader's
+    own field, left editable), with 7B's values in the greyed fields, not Custom's."""
+    static, _ = _static_memory()
+    custom = {**static, "preset": "custom", "layers": "64", "pp": "64"}
+    assert _answer(custom)["ok"]
+    payload = _answer({**custom, "preset": "llama-2-7b"})
+    assert not payload["ok"] and payload["field"] == "pp"
+    form, owned = _form_after({**custom, "preset": "llama-2-7b"}, payload)
+    assert owned == set(spv.MODEL_FIELDS) and form["layers"] == "32" and "pp" not in owned
 
 
 @pytest.mark.parametrize("controls,field", [

@@ -61,7 +61,7 @@ import numpy as np
 
 from .collectives import reduce_all
 from .errors import TPMathError
-from .i18n import Text
+from .i18n import Text, option
 from .record import fields_of
 from .validate import as_choice, as_flag, as_int
 
@@ -136,7 +136,8 @@ def validate_config(tp: Any = 2, heads: Any = 4, kv_heads: Any = None, seq: Any 
     cfg = Config(tp, H, K, S, B, D, as_flag("causal", causal), mistake)
     needs = mistake_needs(cfg)
     if needs is not None:
-        raise TPMathError("mistake_needs", "mistake", mistake=mistake, need=needs, tp=tp, heads=H, kv_heads=K)
+        raise TPMathError("mistake_needs", "mistake", mistake=option("mistake", mistake), need=needs, tp=tp, heads=H,
+                          kv_heads=K)
     return cfg
 
 

@@ -85,12 +85,34 @@ def strings(lang: str) -> dict[str, str]:
     return out
 
 
+def option(control: str, value: Any) -> Text:
+    """A choice of a select as a message names it: its label ``opt.<control>.<value>`` on the page
+    (messages name option labels, never keys); the command lines, which print only the messages'
+    own strings, name it as typed there (``as_typed``: the option's value)."""
+    def part(s: Any) -> str:
+        return str(s).replace("-", "_")
+    return Text(f"opt.{part(control)}.{part(value)}", as_typed=str(value))
+
+
+def joined(cells: list) -> Any:
+    """Several cells as one list cell ("a, b, c"; the separator is ``list.more`` of the language)."""
+    out = cells[-1]
+    for cell in reversed(cells[:-1]):
+        out = Text("list.more", first=cell, rest=out)
+    return out
+
+
 def text(cell: Any, lang: str = DEFAULT_LANG) -> str:
     """A cell as text in ``lang``; a key without a string shows as the key (never a traceback:
-    this runs inside ``str(error)``; the build and the tests make sure every key exists)."""
+    this runs inside ``str(error)``; the build and the tests make sure every key exists), or as
+    its ``as_typed`` argument where it has one (an option, :func:`option`)."""
     if isinstance(cell, dict) and "key" in cell:
-        template = strings(lang).get(cell["key"], cell["key"])
         args = cell.get("args") or {}
+        template = strings(lang).get(cell["key"])
+        if template is None:
+            if "as_typed" in args:
+                return text(args["as_typed"], lang)
+            template = cell["key"]
         return PLACEHOLDER.sub(lambda m: text(args[m.group(1)], lang) if m.group(1) in args else m.group(0),
                                template)
     return "" if cell is None else str(cell)

@@ -72,6 +72,7 @@ import numpy as np
 from .collectives import REGISTRY, reduce_all
 from .errors import TPMathError
 from .validate import as_choice, as_float, as_int, check_divides
+from .i18n import option
 
 EPS = 1e-5
 MAX_TP = 16
@@ -224,7 +225,7 @@ def validate_options(tp: Any = 2, seq: Any = 4, batch: Any = 2, hidden: Any = 4,
     else:
         o["dropout"] = as_float("dropout", dropout, 0.0, MAX_DROPOUT)
     if o["mistake"] == "same-dropout-seed" and o["dropout"] == 0.0:
-        raise TPMathError("sp_dropout_needed", "dropout")
+        raise TPMathError("sp_dropout_needed", "dropout", mistake=option("mistake", "same-dropout-seed"))
     o["backward_input"] = as_choice("backward_input", backward_input, BACKWARD_INPUTS)
     return o
 

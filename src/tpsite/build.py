@@ -248,7 +248,8 @@ def convert_markdown(content: Content, prepared: dict) -> None:
     for key in sorted(prepared):
         prep = prepared[key]
         t = content.strings[prep.page.lang]
-        html, toc = markdown_ext.to_html(prep.text, t.get("site.permalink", "#"))
+        labels = {"permalink": t.get("site.permalink_named", "{heading}"), "cite": t.get("site.cite", "[{n}]")}
+        html, toc = markdown_ext.to_html(prep.text, t.get("site.permalink", "#"), labels)
         html = markdown_ext.restore_shortcodes(html, prep.blocks, prep.shortcodes, prep.page.path)
         prep.html = mathml.restore(html, prep.mathml)
         prep.toc = _restore_toc(toc, prep.mathml)
@@ -366,6 +367,7 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
                 home_href="index.html",
                 alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != content.tag(lang)],
                 nav=nav, toc=prep.toc, body=render.Markup(prep.html),
+                has_demos="<form class=\"controls\"" in prep.html or "class=\"pydemo\"" in prep.html,
                 pyodide_url=page_url(urls["pyodide"], "../"), wheel_url=page_url(urls["wheel"], "../"),
                 runtime_sizes=urls.get("sizes") or {}, snapshot=urls.get("snapshot") or {},
                 social=_social(content, site, previews, lang, slug, f"{lang}/{page.output_name}", page.title,

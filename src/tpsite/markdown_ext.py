@@ -143,16 +143,55 @@ def code_breaks(html: str) -> str:
     return "".join(part if i % 2 else _CODE_RE.sub(breaks, part) for i, part in enumerate(parts))
 
 
+MATH_TOKEN_RE = re.compile(r"MXTPMATH\d{5}Z")     # mathml.TOKEN: a formula, restored after Markdown
+CITE_RE = re.compile(r"^#ref-(\d+)$")
+
+
+class _LinkProcessor(Treeprocessor):
+    """Names in the page language for the small links a reader aims at (WCAG 2.5.8, 4.1.2): a
+    heading's permalink ("#") is "Link to this section: HEADING", a citation ("[6]", to #ref-6)
+    "Reference 6"; style.css gives both a 24 × 24 px target."""
+
+    def __init__(self, md, labels: dict[str, str]):
+        super().__init__(md)
+        self.labels = labels
+
+    def run(self, root: etree.Element) -> None:
+        for h in root.iter():
+            if h.tag not in ("h2", "h3", "h4"):
+                continue
+            for a in h.iter("a"):
+                if "headerlink" in (a.get("class") or "").split():
+                    full, own = "".join(h.itertext()), "".join(a.itertext())
+                    heading = full[: len(full) - len(own)] if full.endswith(own) else full
+                    heading = " ".join(MATH_TOKEN_RE.sub("", heading).split())
+                    a.set("aria-label", self.labels["permalink"].replace("{heading}", heading))
+        for a in root.iter("a"):
+            # (the link text "[6]" is still Markdown's stash of escaped brackets here: match the target)
+            m = CITE_RE.match(a.get("href") or "")
+            if m and len(a) == 0:
+                a.set("class", ((a.get("class") or "") + " cite").strip())
+                a.set("aria-label", self.labels["cite"].replace("{n}", m.group(1)))
+
+
 class _SiteExtension(Extension):
+    def __init__(self, labels: dict[str, str]):
+        super().__init__()
+        self.labels = labels
+
     def extendMarkdown(self, md: markdown.Markdown) -> None:
         md.treeprocessors.register(_TableProcessor(md), "tp_tables", 4)
+        md.treeprocessors.register(_LinkProcessor(md, self.labels), "tp_links", 3)   # after toc's permalinks
 
 
-def make_markdown(permalink_title: str) -> markdown.Markdown:
+DEFAULT_LABELS = {"permalink": "{heading}", "cite": "[{n}]"}
+
+
+def make_markdown(permalink_title: str, labels: dict[str, str] | None = None) -> markdown.Markdown:
     """A fresh Markdown converter (one per page: the toc state is per document)."""
     return markdown.Markdown(
         extensions=["toc", "tables", "fenced_code", "attr_list", "md_in_html", "codehilite",
-                    _SiteExtension()],
+                    _SiteExtension(labels or DEFAULT_LABELS)],
         extension_configs={
             "toc": {"permalink": "#", "permalink_title": permalink_title, "toc_depth": "2-3",
                     "permalink_class": "headerlink"},
@@ -162,9 +201,10 @@ def make_markdown(permalink_title: str) -> markdown.Markdown:
     )
 
 
-def to_html(text: str, permalink_title: str) -> tuple[str, list[dict]]:
-    """Convert Markdown; return the HTML and the toc tokens (level, id, html, children)."""
-    md = make_markdown(permalink_title)
+def to_html(text: str, permalink_title: str, labels: dict[str, str] | None = None) -> tuple[str, list[dict]]:
+    """Convert Markdown; return the HTML and the toc tokens (level, id, html, children).
+    ``labels``: the names of permalinks ({heading}) and citations ({n}), see _LinkProcessor."""
+    md = make_markdown(permalink_title, labels)
     html = code_breaks(md.convert(text))
     return html, md.toc_tokens
 

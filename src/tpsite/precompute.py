@@ -134,6 +134,23 @@ def next_form(sent: dict, payload: dict) -> tuple[dict, frozenset] | None:
     return values, _off(state)
 
 
+def set_by_view(payload: dict) -> frozenset:
+    """The controls a view set (disabled with a value: a preset's fields) in an answer."""
+    state = (payload.get("result") or {}).get("control_state") or {} if payload.get("ok") else {}
+    return frozenset(n for n, s in state.items() if s.get("disabled") and isinstance(s.get("value"), str))
+
+
+def released(sent: dict, payload: dict, owned: frozenset, base: dict) -> dict | None:
+    """The values the page sends again after ``payload`` refused ``sent`` for a field the view had
+    set (templates/static/js/demo.js ``release``: those fields as the static page has them), or
+    None when it does not."""
+    field = payload.get("field")
+    if payload.get("ok") or field not in owned:
+        return None
+    again = {**sent, **{n: base[n] for n in owned}}
+    return None if again == sent else again
+
+
 def state_key(section, values: dict) -> str:
     """The key the page computes (templates/static/js/results.js): the sent values in control order."""
     return json.dumps([values[c.name] for c in section.controls], ensure_ascii=False, separators=(",", ":"))
@@ -171,14 +188,14 @@ def walk(section, render, lang: str, starts=((),), depth_limit: int | None = Non
         if not first.get("ok"):
             continue                  # refused opening values: the build reports them with file:line
         form, disabled = initial_form(section, first["result"])
-        queue.append((form, disabled, 0))
+        queue.append((form, disabled, 0, set_by_view(first), form))
         # The static page's own state answers too (a reader going back to it).
         key = state_key(section, form)
         if key not in answers:
             answers[key] = answer(form)
             order.append(key)
     while queue:
-        form, disabled, depth = queue.popleft()
+        form, disabled, depth, owned, base = queue.popleft()
         fkey = (state_key(section, form), disabled)
         if fkey in seen_forms:
             continue
@@ -192,13 +209,16 @@ def walk(section, render, lang: str, starts=((),), depth_limit: int | None = Non
                 if v == form[c.name] or (c.name, v) in disabled:
                     continue
                 sent = {**form, c.name: v}
-                key = state_key(section, sent)
-                if key not in answers:
-                    answers[key] = answer(sent)
-                    order.append(key)
-                after = next_form(sent, json.loads(answers[key]))
-                if after is not None:
-                    queue.append((after[0], after[1], depth + 1))
+                while sent is not None:
+                    key = state_key(section, sent)
+                    if key not in answers:
+                        answers[key] = answer(sent)
+                        order.append(key)
+                    payload = json.loads(answers[key])
+                    after = next_form(sent, payload)
+                    if after is not None:
+                        queue.append((after[0], after[1], depth + 1, set_by_view(payload), base))
+                    sent = released(sent, payload, owned, base)
     return answers, order
 
 

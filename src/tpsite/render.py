@@ -66,6 +66,8 @@ class Translator:
             if "key" not in cell:
                 raise BuildError(f"view cell {cell!r} has no 'key'", self.where)
             args = {k: self.cell(v) for k, v in (cell.get("args") or {}).items()}
+            if cell["key"] not in self.strings and "as_typed" in args:   # a choice without a label
+                return args["as_typed"]
             return self(cell["key"], **args)
         if cell is None:
             return ""
@@ -203,6 +205,8 @@ def demo_model(section, result: dict, t: Translator, results_url: str | None = N
                          "max": None if c.max is None else _attr_value(c.max),
                          "step": None if c.step is None else _attr_value(c.step),
                          "slider": _slider(c, value, options, t.where), "disabled": disabled,
+                         # set by the view (a preset's field): js/demo.js release()
+                         "set": disabled and isinstance(state.get("value"), str),
                          "why": t.cell(state["why"]) if disabled and state.get("why") is not None else ""})
     values = [{"name": k, "label": t(f"value.{_key_part(k)}"), "text": t.cell(v)}
               for k, v in result.get("values", {}).items()]

@@ -21,7 +21,7 @@ import { Runtime } from "./js/runtime.js";
 import { setupStatus } from "./js/status.js";
 import { Demo } from "./js/demo.js";
 import { fromSlider, setupSliders, toSlider } from "./js/sliders.js";
-import { setupUrl, writeUrl } from "./js/url.js";
+import { refreshUrl, setupUrl, writeUrl } from "./js/url.js";
 import { setupPydemos } from "./js/pydemo.js";
 import { remark, setupLayout } from "./js/layout.js";
 import { whenStrings } from "./js/i18n.js";
@@ -41,6 +41,9 @@ function runtimeConfig() {
            workerUrl: new URL("worker.js", import.meta.url).href,
            snapshot: key && numpy && sha256 ? { key, numpy: new URL(numpy, abs).href, sha256 } : null };
 }
+
+// The controls are inert in the static page (nothing answers them without a script): free them.
+for (const form of document.querySelectorAll("form.controls[inert]")) form.removeAttribute("inert");
 
 const runtime = new Runtime(runtimeConfig());
 setupStatus(runtime);
@@ -85,7 +88,7 @@ for (const d of demos) {
 setupUrl(demos);
 setupPydemos(runtime);
 setupLayout();
-document.addEventListener("tp-rendered", (ev) => remark(ev.target));
+document.addEventListener("tp-rendered", (ev) => { remark(ev.target); refreshUrl(); });
 
 /* Once ready, each demo near the screen (or one of its figure blocks) has the worker compute its
  * shown state, once: the demos a reader is about to use, not all of them at once (a phone's CPU,

@@ -46,7 +46,8 @@ import numpy as np
 from .. import ranks
 from ..errors import TPMathError
 from ..errors import name as field_name
-from ..validate import as_choice, as_float, as_int
+from ..i18n import joined, option
+from ..validate import as_float, as_int
 
 def _section_index() -> dict[str, str]:
     """{section: module} for every ``SECTIONS = {"name": …}`` literal of this package's modules.
@@ -111,7 +112,11 @@ class Control:
         if self.kind == "select":
             ints = self.int_options
             if ints is None:
-                return as_choice(self.name, value, self.options)
+                if isinstance(value, str) and value in self.options:
+                    return value
+                # the page's message lists the choices by their labels, never their keys
+                raise TPMathError("not_choice", self.name, name=field_name(self.name), value=value,
+                                  choices=joined([option(self.name, o) for o in self.options]))
             v = as_int(self.name, value)
             if v not in ints:
                 raise TPMathError("not_choice", self.name, name=field_name(self.name), value=v,
@@ -197,7 +202,7 @@ def render(section: str, controls: dict | None = None, lang: str = "en") -> dict
     result.setdefault("notes", {})
     result["section"] = section
     result.setdefault("controls", values)
-    if sec.real is not None:
+    if sec.real is not None and not result.get("stale", {}).get("real"):
         with np.errstate(all="ignore"):
             result["real"] = [ranks.expected_output(example, given)
                               for example, given in sec.real(result["controls"])]
@@ -210,4 +215,8 @@ def render_json(section: str, controls_json: str, lang: str) -> str:
         controls = json.loads(controls_json)
         return json.dumps({"ok": True, "result": render(section, controls, lang)}, ensure_ascii=False)
     except TPMathError as err:
-        return json.dumps({"ok": False, "error": err.cell, "field": err.field}, ensure_ascii=False)
+        out = {"ok": False, "error": err.cell, "field": err.field}
+        state = getattr(err, "control_state", None)   # a view's control state for the refused values
+        if state is not None:
+            out["control_state"] = state
+        return json.dumps(out, ensure_ascii=False)

@@ -140,7 +140,7 @@ def _probs_table(res: att.AttentionResult, one: att.AttentionResult, cfg: att.Co
             P = rk.probs[:, j]                                   # (B, S, S)
             rows.append([rank_tag(rk.rank), fmt.integer(h), fmt.integer(read),
                          fmt.integer(att.kv_head_of(h, cfg.heads, cfg.kv_heads)),
-                         grid(_rows2(P), rk.rank, scale=1.0), fmt.within(np.max(np.abs(P - ref[:, h])), att.REL_TOL)])
+                         grid(_rows2(P), rk.rank, scale=1.0), fmt.measured(np.max(np.abs(P - ref[:, h])), 1.0)])
     return table("cap.att_probs", ["col.rank", "col.att_head", "col.att_read", "col.att_should_read",
                                    "col.att_p", "col.att_p_err"], rows)
 
@@ -157,14 +157,14 @@ def _check_rows(res: att.AttentionResult | lay.LayerResult, keys, how) -> list:
     rows = []
     for key in keys:
         err, tol = res.max_abs_err[key], res.tolerances[key]
-        rows.append([key, _shape(np.shape(getattr(res.reference, key))) or "—", how(key), fmt.within(err, tol),
-                     label("label.att_ok" if err <= tol else "label.att_bad")])
+        rows.append([key, _shape(np.shape(getattr(res.reference, key))) or "—", how(key), _measured(res, key),
+                     fmt.err(tol), label("label.att_ok" if err <= tol else "label.att_bad")])
     return rows
 
 
 def _check_table(res: att.AttentionResult, cfg: att.Config) -> dict:
     return table("cap.att_check", ["col.att_result", "col.att_shape", "col.att_how", "col.max_abs_err",
-                                   "col.att_verdict"],
+                                   "col.tolerance", "col.att_verdict"],
                  _check_rows(res, att.RESULT_KEYS, lambda k: _how(k, cfg)))
 
 
@@ -174,21 +174,29 @@ def _y_table(res: att.AttentionResult | lay.LayerResult, caption: str) -> dict:
     sh, ref = res.sharded, res.reference
     rows = []
     for key in ("Y", "G_X"):
-        err = fmt.within(res.max_abs_err[key], res.tolerances[key])
+        err = _measured(res, key)
         rows += [[key, label("label.att_tp_result"), grid(_rows2(getattr(sh, key))), err],
                  [key, label("label.reference"), grid(_rows2(getattr(ref, key))), "—"]]
     return table(caption, ["col.att_result", "col.att_on", "col.att_value", "col.max_abs_err"], rows)
 
 
+def _scale(res: att.AttentionResult | lay.LayerResult, key: str) -> float:
+    return float(np.max(np.abs(getattr(res.reference, key))))
+
+
+def _measured(res: att.AttentionResult | lay.LayerResult, key: str) -> str:
+    """The measured error of one result (fmt.measured: its digits, or "< its noise floor")."""
+    return fmt.measured(res.max_abs_err[key], _scale(res, key))
+
+
 def worst_error(res: att.AttentionResult | lay.LayerResult) -> str:
-    """All results within their tolerances: "< the largest tolerance" (rounding noise would pick a
-    different "worst" result in CPython and in Pyodide); else the error of the result furthest
-    from the reference relative to its tolerance."""
-    errs, tols = res.max_abs_err, res.tolerances
-    if all(errs[k] < tols[k] for k in errs):
-        return fmt.within(0.0, max(tols.values()))
-    k = max(errs, key=lambda key: errs[key] / tols[key])
-    return fmt.within(errs[k], tols[k])
+    """The largest measured error of any result: "< the largest noise floor" while every one is
+    rounding noise (which is largest is itself noise), else the largest error's digits.  The
+    tolerances are the check table's own column."""
+    errs = res.max_abs_err
+    floors = {k: fmt.noise_floor(_scale(res, k)) for k in errs}
+    real = [errs[k] for k in errs if errs[k] >= floors[k]]
+    return fmt.err(max(real)) if real else fmt.within(0.0, max(floors.values()))
 
 
 def _operator(op: str) -> Any:
@@ -316,10 +324,10 @@ def _params_table(res: lay.LayerResult, cfg: att.Config) -> dict:
             spread = att.kv_replica_spread([getattr(rk, key) for rk in res.ranks], kv_of_rank)
         per_rank = r0.shapes[p] if p in r0.shapes else r0.shapes[key]
         rows.append([SYMBOL[p], _shape(res.inputs[p].shape), _hold(p, cfg), _shape(per_rank),
-                     fmt.within(res.max_abs_err[key], res.tolerances[key]),
+                     _measured(res, key), fmt.err(res.tolerances[key]),
                      "—" if spread is None else fmt.err(spread)])
     return table("cap.layer_params", ["col.layer_param", "col.att_shape", "col.layer_held", "col.layer_per_rank",
-                                      "col.layer_grad_err", "col.layer_spread"], rows)
+                                      "col.layer_grad_err", "col.tolerance", "col.layer_spread"], rows)
 
 
 def _replicated_table(res: lay.LayerResult) -> dict:

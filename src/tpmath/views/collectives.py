@@ -80,6 +80,9 @@ def render_collectives(controls: dict, lang: str) -> dict:
         state["op"] = {"disabled": True, "why": label("note.op_unused", op=op)}
     if not res.uses_root:
         state["root"] = {"disabled": True, "why": label("note.root_unused", name=res.nccl_name)}
+    else:       # a root is one of the n ranks: the others are offered disabled, with the reason
+        state["root"] = {"disabled": False, "options": {str(r): label("note.root_not_a_rank", last=rank(n - 1))
+                                                        for r in ROOT_OPTIONS if r >= n}}
     return {
         "control_state": state,
         "controls": {"collective": name, "op": op, "ranks": str(n), "root": str(root)},
@@ -162,13 +165,17 @@ def render_ring(controls: dict, lang: str) -> dict:
         data = [np.arange(1, count + 1, dtype=np.float64) * 10.0 ** r for r in range(n)]   # n × (count,)
         sim = (schedules.simulate_ring_all_reduce if algorithm == "ring" else schedules.simulate_tree_all_reduce)(data)
         buffers = sim.steps
-    # The step shown in the figure; its options are those of the most ranks, so clamp to this schedule.
-    state = {}
-    if shown > len(sched.steps):
-        state["step"] = {"disabled": False, "value": str(len(sched.steps)),
-                         "why": label("note.ring_step_clamped", step=fmt.integer(shown),
-                                      steps=fmt.integer(len(sched.steps)))}
-        shown = len(sched.steps)
+    # The step shown in the figure: the record's options are those of the most ranks, so the steps
+    # this schedule has not are disabled with the reason; one that arrives anyway (a link, the
+    # ranks lowered under it) is clamped, and a note says so.
+    last = len(sched.steps)
+    beyond = label("note.ring_step_beyond", steps=fmt.integer(last))
+    state = {"step": {"disabled": False, "options": {str(s): beyond for s in RING_STEPS if s > last}}}
+    clamped = None
+    if shown > last:
+        state["step"]["value"] = str(last)
+        clamped = label("note.ring_step_clamped", step=fmt.integer(shown), steps=fmt.integer(last))
+        shown = last
     step_bytes = [_bytes(sum(t.bytes for t in step.transfers if t.elements > 0)) for step in sched.steps]
     # One shading scale for every step: chunks darken as they collect contributions.
     top = tree.scale_of(*(b for bufs in buffers for b in bufs)) if buffers else 0.0
@@ -201,7 +208,9 @@ def render_ring(controls: dict, lang: str) -> dict:
         "values": values,
         "notes": {"convention": label("note.ring_convention", count=fmt.integer(count),
                                       elem_bytes=fmt.integer(ELEM_BYTES), bytes=fmt.nbytes(sched.bytes)),
-                  "algorithm": label(f"note.algorithm_{algorithm}")},
+                  "algorithm": label(f"note.algorithm_{algorithm}"),
+                  # always present (empty unless clamped): the page only rewrites the notes a result names
+                  "ring-step-clamped": clamped or ""},
         "figures": {"ring": figure_ring(n, algorithm, sched, shown, step_bytes)},
     }
 

@@ -59,6 +59,18 @@ def cost_controls(values: dict) -> dict:
     return c
 
 
+def preset_options(tp: int) -> dict:
+    """{preset: why} of the presets Megatron cannot split over ``tp`` ranks (GPT-2 XL's 25 heads at
+    tp = 8): offered disabled with the reason, rather than accepted and then refused."""
+    off = {}
+    for name, p in cc.PRESETS.items():
+        if p["heads"] % tp:
+            off[name] = label("note.preset_heads_tp", heads=fmt.integer(p["heads"]), tp=fmt.integer(tp))
+        elif p["kv_heads"] % tp and tp % p["kv_heads"]:
+            off[name] = label("note.preset_kv_heads_tp", kv_heads=fmt.integer(p["kv_heads"]), tp=fmt.integer(tp))
+    return off
+
+
 def run(c: dict) -> dict:
     """The core's ``comm_cost`` for validated controls."""
     return cc.comm_cost(c["batch"], c["seq"], c["hidden"], c["tp"], c["dtype_bytes"], c["layers"],
@@ -109,7 +121,7 @@ def render_cost(values: dict, lang: str) -> dict:
         ],
     }
     notes = {"comm-convention": r.convention}
-    state = {}
+    state = {"preset": {"disabled": False, "options": preset_options(c["tp"])}}
     if c["preset"] != CUSTOM:
         notes["comm-preset"] = label("note.row_preset", name=cc.PRESETS[c["preset"]]["label"],
                                      hidden=fmt.integer(c["hidden"]), seq=fmt.integer(c["seq"]),
@@ -117,7 +129,7 @@ def render_cost(values: dict, lang: str) -> dict:
                                      kv_heads=fmt.integer(c["kv_heads"]))
         # The preset's fields show its values and are not editable ("Custom" frees them).
         why = label("note.row_set_by_preset", name=cc.PRESETS[c["preset"]]["label"])
-        state = {k: {"disabled": True, "value": str(c[k]), "why": why} for k in PRESET_FIELDS}
+        state.update({k: {"disabled": True, "value": str(c[k]), "why": why} for k in PRESET_FIELDS})
     if c["link"] != CUSTOM:
         hw = cc.HARDWARE[c["link"]]
         state["link_gbps"] = {"disabled": True, "value": f"{c['link_gbps']:g}",   # as the input holds it

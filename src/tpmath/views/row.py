@@ -46,19 +46,61 @@ def _divides(tp: int, size: int, name: str, what: str) -> None:
 
 
 def linear_controls(values: dict) -> dict:
-    """Validated controls of ``row-linear`` / ``row-backward``: tp, batch, d_in, d_out, seed."""
+    """Validated controls of ``row-linear`` / ``row-backward``: tp, batch, d_in, d_out, seed (tp
+    dividing both sizes)."""
     c = parse_controls(LINEAR_CONTROLS, values)
     _divides(c["tp"], c["d_in"], "d_in", "row")
     _divides(c["tp"], c["d_out"], "d_out", "column")
     return c
 
 
+def linear_layers(values: dict) -> tuple[dict, TPMathError | None, TPMathError | None]:
+    """(controls, refusal of the row layer, refusal of the column layer).  The layers are checked
+    separately: row parallel splits d_in, column parallel d_out, so a size that only one of them
+    cannot split leaves the other's result valid (issue 25 item 6).  Both refused: the row
+    layer's refusal is raised."""
+    c = parse_controls(LINEAR_CONTROLS, values)
+    refusals = []
+    for size, what in (("d_in", "row"), ("d_out", "column")):
+        try:
+            _divides(c["tp"], c[size], size, what)
+            refusals.append(None)
+        except TPMathError as err:
+            refusals.append(err)
+    if all(refusals):
+        raise refusals[0]
+    return c, refusals[0], refusals[1]
+
+
 def run_both(c: dict) -> tuple[row_linear.RowLinearResult, row_linear.ColumnLinearResult]:
     """Row- and column-parallel results on the same X (B, D), A (D, O), dY (B, O)."""
-    inp = row_linear.example_inputs(c["seed"], c["batch"], c["d_in"], c["d_out"])
-    row = row_linear.run_row_linear(inp["X"], inp["A"], inp["dY"], tp=c["tp"])
-    col = row_linear.run_column_linear(inp["X"], inp["A"], inp["dY"], tp=c["tp"], gather_output=True)
-    return row, col
+    return run_row(c), run_column(c)
+
+
+def _example(c: dict) -> dict:
+    return row_linear.example_inputs(c["seed"], c["batch"], c["d_in"], c["d_out"])
+
+
+def run_row(c: dict) -> row_linear.RowLinearResult:
+    inp = _example(c)
+    return row_linear.run_row_linear(inp["X"], inp["A"], inp["dY"], tp=c["tp"])
+
+
+def run_column(c: dict) -> row_linear.ColumnLinearResult:
+    inp = _example(c)
+    return row_linear.run_column_linear(inp["X"], inp["A"], inp["dY"], tp=c["tp"], gather_output=True)
+
+
+def partial(result: dict, refusal: TPMathError, layer: str, **stale: tuple[str, ...]) -> dict:
+    """``result`` of the layer the controls allow, with the other layer's refusal and the parts
+    that still show the last valid setting (``{"tables": [NAME…], "values": …, "notes": …,
+    "figures": …, "real": true}``: the page keeps them, dimmed, and shows the refusal at its
+    control).  ``layer`` is the refused one ("row" or "col"): its own table and value."""
+    own = {"row-linear": ("ranks", "max-abs-err"), "row-backward": ("bwd-ranks", "bwd-max-abs-err")}
+    table_name, value_name = (f"{layer}-{part}" for part in own[stale.pop("section")])
+    kinds = {"tables": [table_name, *stale.get("tables", ())], "values": [value_name],
+             "notes": list(stale.get("notes", ())), "figures": list(stale.get("figures", ())), "real": True}
+    return {**result, "refused": {"error": refusal.cell, "field": refusal.field}, "stale": kinds}
 
 
 # The controls of row-linear and row-backward (one record each, shared by both sections).
@@ -81,10 +123,10 @@ def _comm_note(row: row_linear.RowLinearResult, col: row_linear.ColumnLinearResu
 
 
 def render_linear(values: dict, lang: str) -> dict:
-    """Forward of both layers: inputs, per-rank shards, merged result vs reference."""
-    c = linear_controls(values)
-    row, col = run_both(c)
-    inp = row.inputs
+    """Forward of both layers: inputs, per-rank shards, merged result vs reference (one layer only
+    when tp cannot split the other's size: :func:`linear_layers`)."""
+    c, row_refused, col_refused = linear_layers(values)
+    inp = _example(c)
     inputs = {
         "caption": "cap.row_inputs",
         "columns": ["col.row_tensor", "col.row_shape", "col.row_value"],
@@ -92,37 +134,42 @@ def render_linear(values: dict, lang: str) -> dict:
                  for name, k in (("X", "X"), ("A", "A"))],
     }
     # Shading: a shard reads against the whole tensor, a partial Y against the summed Y.
-    sx, sa, sy = tree.scale_of(inp["X"]), tree.scale_of(inp["A"]), tree.scale_of(row.reference.Y)
-    row_ranks = {
-        "caption": "cap.row_ranks",
-        "columns": ["col.row_rank", "col.row_x_shard", "col.row_a_shard", "col.row_y_partial"],
-        "rows": [[tree.rank_tag(r.rank)] + _grids(r, ("X_shard", sx), ("A_shard", sa), ("Y_partial", sy))
-                 for r in row.ranks],
-        "foot": [
-            [label("label.row_allreduce_y"), "", "", tree.grid(row.Y, scale=sy)],
-            [label("label.row_reference_y"), "", "", tree.grid(row.reference.Y, scale=sy)],
-            [label("label.row_max_abs_err"), "", "", fmt.err(row.max_abs_err["Y"])],
-        ],
-    }
-    col_ranks = {
-        "caption": "cap.row_col_ranks",
-        "columns": ["col.row_rank", "col.row_a_shard", "col.row_y_shard"],
-        "rows": [[tree.rank_tag(r.rank)] + _grids(r, ("A_shard", sa), ("Y_shard", sy)) for r in col.ranks],
-        "foot": [
-            # AllGather: block r of Y came from rank r (the figure's tinted column blocks).
-            [label("label.row_allgather_y"), "", tree.grid(col.Y, scale=sy, cols=_blocks(col.Y, 1, c["tp"]))],
-            [label("label.row_reference_y"), "", tree.grid(col.reference.Y, scale=sy)],
-            [label("label.row_max_abs_err"), "", fmt.err(col.max_abs_err["Y"])],
-        ],
-    }
-    return {
-        "controls": c,
-        "tables": {"row-inputs": inputs, "row-ranks": row_ranks, "col-ranks": col_ranks},
-        "values": {"row-max-abs-err": fmt.err(row.max_abs_err["Y"]),
-                   "col-max-abs-err": fmt.err(col.max_abs_err["Y"])},
-        "notes": {"row-linear-comm": _comm_note(row, col)},
-        "figures": {"row-linear": figure_row_linear(row, col)},
-    }
+    sx, sa, sy = tree.scale_of(inp["X"]), tree.scale_of(inp["A"]), tree.scale_of(inp["X"] @ inp["A"])   # Y = X A unsharded
+    tables, out = {"row-inputs": inputs}, {}
+    if row_refused is None:
+        row = run_row(c)
+        tables["row-ranks"] = {
+            "caption": "cap.row_ranks",
+            "columns": ["col.row_rank", "col.row_x_shard", "col.row_a_shard", "col.row_y_partial"],
+            "rows": [[tree.rank_tag(r.rank)] + _grids(r, ("X_shard", sx), ("A_shard", sa), ("Y_partial", sy))
+                     for r in row.ranks],
+            "foot": [
+                [label("label.row_allreduce_y"), "", "", tree.grid(row.Y, scale=sy)],
+                [label("label.row_reference_y"), "", "", tree.grid(row.reference.Y, scale=sy)],
+                [label("label.row_max_abs_err"), "", "", fmt.err(row.max_abs_err["Y"])],
+            ],
+        }
+        out["row-max-abs-err"] = fmt.err(row.max_abs_err["Y"])
+    if col_refused is None:
+        col = run_column(c)
+        tables["col-ranks"] = {
+            "caption": "cap.row_col_ranks",
+            "columns": ["col.row_rank", "col.row_a_shard", "col.row_y_shard"],
+            "rows": [[tree.rank_tag(r.rank)] + _grids(r, ("A_shard", sa), ("Y_shard", sy)) for r in col.ranks],
+            "foot": [
+                # AllGather: block r of Y came from rank r (the figure's tinted column blocks).
+                [label("label.row_allgather_y"), "", tree.grid(col.Y, scale=sy, cols=_blocks(col.Y, 1, c["tp"]))],
+                [label("label.row_reference_y"), "", tree.grid(col.reference.Y, scale=sy)],
+                [label("label.row_max_abs_err"), "", fmt.err(col.max_abs_err["Y"])],
+            ],
+        }
+        out["col-max-abs-err"] = fmt.err(col.max_abs_err["Y"])
+    result = {"controls": c, "tables": tables, "values": out}
+    if row_refused or col_refused:        # the note and the figure show both layers
+        return partial(result, row_refused or col_refused, "row" if row_refused else "col", section="row-linear",
+                       notes=("row-linear-comm",), figures=("row-linear",))
+    return {**result, "notes": {"row-linear-comm": _comm_note(row, col)},
+            "figures": {"row-linear": figure_row_linear(row, col)}}
 
 
 def _blocks(a: np.ndarray, axis: int, tp: int) -> list[int]:
@@ -152,55 +199,60 @@ def comm_rows(row: row_linear.RowLinearResult, col: row_linear.ColumnLinearResul
 
 
 def render_backward(values: dict, lang: str) -> dict:
-    """Backward of both layers: per-rank gradients, assembled vs reference, collectives."""
-    c = linear_controls(values)
-    row, col = run_both(c)
-    dY = row.inputs["dY"]
-    # Shading: shards and partial sums read against the whole gradient.
-    sdy, sdx, sda = (tree.scale_of(a) for a in (dY, row.reference.dX, row.reference.dA))
-    row_bwd = {
-        "caption": "cap.row_bwd_ranks",
-        "columns": ["col.row_rank", "col.row_dy_full", "col.row_dx_shard", "col.row_da_shard"],
-        # Rank r's copy of dY: framed by rank r, its numbers grey (replicated, as in the figure).
-        "rows": [[tree.rank_tag(r.rank), tree.grid(dY, rank=r.rank, scale=sdy, rows=[None] * dY.shape[0])]
-                 + _grids(r, ("dX_shard", sdx), ("dA_shard", sda)) for r in row.ranks],
-        "foot": [
-            [label("label.row_concat_shards"), "",
-             tree.grid(row.sharded.dX, scale=sdx, cols=_blocks(row.sharded.dX, 1, c["tp"])),
-             tree.grid(row.sharded.dA, scale=sda, rows=_blocks(row.sharded.dA, 0, c["tp"]))],
-            [label("label.row_reference"), "", tree.grid(row.reference.dX, scale=sdx),
-             tree.grid(row.reference.dA, scale=sda)],
-            [label("label.row_max_abs_err"), "", fmt.err(row.max_abs_err["dX"]), fmt.err(row.max_abs_err["dA"])],
-        ],
-    }
-    col_bwd = {
-        "caption": "cap.row_col_bwd_ranks",
-        "columns": ["col.row_rank", "col.row_dy_shard", "col.row_dx_partial", "col.row_col_da_shard"],
-        "rows": [[tree.rank_tag(r.rank)] + _grids(r, ("dY_shard", sdy), ("dX_partial", sdx), ("dA_shard", sda))
-                 for r in col.ranks],
-        "foot": [
-            [label("label.row_allreduce_dx"), "", tree.grid(col.sharded.dX, scale=sdx),
-             tree.grid(col.sharded.dA, scale=sda, cols=_blocks(col.sharded.dA, 1, c["tp"]))],
-            [label("label.row_reference"), "", tree.grid(col.reference.dX, scale=sdx),
-             tree.grid(col.reference.dA, scale=sda)],
-            [label("label.row_max_abs_err"), "", fmt.err(col.max_abs_err["dX"]), fmt.err(col.max_abs_err["dA"])],
-        ],
-    }
-    comm = {
+    """Backward of both layers: per-rank gradients, assembled vs reference, collectives (one layer
+    only when tp cannot split the other's size: :func:`linear_layers`)."""
+    c, row_refused, col_refused = linear_layers(values)
+    inp = _example(c)
+    dY = inp["dY"]
+    # Shading: shards and partial sums read against the whole gradient (dX = dY Aᵀ, dA = Xᵀ dY).
+    sdy, sdx, sda = (tree.scale_of(a) for a in (dY, dY @ inp["A"].T, inp["X"].T @ dY))
+    tables, out = {}, {}
+    if row_refused is None:
+        row = run_row(c)
+        tables["row-bwd-ranks"] = {
+            "caption": "cap.row_bwd_ranks",
+            "columns": ["col.row_rank", "col.row_dy_full", "col.row_dx_shard", "col.row_da_shard"],
+            # Rank r's copy of dY: framed by rank r, its numbers grey (replicated, as in the figure).
+            "rows": [[tree.rank_tag(r.rank), tree.grid(dY, rank=r.rank, scale=sdy, rows=[None] * dY.shape[0])]
+                     + _grids(r, ("dX_shard", sdx), ("dA_shard", sda)) for r in row.ranks],
+            "foot": [
+                [label("label.row_concat_shards"), "",
+                 tree.grid(row.sharded.dX, scale=sdx, cols=_blocks(row.sharded.dX, 1, c["tp"])),
+                 tree.grid(row.sharded.dA, scale=sda, rows=_blocks(row.sharded.dA, 0, c["tp"]))],
+                [label("label.row_reference"), "", tree.grid(row.reference.dX, scale=sdx),
+                 tree.grid(row.reference.dA, scale=sda)],
+                [label("label.row_max_abs_err"), "", fmt.err(row.max_abs_err["dX"]), fmt.err(row.max_abs_err["dA"])],
+            ],
+        }
+        out["row-bwd-max-abs-err"] = fmt.err(max(row.max_abs_err["dX"], row.max_abs_err["dA"]))
+    if col_refused is None:
+        col = run_column(c)
+        tables["col-bwd-ranks"] = {
+            "caption": "cap.row_col_bwd_ranks",
+            "columns": ["col.row_rank", "col.row_dy_shard", "col.row_dx_partial", "col.row_col_da_shard"],
+            "rows": [[tree.rank_tag(r.rank)] + _grids(r, ("dY_shard", sdy), ("dX_partial", sdx), ("dA_shard", sda))
+                     for r in col.ranks],
+            "foot": [
+                [label("label.row_allreduce_dx"), "", tree.grid(col.sharded.dX, scale=sdx),
+                 tree.grid(col.sharded.dA, scale=sda, cols=_blocks(col.sharded.dA, 1, c["tp"]))],
+                [label("label.row_reference"), "", tree.grid(col.reference.dX, scale=sdx),
+                 tree.grid(col.reference.dA, scale=sda)],
+                [label("label.row_max_abs_err"), "", fmt.err(col.max_abs_err["dX"]), fmt.err(col.max_abs_err["dA"])],
+            ],
+        }
+        out["col-bwd-max-abs-err"] = fmt.err(max(col.max_abs_err["dX"], col.max_abs_err["dA"]))
+    result = {"controls": c, "tables": tables, "values": out,
+              "notes": {"row-backward": label("note.row_backward", tp=str(c["tp"]))}}
+    if row_refused or col_refused:        # the collectives table and the figure show both layers
+        return partial(result, row_refused or col_refused, "row" if row_refused else "col", section="row-backward",
+                       tables=("row-comm",), figures=("row-backward",))
+    tables["row-comm"] = {
         "caption": "cap.row_comm",
         "columns": ["col.row_layer", "col.row_phase", "col.row_collective", "col.row_elements",
                     "col.row_sent_ring"],
         "rows": comm_rows(row, col),
     }
-    worst_row = max(row.max_abs_err["dX"], row.max_abs_err["dA"])
-    worst_col = max(col.max_abs_err["dX"], col.max_abs_err["dA"])
-    return {
-        "controls": c,
-        "tables": {"row-bwd-ranks": row_bwd, "col-bwd-ranks": col_bwd, "row-comm": comm},
-        "values": {"row-bwd-max-abs-err": fmt.err(worst_row), "col-bwd-max-abs-err": fmt.err(worst_col)},
-        "notes": {"row-backward": label("note.row_backward", tp=str(c["tp"]))},
-        "figures": {"row-backward": figure_row_backward(row, col)},
-    }
+    return {**result, "figures": {"row-backward": figure_row_backward(row, col)}}
 
 
 # ---------------------------------------------------------------- pairing

@@ -25,6 +25,7 @@ from .. import memory as mem
 from .. import sp_layer as core
 from ..collectives import REGISTRY, reduce_all
 from .. import fmt
+from ..errors import TPMathError
 from . import Control, Section, parse_controls, tree
 from .cells import id_range, label, table
 from .fig_sp import figure_ln, figure_memory, figure_sp
@@ -125,18 +126,16 @@ def _grid(a: np.ndarray, owner: int | None, scale: float, decimals: int = DECIMA
 
 
 def shown_err(err: float, ref: np.ndarray) -> str:
-    """A difference from one device: "< bound" while it is rounding noise below the core's tolerance
-    (its digits differ between CPython and WebAssembly), its digits once it is a real error."""
-    return fmt.within(err, core.REL_TOL * max(1.0, float(np.max(np.abs(ref)))))
+    """A measured difference from one device (fmt.measured: its digits, or "< its noise floor")."""
+    return fmt.measured(err, float(np.max(np.abs(ref))))
 
 
 def worst_err(res: core.SpLayerResult) -> str:
-    """The largest difference of any output or gradient: below every tolerance, "< the largest
-    tolerance" (which quantity's noise is largest is itself noise); otherwise its digits."""
-    errs, tols = res.max_abs_err, res.tolerances
-    if all(errs[k] <= tols[k] for k in core.RESULT_KEYS):
-        return fmt.within(0.0, max(tols.values()))
-    return fmt.err(max(errs[k] for k in core.RESULT_KEYS if errs[k] > tols[k]))
+    """The largest measured difference of any output or gradient: "< the largest noise floor" while
+    every one is rounding noise, else the largest one's digits (the tolerances: sp-check's column)."""
+    floors = {k: fmt.noise_floor(np.max(np.abs(getattr(res.reference, k)))) for k in core.RESULT_KEYS}
+    real = [res.max_abs_err[k] for k in core.RESULT_KEYS if res.max_abs_err[k] >= floors[k]]
+    return fmt.err(max(real)) if real else fmt.within(0.0, max(floors.values()))
 
 
 def _merge(parts: list[np.ndarray], how: str) -> np.ndarray:
@@ -258,9 +257,10 @@ def _check_table(res: core.SpLayerResult) -> dict:
     for k in core.RESULT_KEYS:
         err, tol = res.max_abs_err[k], res.tolerances[k]
         shape = np.shape(getattr(res.reference, k))
-        rows.append([QUANTITY[k], "×".join(fmt.integer(s) for s in shape) or "1", fmt.within(err, tol),
-                     CHECK[err <= tol], fmt.within(res.plain_tp.max_abs_err[k], tol)])
-    return table("cap.sp_check", ["col.sp_quantity", "col.shape", "col.sp_err_sp", "col.sp_within",
+        ref = getattr(res.reference, k)
+        rows.append([QUANTITY[k], "×".join(fmt.integer(s) for s in shape) or "1", shown_err(err, ref), fmt.err(tol),
+                     CHECK[err <= tol], shown_err(res.plain_tp.max_abs_err[k], ref)])
+    return table("cap.sp_check", ["col.sp_quantity", "col.shape", "col.sp_err_sp", "col.tolerance", "col.sp_within",
                                   "col.sp_err_tp"], rows)
 
 
@@ -487,7 +487,13 @@ def render_memory(values: dict, lang: str) -> dict:
     """Memory per rank for one setting: the split into model states and activations, Table 2 at
     these sizes, the per-tensor breakdown of one layer and the paper's numbers where it has them."""
     c, state = memory_controls(values)
-    r = memory_result(c)
+    try:
+        r = memory_result(c)
+    except TPMathError as err:
+        # A refusal still says which fields the preset owns (their values, greyed): the page then
+        # never shows a preset beside another preset's greyed values (issue 25 item 20).
+        err.control_state = state
+        raise
     totals = configuration_totals(c, r)
     tables = {"mem-rank": _rank_table(c, r), "mem-table2": _table2(c, r, totals), "mem-breakdown": _breakdown(r)}
     paper = _paper_table(c, r)

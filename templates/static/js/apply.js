@@ -4,7 +4,7 @@
  * table rows straight from their element trees, named parts of a drawing matched by name), and
  * whatever text changed is marked for a moment (the "what changed" cue, cue.js). */
 
-import { cellText, keyText } from "./i18n.js";
+import { cellText, keyText, tr } from "./i18n.js";
 import { build, TreeError, validate } from "./tree.js";
 import { markChanged } from "./cue.js";
 import { idle } from "./layout.js";
@@ -325,8 +325,8 @@ function boxOf(table) {
   return table.parentElement && table.parentElement.classList.contains("table-wrap") ? table.parentElement : table;
 }
 
-function applyTables(demo, tables, cue) {
-  const seen = new Set();
+function applyTables(demo, tables, cue, keep) {
+  const seen = new Set(keep);
   for (const [name, spec] of Object.entries(tables)) {
     seen.add(name);
     let table = findIn(demo, "data-table", name);
@@ -357,8 +357,8 @@ function applyTables(demo, tables, cue) {
   }
 }
 
-function applyFigures(demo, figures, cue) {
-  const seen = new Set();
+function applyFigures(demo, figures, cue, keep) {
+  const seen = new Set(keep);
   for (const [name, node] of Object.entries(figures)) {
     seen.add(name);
     try {
@@ -385,9 +385,10 @@ function applyFigures(demo, figures, cue) {
 
 /** Sentences under the tables: shown when the result has them, hidden when it has not (e.g. the
  * preset note once "Custom" is chosen); a note the static page did not have is added. */
-function applyNotes(demo, notes) {
+function applyNotes(demo, notes, keep) {
   for (const el of demo.querySelectorAll("[data-note]")) {
-    if (!(el.getAttribute("data-note") in notes)) el.hidden = true;
+    const name = el.getAttribute("data-note");
+    if (!(name in notes) && !keep.includes(name)) el.hidden = true;
   }
   for (const [name, cell] of Object.entries(notes)) {
     let el = findIn(demo, "data-note", name);
@@ -404,16 +405,51 @@ function applyNotes(demo, notes) {
   }
 }
 
-/** Everything a result shows; returns the elements whose text changed (for the cue). */
+/** Everything a result shows; returns the elements whose text changed (for the cue).  The parts a
+ * result names in `stale` (views/row.py `partial`: a layer the controls refuse) are kept as they
+ * are; markStale dims them. */
 export function applyResult(demo, result) {
   const cue = [];
-  if (result.figures) applyFigures(demo, result.figures, cue);
-  applyTables(demo, result.tables || {}, cue);
+  const keep = result.stale || {};
+  if (result.figures) applyFigures(demo, result.figures, cue, keep.figures || []);
+  applyTables(demo, result.tables || {}, cue, keep.tables || []);
   setTexts(demo, "data-value", result.values || {}, cue);
-  applyNotes(demo, result.notes || {});
+  applyNotes(demo, result.notes || {}, keep.notes || []);
   (result.real || []).forEach((run, i) => {
     setTexts(demo, "data-real-command", { [i]: run.command }, null);
     setTexts(demo, "data-real-output", { [i]: run.output }, null);
   });
   return cue;
+}
+
+/** Mark what no longer matches the controls (data-stale: dimmed by style.css) and say once, above
+ * it, that it shows the last valid setting: `stale` is "all" (the controls were refused), a
+ * result's {tables, values, notes, figures, real} (one part refused) or null (all current). */
+export function markStale(demo, stale) {
+  const named = (kind, name) => stale === "all" || (!!stale && (stale[kind] || []).includes(name));
+  let any = false;
+  const mark = (el, on) => {
+    if (on) { any = true; if (!el.hasAttribute("data-stale")) el.setAttribute("data-stale", ""); }
+    else if (el.hasAttribute("data-stale")) el.removeAttribute("data-stale");
+  };
+  for (const t of demo.querySelectorAll("table[data-table]")) mark(boxOf(t), named("tables", t.getAttribute("data-table")));
+  for (const f of demo.querySelectorAll("figure[data-figure]")) mark(f, named("figures", f.getAttribute("data-figure")));
+  for (const n of demo.querySelectorAll("[data-note]")) mark(n, !n.hidden && named("notes", n.getAttribute("data-note")));
+  for (const d of demo.querySelectorAll("dd[data-value]")) {
+    const on = named("values", d.getAttribute("data-value"));
+    mark(d, on);
+    if (d.previousElementSibling && d.previousElementSibling.tagName === "DT") mark(d.previousElementSibling, on);
+  }
+  for (const r of demo.querySelectorAll("details.real-ranks")) mark(r, stale === "all" || !!(stale && stale.real));
+  let note = demo.querySelector(":scope > .stale-note");
+  if (!any) { if (note) note.hidden = true; return; }
+  if (!note) {
+    note = document.createElement("p");
+    note.className = "stale-note";
+    const after = demo.querySelector(":scope > .runtime-line") || demo.querySelector(":scope > form.controls");
+    if (after) after.after(note); else demo.prepend(note);
+  }
+  note.hidden = false;
+  const text = tr("site.stale");
+  if (note.textContent !== text) note.textContent = text;
 }

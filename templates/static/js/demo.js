@@ -12,12 +12,13 @@
  * answer; any other change is refused (the controls go back to what the tables show). */
 
 import { cellText, has, pageLang, stringsReady, tr, whenStrings } from "./i18n.js";
-import { applyResult } from "./apply.js";
+import { applyResult, markStale } from "./apply.js";
 import { showCue } from "./cue.js";
 import { toSlider, valuesBeside } from "./sliders.js";
 import { loadedResults, loadResults, lookup } from "./results.js";
 
 const PENDING_AFTER_MS = 100;    // a change not answered by then shows the pending state
+const QUOTED_MAX = 60;           // a link's value longer than this is cut in a note (tpmath.errors.SHORT)
 const BUSY_DIM_MS = 150;         // an answer slower than this dims the block (style.css, data-slow)
 
 let firstLive = false;
@@ -196,6 +197,7 @@ export class Demo {
   request() {
     this.dirty = true;
     this.ticket++;
+    if (this.refuseBadNumber()) return;
     if (this.runtime.waiting || this.runtime.final) { this.fromResults(); return; }
     if (!this.runtime.ready || this.inflight !== null) return;
     const controls = this.values();
@@ -319,6 +321,7 @@ export class Demo {
   }
 
   show(payload, sent, live) {
+    if (this.badNumber()) return;               // for values the controls no longer hold
     this.done = sent;
     this.shownTicket = this.ticket;
     if (!payload.ok && this.fromUrl.size) {        // the link's values are refused together
@@ -329,31 +332,99 @@ export class Demo {
       this.request();
       return;
     }
+    if (!payload.ok && this.release(payload.field)) { this.done = null; this.request(); return; }
     this.busy(false);
     this.setPending(false);
+    const refused = payload.ok ? (payload.result || {}).refused || null : payload;
     if (payload.ok) {
       const result = payload.result || {};
-      this.error = "";
+      this.error = refused ? cellText(refused.error) : "";
+      if (this.fromUrl.size && result.control_state) this.note = this.overriddenNote(result.control_state, sent) || this.note;
       this.fromUrl.clear();
       const changed = applyResult(this.el, result);
-      for (const m of this.mirrors) changed.push(...applyResult(m.el, { figures: result.figures || {} }));
+      const keep = result.stale ? { figures: result.stale.figures || [] } : null;
+      for (const m of this.mirrors) changed.push(...applyResult(m.el, { figures: result.figures || {}, stale: keep }));
       if (result.control_state) this.applyControlState(result.control_state);
+      this.markStale(result.stale || null);
+      const before = this.shown;
       this.shown = this.values();
+      if (refused && refused.field in before) this.shown[refused.field] = before[refused.field];
       if (this.cue) showCue(changed);   // (an empty list still ends the previous cue)
       if (live && !firstLive) { firstLive = true; if (window.performance && performance.mark) performance.mark("tp-first-live"); }
     } else {
       this.error = cellText(payload.error) || tr("runtime.failed");
+      // the view's state for the refused values (a preset's greyed fields): controls = message
+      if (payload.control_state) this.applyControlState(payload.control_state);
+      this.markStale("all");
     }
     this.cue = false;
-    this.showMessage(payload.ok ? null : payload.field || null);
+    this.showMessage(refused ? refused.field || null : null);
     this.el.dispatchEvent(new CustomEvent("tp-rendered", { bubbles: true,
       detail: { section: this.name, ok: !!payload.ok, source: live ? "live" : "precomputed" } }));
   }
 
-  /** "The link's value shift = 1e308 was ignored: why" (values as the link had them). */
-  ignoredNote(pairs, why) {
-    const list = pairs.map(([n, v]) => `${n} = ${v}`).join(", ");
-    return tr("runtime.url_ignored", { values: list }) + (why ? " " + why : "");
+  /** "The link's value shift = 1e308 was ignored: why" (values as the link had them, a long one
+   * cut; `key`: url_ignored or url_set_by, with _many for several values). */
+  ignoredNote(pairs, why, key = "runtime.url_ignored") {
+    const cut = (v) => (v.length > QUOTED_MAX ? v.slice(0, QUOTED_MAX - 1) + "…" : v);
+    const list = pairs.map(([n, v]) => `${n} = ${cut(String(v))}`).join(", ");
+    const text = tr(pairs.length > 1 ? key + "_many" : key, { values: list, why: "" });
+    return key === "runtime.url_ignored" && why ? text + " " + why : text;
+  }
+
+  /** The link's values of fields the view then set itself (a preset's): say so, with its reason. */
+  overriddenNote(state, sent) {
+    const set = [...this.fromUrl].filter((n) => {
+      const s = state[n];
+      return s && s.disabled && typeof s.value === "string" && s.value !== sent[n];
+    });
+    if (!set.length) return "";
+    const why = cellText(state[set[0]].why) || "";
+    return tr(set.length > 1 ? "runtime.url_set_by_many" : "runtime.url_set_by",
+      { values: set.map((n) => `${n} = ${sent[n]}`).join(", "), why });
+  }
+
+  /** Dim what no longer matches the controls, here and in the figure blocks (apply.js). */
+  markStale(stale) {
+    markStale(this.el, stale);
+    for (const m of this.mirrors) markStale(m.el, stale && stale !== "all" ? { figures: stale.figures || [] } : stale);
+  }
+
+  /** A refusal of a value the reader cannot edit (a field the view set, e.g. a preset's: greyed,
+   * data-set): those fields go back to the static page's values and the change is sent again,
+   * so leaving a preset never leaves its values behind (issue 25 item 20; tpsite/precompute.py
+   * walks the same retry).  False when there is nothing to release. */
+  release(field) {
+    const at = this.controls().find((el) => el.name === field);
+    if (!at || !at.disabled || !at.hasAttribute("data-set")) return false;
+    let changed = false;
+    for (const el of this.controls()) {
+      if (el.disabled && el.hasAttribute("data-set") && el.value !== this.defaults[el.name]) {
+        el.value = this.defaults[el.name];
+        toSlider(el);
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
+  /** A number box holding text the browser cannot read as a number (1e400, "1e"): its value is
+   * "" and the view would call it empty, so the page names the fault itself. */
+  badNumber() {
+    return this.controls().find((el) => el.validity && el.validity.badInput) || null;
+  }
+
+  refuseBadNumber() {
+    const el = this.badNumber();
+    if (!el) return false;
+    const lab = el.id ? document.querySelector(`label[for="${el.id}"]`) : null;
+    this.dirty = false;
+    this.error = tr("site.bad_number", { name: lab ? lab.textContent.trim() : el.name });
+    this.busy(false);
+    this.setPending(false);
+    this.markStale("all");
+    this.showMessage(el.name);
+    return true;
   }
 
   // ---- control state ----------------------------------------------------------------------
@@ -364,6 +435,7 @@ export class Demo {
     for (const el of this.controls()) {
       const s = state[el.name] || {};
       el.disabled = !!s.disabled;
+      el.toggleAttribute("data-set", !!s.disabled && typeof s.value === "string");   // see release()
       if (el.tagName === "SELECT") setOptions(el, s.options || {});
       if (typeof s.value === "string" && el.value !== s.value) el.value = s.value;
       this.setWhy(el, s.disabled && s.why ? cellText(s.why) : "");

@@ -55,6 +55,8 @@ export function has(key) {
 
 /** The string of `key` with its {name} placeholders filled from `args` (cells). */
 export function tr(key, args) {
+  // a choice without a label of its own (tpmath.i18n.option) shows as its value
+  if (!has(key) && args && Object.prototype.hasOwnProperty.call(args, "as_typed")) return cellText(args.as_typed);
   const text = has(key) ? strings[key] : key;
   if (!args) return text;
   return text.replace(/\{(\w+)\}/g, (m, name) =>

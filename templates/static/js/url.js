@@ -81,7 +81,9 @@ function query() {
   const params = new URLSearchParams();
   for (const d of demos) {
     for (const el of d.controls()) {
-      if (!el.disabled && el.value !== d.defaults[el.name]) params.set(queryKey(d, el.name), el.value);
+      // a refused value is not written: the link keeps the setting the tables show
+      const value = d.error && d.shown && el.name in d.shown ? d.shown[el.name] : el.value;
+      if (!el.disabled && value !== d.defaults[el.name]) params.set(queryKey(d, el.name), value);
     }
   }
   const qs = params.toString();
@@ -147,6 +149,12 @@ export function writeUrl(demo) {
   // A little later, when the page is idle: replacing the URL costs a few ms (history.replaceState),
   // and in the change's own task or right after it the worker's answer would wait behind it.
   writeTimer = setTimeout(() => idle(() => { if (writeTimer) write(); }, 1000), Math.max(wait, WRITE_AFTER_MS));
+}
+
+/** A demo's answer arrived (accepted or refused): the query follows what it shows, without
+ * making that demo the reader's place. */
+export function refreshUrl() {
+  if (lastChanged && !writeTimer) writeTimer = setTimeout(() => idle(() => { if (writeTimer) write(); }, 1000), WRITE_AFTER_MS);
 }
 
 function langLinks() {
