@@ -199,7 +199,7 @@ def render(section: str, controls: dict | None = None, lang: str = "en") -> dict
     result.setdefault("controls", values)
     if sec.real is not None:
         with np.errstate(all="ignore"):
-            result["real"] = [ranks.expected_output(example, given)
+            result["real"] = [ranks.expected_output(example, given, lang)
                               for example, given in sec.real(result["controls"])]
     return result
 
