@@ -89,7 +89,7 @@ def _zh_texts(site: Path):
         source = page.read_text(encoding="utf-8")
         # the glossary's own columns of English terms and of variants not to use are the one place
         # they appear
-        source = re.sub(r'<td class="glossary-avoid"[^>]*>.*?</td>|<th scope="row" lang="en"[^>]*>.*?</th>', "", source)
+        source = re.sub(r'<td class="prose glossary-avoid"[^>]*>.*?</td>|<th scope="row" lang="en"[^>]*>.*?</th>', "", source)
         source = re.sub(r"<(script|style)\b.*?</\1>", "", source, flags=re.S)
         text = html.unescape(re.sub(r"<[^>]+>", "\n", source))
         yield page.name, text
@@ -120,7 +120,7 @@ def test_the_glossary_table_is_on_the_first_page_in_both_languages(site):
         rows = table.find("tbody").find_all("tr")
         assert [(r.find("th").text(), r.find("td").text()) for r in rows] == [(t.en, t.zh) for t in TERMS]
         padding = next(r for r in rows if r.find("th").text() == "padding")
-        assert padding.find("td", class_="glossary-avoid").text() == "填充"
+        assert padding.find("td", class_="prose glossary-avoid").text() == "填充"
         for page in sorted((site / lang).glob("*.html")):
             footer = parse(page.read_text(encoding="utf-8")).find("footer")
             assert any(a.attrs.get("href") == "index.html#glossary" and a.text() == title

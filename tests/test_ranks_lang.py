@@ -85,5 +85,6 @@ def test_check_title_and_padding_count_cjk_as_two_columns():
     from tpmath.ranks.output import columns
     from tpmath.i18n import Text
     lines = ranks.format_rank(0, [(Text("real.local_max"), 1.0), ("m ← all_reduce(MAX)", 2.0)], lang="zh")
-    assert [columns(line.rsplit("  ", 1)[0]) for line in lines] == [columns(lines[1].rsplit("  ", 1)[0])] * 2
+    assert [columns(line.rsplit("  ", 1)[0], "zh") for line in lines] == [columns(lines[1].rsplit("  ", 1)[0], "zh")] * 2
+    assert columns("局部 ←", "zh") == 7 and columns("局部 ←", "en") == 6 and columns("Σ", "zh") == 1
     assert ranks.check_title("zh") != ranks.check_title("en")

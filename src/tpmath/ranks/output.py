@@ -66,14 +66,17 @@ def value_text(value: Any, lang: str = i18n.DEFAULT_LANG) -> str:
     return fmt.mat(arr)
 
 
-def columns(text: str) -> int:
-    """The width of ``text`` in a monospace font: a CJK character takes two columns."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+def columns(text: str, lang: str = i18n.DEFAULT_LANG) -> int:
+    """The width of ``text`` in a monospace font of ``lang``: a CJK character takes two columns, and
+    so do the symbols the language's monospace fonts draw full-width (``real.wide_symbols``: ← ⊙ ∞
+    in Chinese fonts, whose Latin letters are half as wide)."""
+    wide = i18n.text(Text("real.wide_symbols"), lang)
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" or ch in wide else 1 for ch in text)
 
 
 def name_width(records: list[tuple[Any, Any]], lang: str = i18n.DEFAULT_LANG) -> int:
     """The columns of the longest record name in ``lang`` (what :func:`format_rank` pads to)."""
-    return max((columns(i18n.text(name, lang)) for name, _ in records), default=0)
+    return max((columns(i18n.text(name, lang), lang) for name, _ in records), default=0)
 
 
 def format_rank(r: int, records: list[tuple[Any, Any]], width: int = 0,
@@ -86,7 +89,7 @@ def format_rank(r: int, records: list[tuple[Any, Any]], width: int = 0,
     out = []
     for name, value in records:
         shown = i18n.text(name, lang)
-        pad = " " * (width - columns(shown))
+        pad = " " * (width - columns(shown, lang))
         for i, line in enumerate(value_text(value, lang).split("\n")):
             out.append((f"[rank {r}] {shown}{pad}  {line}" if i == 0 else f"[rank {r}] {' ' * width}  {line}").rstrip())
     return out
