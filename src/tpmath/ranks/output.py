@@ -66,12 +66,17 @@ def value_text(value: Any, lang: str = i18n.DEFAULT_LANG) -> str:
     return fmt.mat(arr)
 
 
+# Symbols of the record names that CJK monospace fonts (Noto Sans Mono CJK, measured) draw full-width
+# while Latin monospace fonts draw them one column wide.
+CJK_WIDE_SYMBOLS = "←⊙∞"
+
+
 def columns(text: str, lang: str = i18n.DEFAULT_LANG) -> int:
     """The width of ``text`` in a monospace font of ``lang``: a CJK character takes two columns, and
-    so do the symbols the language's monospace fonts draw full-width (``real.wide_symbols``: ← ⊙ ∞
-    in Chinese fonts, whose Latin letters are half as wide)."""
-    wide = i18n.text(Text("real.wide_symbols"), lang)
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" or ch in wide else 1 for ch in text)
+    :data:`CJK_WIDE_SYMBOLS` take ``real.symbol_columns`` (2 in the CJK fonts of a Chinese page)."""
+    symbol = int(i18n.text(Text("real.symbol_columns"), lang) or 1)
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else symbol if ch in CJK_WIDE_SYMBOLS else 1
+               for ch in text)
 
 
 def name_width(records: list[tuple[Any, Any]], lang: str = i18n.DEFAULT_LANG) -> int:
