@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tpmath import i18n
 from tpmath import attention as att
 from tpmath import layer as lay
 from tpmath.errors import TPMathError
@@ -419,7 +420,7 @@ def test_real_ranks_records_follow_the_core():
     per_rank, check = ranks.expected(p)
     for r, recs in enumerate(per_rank):
         rk = p["core"].ranks[r]
-        got = dict(recs)
+        got = {i18n.text(n): v for n, v in recs}           # names as the English run prints them
         assert np.array_equal(got["Q"], rk.Q.reshape(6, -1))
         assert np.array_equal(got[f"P (head {2 * r + 1})"], rk.probs[:, 1].reshape(6, 3))
         assert np.array_equal(got["G_W_k[:, 0:2] ← all_reduce(SUM, ranks 0,1)"], rk.G_W_k)

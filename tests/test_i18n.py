@@ -26,6 +26,7 @@ import pytest
 from tpmath import TPMathError, comm_cost, dp_tp, i18n
 from tpmath.errors import name as field_name
 from tpmath.validate import as_float
+from tpmath.ranks.mismatch import HANG_CODES
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -60,7 +61,12 @@ def test_every_error_code_and_cell_key_has_a_message():
     built = ([f"dp_tp.{v}" for v in dp_tp.VARIANTS]
              + [f"comm.where_{w}" for _, w, _, _ in comm_cost.TP_COLLECTIVES + comm_cost.SP_COLLECTIVES]
              + [f"error.split_{w}" for w in ("row", "column", "hidden", "ffn")]
-             + ["error.blocks_uneven_elements", "error.blocks_uneven_rows"])
+             + ["error.blocks_uneven_elements", "error.blocks_uneven_rows"]
+             + [f"real.hang_code.{c}" for c in HANG_CODES])
+    # the codes named there are every code the checker gives a hang
+    given = {node.args[3].value for path, node in calls({"_hang"}) if path.name == "mismatch.py"
+             and isinstance(node.args[3], ast.Constant)}
+    assert given and given <= set(HANG_CODES), given - set(HANG_CODES)
     missing += [("built", 0, k) for k in built if k not in strings]
     assert missing == []
 

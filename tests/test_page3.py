@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tpmath import TPMathError, attention as att, views
+from tpmath import TPMathError, attention as att, i18n, views
 from tpmath.views import attention as page3
 from tpmath import fmt
 from tpmath.views import tree
@@ -642,7 +642,7 @@ def test_layer_real_block_prints_the_tables_numbers(controls):
         table = {r[0]: grid_values(r[2]) for r in res["tables"]["layer-replicated"]["rows"]
                  if r[1]["key"] == "label.att_tp_result"}
         for recs in per_rank:
-            got = dict(recs)
+            got = {i18n.text(n): v for n, v in recs}       # names as the English run prints them
             for key, symbol in (("gamma1", "γ₁"), ("b_o", "b_o"), ("b2", "b₂")):
                 close(table[symbol], got[f"G_{key} (local, no collective)"])
 

@@ -8,7 +8,7 @@ import shlex
 import numpy as np
 import pytest
 
-from tpmath import TPMathError, collectives, ranks, views
+from tpmath import TPMathError, collectives, i18n, ranks, views
 from tpmath.real.__main__ import build_parser
 from tpmath import fmt
 
@@ -16,7 +16,7 @@ from grid_cells import shown, text_rows
 
 
 def records_by_name(per_rank: list, r: int) -> dict[str, str]:
-    return {name: ranks.value_text(value) for name, value in per_rank[r]}
+    return {i18n.text(name): ranks.value_text(value) for name, value in per_rank[r]}
 
 
 @pytest.mark.parametrize("tp", [1, 2, 4])
@@ -75,7 +75,7 @@ def test_collective_records_are_the_cells_of_the_collective_table(name, n):
             assert out == ranks.NOTHING
         else:
             assert text_rows(ranks.value_text(out)) == shown(row[2])
-    assert check == [("max|Δ| outputs", f"0 {ranks.OK}")]
+    assert [(i18n.text(n), v) for n, v in check] == [("max|Δ| outputs", f"0 {ranks.OK}")]
 
 
 def test_row_and_column_records_are_the_cells_of_the_linear_tables():

@@ -28,7 +28,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from tpmath import collectives, mismatch, ranks  # noqa: E402
+from tpmath import collectives, i18n, mismatch, ranks  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -53,7 +53,7 @@ def launch(n: int, argv: list[str], deadline: float = DEADLINE_S) -> subprocess.
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def rank_lines(stdout: str, n: int) -> tuple[list[list[str]], list[str]]:
+def rank_lines(stdout: str, n: int, lang: str = "en") -> tuple[list[list[str]], list[str]]:
     """Each rank's ``[rank r]`` lines (check block of rank 0 separated out)."""
     per = [[] for _ in range(n)]
     check: list[str] = []
@@ -62,23 +62,23 @@ def rank_lines(stdout: str, n: int) -> tuple[list[list[str]], list[str]]:
         if not line.startswith("[rank "):
             continue
         r = int(line[6:line.index("]")])
-        if r == 0 and line == f"[rank 0] {ranks.CHECK_TITLE}":
+        if r == 0 and line == ranks.check_title(lang):
             in_check = True
         (check if in_check and r == 0 else per[r]).append(line)
     return per, check
 
 
-def assert_same_as_core(n: int, example: str, given: dict, argv: list[str]) -> None:
+def assert_same_as_core(n: int, example: str, given: dict, argv: list[str], lang: str = "en") -> None:
     """Real run's printed lines == the core's expected lines, rank by rank; the check passes."""
     p = ranks.plan(example, given)
     assert p["world"] == n
     want_ranks, want_check = ranks.expected(p)
-    run = launch(n, argv)
+    run = launch(n, argv + (["--lang", lang] if lang != "en" else []))
     assert run.returncode == 0, run.stderr[-3000:]
-    got_ranks, got_check = rank_lines(run.stdout, n)
+    got_ranks, got_check = rank_lines(run.stdout, n, lang)
     for r in range(n):
-        assert got_ranks[r] == ranks.format_rank(r, want_ranks[r]), f"rank {r}\n{run.stdout}"
-    assert got_check == ranks.format_check(want_check), run.stdout
+        assert got_ranks[r] == ranks.format_rank(r, want_ranks[r], lang=lang), f"rank {r}\n{run.stdout}"
+    assert got_check == ranks.format_check(want_check, lang), run.stdout
     assert all(line.endswith(ranks.OK) for line in got_check[1:]), got_check
 
 
@@ -110,6 +110,13 @@ def text_cases():
     for n, ex, g in text_cases()])
 def test_every_rank_prints_what_the_core_computes(n, example, given):
     assert_same_as_core(n, example, given, _argv(example, given))
+
+
+@pytest.mark.parametrize("n, example, given", [(4, "vocab-ce", {"shards": 4}),
+                                               (2, "collective", {"name": "scatter", "ranks": 2, "root": 1})])
+def test_every_rank_prints_in_the_language_asked_for(n, example, given):
+    """``--lang zh``: the same records in Chinese, as the Chinese page shows them."""
+    assert_same_as_core(n, example, given, _argv(example, given), "zh")
 
 
 # ------------------------------------------------------------------------ numeric (--json)
@@ -162,11 +169,11 @@ def test_json_values_match_the_core(n, example, given, rtol):
     got = json_ranks(run.stdout, n)
     for r in range(n):
         names = [name for name, _ in got[r]["records"]]
-        assert names == [name for name, _ in want_ranks[r]], f"rank {r}"
+        assert names == [i18n.text(name) for name, _ in want_ranks[r]], f"rank {r}"   # cells in English
         for (name, value), (_, want) in zip(got[r]["records"], want_ranks[r]):
             value = _num(value)
-            if isinstance(want, str):
-                assert value == want, (r, name)
+            if isinstance(want, (str, dict)):                 # a text or a cell
+                assert value == i18n.text(want), (r, name)
                 continue
             want = np.asarray(want, dtype=np.float64)
             scale = max(1.0, float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0)))
@@ -174,7 +181,7 @@ def test_json_values_match_the_core(n, example, given, rtol):
             assert np.array_equal(np.isinf(value), np.isinf(want)), (r, name)
             fin = np.isfinite(want)
             np.testing.assert_allclose(value[fin], want[fin], rtol=0, atol=rtol * scale, err_msg=f"rank {r} {name}")
-    assert [name for name, _ in got[0]["check"]] == [name for name, _ in want_check]
+    assert [name for name, _ in got[0]["check"]] == [i18n.text(name) for name, _ in want_check]
     assert all(v.endswith(ranks.OK) for _, v in got[0]["check"]), got[0]["check"]
 
 
@@ -316,14 +323,20 @@ def test_every_section_with_an_example_has_a_block_in_both_languages(built_site)
     assert want, "no page shows a section with an example: the derivation is broken"
     assert {s for _, s, _, _ in en} == want
     assert {s for _, s, _, _ in zh} == want
-    # commands and outputs are language-neutral: the same on both pages
-    assert [(p, s, c, o) for p, s, c, o in en] == [(p, s, c, o) for p, s, c, o in zh]
+    # the same runs in the page's language: the Chinese command adds --lang zh, and prints the
+    # same numbers (labels translated: tests/test_ranks_lang.py)
+    number = re.compile(r"[−-]?\d+(?:\.\d+)?(?:e[−-]?\d+)?")
+    assert [(p, s, c + " --lang zh", number.findall(o)) for p, s, c, o in en] == \
+        [(p, s, c, number.findall(o)) for p, s, c, o in zh]
 
 
-def test_the_command_copied_from_the_page_prints_the_page_output(built_site):
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_command_copied_from_the_page_prints_the_page_output(built_site, lang):
     """What a reader does: copy the command, run it, compare with the block, line by line."""
     import shlex
-    for page, section, command, output in page_blocks(built_site, "en"):
+    from tpmath import i18n
+    real_said = i18n.text({"key": "real.real_outcome", "args": {"outcome": ""}}, lang)
+    for page, section, command, output in page_blocks(built_site, lang):
         argv = shlex.split(command)
         assert argv[:3] == ["torchrun", "--standalone", "--nproc-per-node"], command
         n = int(argv[3])
@@ -333,7 +346,7 @@ def test_the_command_copied_from_the_page_prints_the_page_output(built_site):
         run = launch(n, argv[6:])
         got = [line for line in run.stdout.splitlines() if line.startswith("[rank ")]
         if argv[6] == "mismatch":                         # the real run adds its "real:" lines
-            got = [line for line in got if "real: " not in line]
+            got = [line for line in got if real_said not in line]
             assert sorted(got) == sorted(output.splitlines()), (page, section, run.stdout)
             continue
         assert run.returncode == 0, (page, section, run.stderr[-2000:])

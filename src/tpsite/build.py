@@ -36,7 +36,7 @@ from urllib.parse import urlparse
 import jinja2
 
 from . import content as content_mod
-from . import fonts, markdown_ext, mathml, precompute, publish, render, runtime, wheel
+from . import fonts, glossary, markdown_ext, mathml, precompute, publish, render, runtime, wheel
 from .content import Content, Page, display_path, header_breaks
 from .errors import BuildError
 
@@ -368,6 +368,9 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
                 alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != content.tag(lang)],
                 nav=nav, toc=prep.toc, body=render.Markup(prep.html),
                 has_demos="<form class=\"controls\"" in prep.html or "class=\"pydemo\"" in prep.html,
+                glossary=glossary.rows(content.glossary) if slug == slugs[0] else None,
+                glossary_tags={l: content.tag(l) if l in content.langs else l for l in ("en", "zh")},
+                glossary_href=f"{content.page(lang, slugs[0]).output_name}#{glossary.ANCHOR}" if content.glossary else None,
                 pyodide_url=page_url(urls["pyodide"], "../"), wheel_url=page_url(urls["wheel"], "../"),
                 runtime_sizes=urls.get("sizes") or {}, snapshot=urls.get("snapshot") or {},
                 social=_social(content, site, previews, lang, slug, f"{lang}/{page.output_name}", page.title,

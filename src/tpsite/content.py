@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import BuildError
+from . import glossary
 
 FENCE = "+++"
 NON_LANG_DIRS = {"i18n", "demos"}
@@ -65,6 +66,7 @@ class Content:
     langs: tuple[str, ...]
     pages: dict[tuple[str, str], Page]           # (lang, slug) -> page
     strings: dict[str, dict[str, str]]           # lang -> flattened i18n strings
+    glossary: tuple = ()                         # tpsite.glossary.Term records (content/i18n/glossary.toml)
 
     @property
     def demos_dir(self) -> Path:
@@ -233,13 +235,15 @@ def load_content(root: Path) -> Content:
     for lang in langs:
         strings[lang], origins[lang] = load_strings(root / "i18n", lang)
     check_same_keys(strings, origins)
+    # One term per concept: a forbidden variant anywhere a reader of the language reads stops the build.
+    terms = glossary.check(root, langs)
     # The command line's help is checked like every string but is no page's: the pages embed
     # their strings, and these would only make them larger.
     for lang in langs:
         after = strings[lang].get("site.break_after", "")
         strings[lang] = {k: header_breaks(v, after) if k.startswith(HEADER_KEYS) else v
                          for k, v in strings[lang].items() if origins[lang][k].name != f"{lang}.{CLI_PART}.toml"}
-    return Content(root=root, langs=langs, pages=pages, strings=strings)
+    return Content(root=root, langs=langs, pages=pages, strings=strings, glossary=terms)
 
 
 # Table headers and captions break only at spaces and punctuation on the Chinese pages (style.css:

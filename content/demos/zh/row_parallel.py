@@ -1,6 +1,6 @@
 # 行并行线性层 Y = X A（Megatron 的写法：A 的形状是 (in, out)），
 # 只用 numpy 在 tp 个 "rank" 上模拟前向和反向，并与未分片的线性层对照。
-# B = batch 大小，D = 输入特征数，O = 输出特征数。
+# B = 批大小，D = 输入特征数，O = 输出特征数。
 import numpy as np
 
 rng = np.random.default_rng(0)                 # 固定随机种子：每次运行输出都一样

@@ -31,20 +31,21 @@ from typing import Any
 
 import numpy as np
 
+from .. import i18n
 from ..errors import TPMathError
 from ..validate import as_choice, as_flag
 from .collective import NOTHING, TORCH_OPS, collective_call, collective_check, collective_verdict, reference_collective
 from .linear import linear_names, linear_stage_keys
 from .mismatch import call_text
 from .mlp import MLP_RECORDS, mlp_names
-from .output import (BAD, CHECK_TITLE, OK, format_check, format_output, format_rank, records_json, tolerance,
+from .output import (BAD, OK, check_title, format_check, format_output, format_rank, records_json, tolerance,
                      value_text, verdict)
 from .topic import Opt, Topic
 from .vocab import VOCAB_RECORDS, vocab_check, vocab_ids, vocab_names
 
 # The helpers the real runner (tpmath.real) shares with the simulation, one import away.
-__all__ = ["BAD", "CHECK_TITLE", "LAUNCH", "MLP_RECORDS", "MODULE", "NOTHING", "OK", "TOPICS", "TORCH_OPS",
-           "VOCAB_RECORDS", "Opt", "Topic", "call_text", "collective_call", "collective_check", "collective_verdict",
+__all__ = ["BAD", "LAUNCH", "MLP_RECORDS", "MODULE", "NOTHING", "OK", "TOPICS", "TORCH_OPS",
+           "VOCAB_RECORDS", "Opt", "Topic", "call_text", "check_title", "collective_call", "collective_check", "collective_verdict",
            "command", "command_for", "expected", "expected_output", "format_check", "format_output", "format_rank",
            "linear_names", "linear_stage_keys", "mlp_names", "options", "plan", "records_json",
            "reference_collective", "tolerance", "value_text", "verdict", "vocab_check", "vocab_ids", "vocab_names"]
@@ -99,13 +100,14 @@ def expected(p: dict) -> tuple[list[list[tuple[str, Any]]], list[tuple[str, Any]
 
 # --------------------------------------------------------------------------- command
 
-def command(example: str, given: dict | None = None) -> str:
+def command(example: str, given: dict | None = None, lang: str = i18n.DEFAULT_LANG) -> str:
     """The line to type: ``torchrun … -m tpmath.real EXAMPLE`` with the non-default options
-    (validated first, so the page never shows a command that would fail)."""
-    return command_for(plan(example, given))
+    (validated first, so the page never shows a command that would fail); ``--lang LANG``
+    when the reader's language is not the command line's default."""
+    return command_for(plan(example, given), lang)
 
 
-def command_for(p: dict) -> str:
+def command_for(p: dict, lang: str = i18n.DEFAULT_LANG) -> str:
     """:func:`command` of an existing plan."""
     parts = [*LAUNCH.split(), str(p["world"]), "-m", MODULE, p["example"]]
     for o in options(p["example"]):
@@ -114,6 +116,7 @@ def command_for(p: dict) -> str:
             parts += [f"--{o.name}"] if as_flag(o.name, value) else []
         elif value is not None and _arg(value) != o.default:
             parts += [f"--{o.name}", _arg(value)]
+    parts += ["--lang", lang] if lang != i18n.DEFAULT_LANG else []
     return " ".join(shlex.quote(s) for s in parts)
 
 
@@ -126,8 +129,8 @@ def _arg(value: Any) -> str:
     return str(value)
 
 
-def expected_output(example: str, given: dict | None = None) -> dict:
-    """``{"command", "output"}``: the line to run and what its ranks print (the page's block)."""
+def expected_output(example: str, given: dict | None = None, lang: str = i18n.DEFAULT_LANG) -> dict:
+    """``{"command", "output"}``: the line to run and what its ranks print, in ``lang`` (the page's block)."""
     p = plan(example, given)
     per_rank, check = expected(p)
-    return {"command": command_for(p), "output": format_output(per_rank, check)}
+    return {"command": command_for(p, lang), "output": format_output(per_rank, check, lang)}

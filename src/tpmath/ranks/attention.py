@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import attention
+from ..i18n import Text
 from ..record import fields_of
 from ..validate import as_choice
 from .output import cols, rows, verdict
@@ -33,18 +34,20 @@ def attention_records(cfg: attention.Config, r: int, q_heads: list, kv_heads: li
     reduced = " ← all_reduce(SUM)" if tp > 1 else ""
     groups = attention.kv_groups([attention.rank_heads(cfg, q)[1] for q in range(tp)])
     mine = next(g for g in groups if r in g)
-    kv_sum = (f" ← all_reduce(SUM, ranks {','.join(map(str, mine))})"
-              if cfg.kv_heads < tp and m != "kv-grad-not-summed" else "")
+    summed = cfg.kv_heads < tp and m != "kv-grad-not-summed"
+
+    def kv_sum(name: str) -> str | Text:
+        return Text("real.kv_summed", name=name, ranks=",".join(map(str, mine))) if summed else name
     fwd = [("W_q", "W_q" + cols(a, b)), ("W_k", "W_k" + cols(c, d)), ("W_v", "W_v" + cols(c, d)),
            ("W_o", "W_o" + rows(a, b))]
     if swapped:
         fwd.append(("X_in", "X" + reduced))
     fwd += [("Q", "Q"), ("K", "K"), ("V", "V")]
-    fwd += [(f"P{j}", f"P (head {h})") for j, h in enumerate(q_heads)]
+    fwd += [(f"P{j}", Text("real.p_head", head=str(h))) for j, h in enumerate(q_heads)]
     fwd += [("Y_partial", "Y_partial"), ("Y", "Y" + ("" if swapped else reduced)), ("loss", "loss = Σ Y⊙G")]
     bwd = [("G_Y", "G_Y" + reduced)] if swapped else []
-    bwd += [("G_W_q", "G_W_q" + cols(a, b)), ("G_W_k", "G_W_k" + cols(c, d) + kv_sum),
-            ("G_W_v", "G_W_v" + cols(c, d) + kv_sum), ("G_W_o", "G_W_o" + rows(a, b)),
+    bwd += [("G_W_q", "G_W_q" + cols(a, b)), ("G_W_k", kv_sum("G_W_k" + cols(c, d))),
+            ("G_W_v", kv_sum("G_W_v" + cols(c, d))), ("G_W_o", "G_W_o" + rows(a, b)),
             ("G_X_partial", "G_X_partial"), ("G_X", "G_X" + ("" if swapped else reduced))]
     return {"forward": fwd, "backward": bwd, "all": fwd + bwd}[stage]
 

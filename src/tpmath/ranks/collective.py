@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import collectives
 from ..cmdline import Series
+from ..i18n import Text
 from ..validate import as_int
 from .output import exact_verdict, tolerance, verdict
 from .topic import Topic, opts
@@ -69,17 +70,17 @@ def collective_verdict(err: float, name: str, op: str, inputs: list) -> str:
     return exact_verdict(err)
 
 
-NOTHING = "— (this rank receives nothing)"
+NOTHING = Text("real.nothing")
 
 
 def _expected_collective(p: dict) -> tuple[list, list]:
     res = p["core"]
     call = collective_call(p["name"], p["op"], p["root"])
-    per_rank = [[("input", x), (f"output ← {call}", NOTHING if y is None else y)]
+    per_rank = [[(Text("real.input"), x), (Text("real.output", call=call), NOTHING if y is None else y)]
                 for x, y in zip(res.inputs, res.outputs)]
     ref = reference_collective(p["name"], res.inputs, p["op"], p["root"])
     err = collective_check(res.outputs, ref)
-    return per_rank, [("max|Δ| outputs", collective_verdict(err, p["name"], p["op"], res.inputs))]
+    return per_rank, [(Text("real.max_diff_outputs"), collective_verdict(err, p["name"], p["op"], res.inputs))]
 
 
 

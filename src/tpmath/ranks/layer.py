@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import attention, layer
+from ..i18n import Text
 from ..record import fields_of
 from ..validate import as_choice
 from .attention import STAGES
@@ -38,17 +39,19 @@ def layer_records(cfg: attention.Config, r: int, q: list, kv: list, ffn_cols: li
     reduced = " ← all_reduce(SUM)" if tp > 1 else ""
     groups = attention.kv_groups([attention.rank_heads(cfg, x)[1] for x in range(tp)])
     mine = next(g for g in groups if r in g)
-    kv_sum = f" ← all_reduce(SUM, ranks {','.join(map(str, mine))})" if cfg.kv_heads < tp else ""
+
+    def kv_sum(name: str) -> str | Text:
+        return Text("real.kv_summed", name=name, ranks=",".join(map(str, mine))) if cfg.kv_heads < tp else name
     fwd = [("W_q", "W_q" + cols(a, b)), ("W_k", "W_k" + cols(c, d)), ("W_v", "W_v" + cols(c, d)),
            ("W_o", "W_o" + rows(a, b)), ("W1", "W1" + cols(e, f)), ("b1", f"b1[{e}:{f}]"), ("W2", "W2" + rows(e, f)),
-           ("Y_attn_partial", "attention partial (own heads)"), ("H1", "U = X + attention" + reduced + " + b_o"),
-           ("Y_mlp_partial", "MLP partial (own columns)"), ("Y", "Y = U + MLP" + reduced + " + b2"),
+           ("Y_attn_partial", Text("real.attn_partial")), ("H1", Text("real.layer_u", reduced=reduced)),
+           ("Y_mlp_partial", Text("real.mlp_partial")), ("Y", "Y = U + MLP" + reduced + " + b2"),
            ("loss", "loss = Σ Y⊙G")]
-    bwd = [("G_W_q", "G_W_q" + cols(a, b)), ("G_W_k", "G_W_k" + cols(c, d) + kv_sum),
-           ("G_W_v", "G_W_v" + cols(c, d) + kv_sum), ("G_W_o", "G_W_o" + rows(a, b)), ("G_W1", "G_W1" + cols(e, f)),
+    bwd = [("G_W_q", "G_W_q" + cols(a, b)), ("G_W_k", kv_sum("G_W_k" + cols(c, d))),
+           ("G_W_v", kv_sum("G_W_v" + cols(c, d))), ("G_W_o", "G_W_o" + rows(a, b)), ("G_W1", "G_W1" + cols(e, f)),
            ("G_b1", f"G_b1[{e}:{f}]"), ("G_W2", "G_W2" + rows(e, f))]
-    bwd += [(k, k + " (local, no collective)") for k in LAYER_GRADS]
-    bwd += [("G_X", "G_X" + (" (f: all_reduce(SUM) of G_LN1, G_LN2)" if tp > 1 else ""))]
+    bwd += [(k, Text("real.local_grad", name=k)) for k in LAYER_GRADS]
+    bwd += [("G_X", Text("real.layer_gx", name="G_X") if tp > 1 else "G_X")]
     return {"forward": fwd, "backward": bwd, "all": fwd + bwd}[stage]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import mismatch
 from ..errors import TPMathError
+from ..i18n import Text
 from ..validate import as_choice, as_float
 from .topic import Topic, opts
 
@@ -31,6 +32,16 @@ def call_text(call: dict) -> str:
     return f"{name} {shape} {call['dtype']} {group}"
 
 
+# Every reason code tpmath.mismatch gives a hang (its _hang calls; tests/test_i18n.py checks both).
+HANG_CODES = ("order", "name_mismatch", "shape_mismatch", "dtype_mismatch", "early_exit", "blocked_peer",
+              "group_mismatch", "not_in_group")
+
+
+def hang_code(code: str) -> Text:
+    """The checker's reason code (``order``, ``shape_mismatch`` …) in the reader's words."""
+    return Text(f"real.hang_code.{code}")
+
+
 def _expected_mismatch(p: dict) -> tuple[list, list]:
     res = p["core"]
     hangs = {h.rank: h for h in res.hangs}
@@ -40,11 +51,11 @@ def _expected_mismatch(p: dict) -> tuple[list, list]:
         for i, c in enumerate(seq):
             h = hangs.get(r)
             if h is None or i < h.call_index:
-                predicted = "checker: completes"
+                predicted = Text("real.checker_completes")
             elif i == h.call_index:
-                predicted = f"checker: never completes ({h.code})"
+                predicted = Text("real.checker_hangs", code=hang_code(h.code))
             else:
-                predicted = "checker: never reached"
+                predicted = Text("real.checker_not_reached")
             recs.append((f"#{i} {call_text(c)}", predicted))
         per_rank.append(recs)
     return per_rank, []

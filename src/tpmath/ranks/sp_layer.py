@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import sp_layer
+from ..i18n import Text
 from ..validate import as_choice
 from .output import cols, rows, verdict
 from .topic import Opt, Topic, opts
@@ -28,21 +29,23 @@ SP_RECORDS = {
 }
 
 
-def sp_names(rk: sp_layer.SpRank, mistake: str) -> dict[str, str]:
+def sp_names(rk: sp_layer.SpRank, mistake: str) -> dict[str, str | Text]:
     """Printed names of rank rk's sequence-parallel records (its token and column ranges written out)."""
     (a, b), (c, d) = rk.seq_range, rk.ffn_range
     tok = f"[:, {a}:{b}, :]"
     wrong = mistake == "gather-wrong-dim"
     reduced = mistake != "ln-grad-not-reduced"
     return {"X": "X" + tok, "W1": "W1" + cols(c, d), "W2": "W2" + rows(c, d), "A": "LN(X)" + tok,
-            "A_full": "LN(X) ← all_gather" + (" (hidden dim, viewed as seq)" if wrong else " (seq)"),
-            "keep_H": f"dropout keep mask of H[:, :, {c}:{d}]", "O": "O" + tok + " ← reduce_scatter(SUM, seq)",
-            "keep_O": "dropout keep mask of O" + tok, "Y": "Y" + tok, "G_Y": "G_Y" + tok,
-            "G_O_full": "G_O ← all_gather (seq)", "G_W2": "G_W2" + rows(c, d), "G_W1": "G_W1" + cols(c, d),
-            "G_A": "G_LN" + tok + " ← reduce_scatter(SUM" + (", hidden dim)" if wrong else ", seq)"),
-            "G_X": "G_X" + tok, "G_gamma_partial": "G_gamma (own tokens)", "G_beta_partial": "G_beta (own tokens)",
-            "G_gamma": "G_gamma ← all_reduce(SUM)" if reduced else "G_gamma (never reduced)",
-            "G_beta": "G_beta ← all_reduce(SUM)" if reduced else "G_beta (never reduced)"}
+            "A_full": Text("real.sp_gather_hidden" if wrong else "real.sp_gather_seq", name="LN(X)"),
+            "keep_H": Text("real.keep_mask", name=f"H[:, :, {c}:{d}]"),
+            "O": Text("real.sp_scatter_seq", name="O" + tok),
+            "keep_O": Text("real.keep_mask", name="O" + tok), "Y": "Y" + tok, "G_Y": "G_Y" + tok,
+            "G_O_full": Text("real.sp_gather_seq", name="G_O"), "G_W2": "G_W2" + rows(c, d), "G_W1": "G_W1" + cols(c, d),
+            "G_A": Text("real.sp_scatter_hidden" if wrong else "real.sp_scatter_seq", name="G_LN" + tok),
+            "G_X": "G_X" + tok, "G_gamma_partial": Text("real.own_tokens", name="G_gamma"),
+            "G_beta_partial": Text("real.own_tokens", name="G_beta"),
+            "G_gamma": "G_gamma ← all_reduce(SUM)" if reduced else Text("real.never_reduced", name="G_gamma"),
+            "G_beta": "G_beta ← all_reduce(SUM)" if reduced else Text("real.never_reduced", name="G_beta")}
 
 
 def sp_stage_keys(stage: str, mistake: str, dropout: float) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import collectives, vocab_ce
+from ..i18n import Text
 from ..record import fields_of
 from ..validate import as_array, as_dtype, as_float, as_int, parse_json
 from .output import tolerance, verdict
@@ -35,20 +36,20 @@ def _plan_vocab(o: dict) -> dict:
     return {"world": res.shards, "dtype": res.dtype, "logits": L, "core": res}
 
 
-def vocab_names(a: int, b: int) -> dict[str, str]:
+def vocab_names(a: int, b: int) -> dict[str, str | Text]:
     """Printed names of the vocab-parallel CE records of the rank owning ids [a, b)."""
-    return {"ids": "vocab ids", "logits": f"z[{a}:{b}]", "local_max": "local max",
-            "m": "m ← all_reduce(MAX)", "target_shifted": "z_y − m (0 unless y is here)",
-            "t": "z_y − m ← all_reduce(SUM)", "local_sum_exp": "local Σ exp(z − m)",
-            "s": "Σ exp ← all_reduce(SUM)", "local_sum_shifted": "local Σ (z − m)",
+    return {"ids": Text("real.vocab_ids"), "logits": f"z[{a}:{b}]", "local_max": Text("real.local_max"),
+            "m": "m ← all_reduce(MAX)", "target_shifted": Text("real.target_shifted"),
+            "t": "z_y − m ← all_reduce(SUM)", "local_sum_exp": Text("real.local_sum_exp"),
+            "s": "Σ exp ← all_reduce(SUM)", "local_sum_shifted": Text("real.local_sum_shifted"),
             "sum_shifted": "Σ (z − m) ← all_reduce(SUM)", "loss": "loss",
             "prob": f"softmax[{a}:{b}]", "grad": f"dL/dz[{a}:{b}]"}
 
 
-def vocab_ids(a: int, b: int, V: int) -> str:
+def vocab_ids(a: int, b: int, V: int) -> str | Text:
     """``0–2``, or ``4–5, padding 6–7`` when the shard reaches past V."""
-    real = f"{a}–{min(b, V) - 1}" if min(b, V) > a else "none"
-    return real if b <= V else f"{real}, padding {max(a, V)}–{b - 1}"
+    real = f"{a}–{min(b, V) - 1}" if min(b, V) > a else Text("real.ids_none")
+    return real if b <= V else Text("real.ids_padding", ids=real, padding=f"{max(a, V)}–{b - 1}")
 
 
 VOCAB_RECORDS = ("ids", "logits", "local_max", "m", "target_shifted", "t", "local_sum_exp", "s",
@@ -79,7 +80,7 @@ def vocab_check(loss: float, ref_loss: float, grad: Any, ref_grad: Any, dtype: s
     if counted == 0:
         # PyTorch's mean over zero positions is NaN; we define the loss as 0 (nothing to learn),
         # and the gradient must then be 0 everywhere
-        return [("loss", "every position ignored: 0 by definition (PyTorch: NaN)"),
+        return [("loss", Text("real.all_ignored")),
                 ("max|dL/dz|", verdict(float(np.max(np.abs(np.asarray(grad, np.float64)), initial=0.0)),
                                         tolerance(dtype, 1.0)))]
     return [("max|Δ| loss", verdict(abs(float(loss) - float(ref_loss)), tolerance(dtype, ref_loss))),

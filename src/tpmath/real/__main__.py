@@ -81,9 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args, p = _plan(argv, lang)                      # validation first: before torch is imported
         torch = common.import_torch()
-        extra = ((("--backend", args.backend) if args.backend != "auto" else ()) + (("--json",) if args.json else ())
-                 + (("--lang", lang) if lang != i18n.DEFAULT_LANG else ()))
-        rank, world, local = common.launch_env(p, extra)
+        extra = (("--backend", args.backend) if args.backend != "auto" else ()) + (("--json",) if args.json else ())
+        rank, world, local = common.launch_env(p, extra, lang)
         backend = common.choose_backend(torch, args.backend, world)
     except TPMathError as err:
         if not quiet:
@@ -93,15 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     ctx = common.init(torch, backend, rank, world, local, timeout)
     module = importlib.import_module(f".{ranks.TOPICS[p['example']].real_module}", __package__)
     if p["example"] == "mismatch":
-        module.run(p, ctx)
+        module.run(p, ctx, lang)
         common.flush_and_exit(0)                   # never wait on a broken communicator
     records, check = module.run(p, ctx)
     if args.json:
-        common.emit_in_rank_order(ctx, [ranks.records_json(rank, records, check)])
+        common.emit_in_rank_order(ctx, [ranks.records_json(rank, records, check, lang)])
     else:
-        common.emit_in_rank_order(ctx, ranks.format_rank(rank, records))
+        common.emit_in_rank_order(ctx, ranks.format_rank(rank, records, lang=lang))
         if rank == 0:
-            common.say(ranks.format_check(check))
+            common.say(ranks.format_check(check, lang))
     ctx.dist.destroy_process_group()
     return 0
 

@@ -7,6 +7,7 @@ import warnings
 
 from .. import ranks
 from ..collectives import REGISTRY
+from ..i18n import Text
 from .common import Ctx, numpy
 
 # torch 2.13 renamed all_gather_into_tensor / reduce_scatter_tensor to all_gather_single /
@@ -29,8 +30,8 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     x = ctx.tensor(p["inputs"][ctx.rank])                               # (L,)
     y = call(ctx, p["name"], p["op"], p["root"], x)
     out = None if y is None else numpy(y)
-    records = [("input", numpy(x)),
-               (f"output ← {ranks.collective_call(p['name'], p['op'], p['root'])}",
+    records = [(Text("real.input"), numpy(x)),
+               (Text("real.output", call=ranks.collective_call(p['name'], p['op'], p['root'])),
                 ranks.NOTHING if out is None else out)]
     outputs = [None] * ctx.world
     ctx.dist.all_gather_object(outputs, out)                              # only to compare, on rank 0
@@ -38,4 +39,4 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
         return records, None
     ref = ranks.reference_collective(p["name"], p["inputs"], p["op"], p["root"])
     err = ranks.collective_check(outputs, ref)
-    return records, [("max|Δ| outputs", ranks.collective_verdict(err, p["name"], p["op"], p["inputs"]))]
+    return records, [(Text("real.max_diff_outputs"), ranks.collective_verdict(err, p["name"], p["op"], p["inputs"]))]

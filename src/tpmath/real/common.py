@@ -30,10 +30,10 @@ def import_torch():
     return torch
 
 
-def launch_env(p: dict, extra: tuple[str, ...] = ()) -> tuple[int, int, int]:
+def launch_env(p: dict, extra: tuple[str, ...] = (), lang: str = "en") -> tuple[int, int, int]:
     """(rank, world size, local rank) from torchrun's environment; errors name the command
-    (with ``extra``, the run's own flags such as ``--backend nccl``)."""
-    cmd = " ".join([ranks.command_for(p), *extra])
+    (with ``extra``, the run's own flags such as ``--backend nccl``, and ``--lang``)."""
+    cmd = " ".join([ranks.command_for(p, lang), *extra])
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         raise TPMathError("not_torchrun", command=cmd)
     try:

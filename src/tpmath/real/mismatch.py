@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ranks
+from ..i18n import Text
+from ..ranks.output import name_width
 from .common import Ctx, numpy, say
 
 
@@ -60,35 +62,36 @@ def _call(ctx: Ctx, call: dict, group):
     return None
 
 
-def _failure(exc: BaseException, timeout_s: float) -> str:
+def _failure(exc: BaseException, timeout_s: float) -> Text:
     """One line for a backend error; gloo prefixes its source location, dropped here."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if text.startswith("[") and "] " in text:
         text = text.split("] ", 1)[1]
     text = text.split(". ", 1)[0].rstrip(".")      # the first sentence says what happened
     if "timed out" in text.lower() or "timeout" in text.lower():
-        return f"{ranks.BAD} timed out after {timeout_s:g} s ({text[:120]})"
-    return f"{ranks.BAD} failed: {text[:160]}"
+        return Text("real.timed_out", bad=ranks.BAD, seconds=f"{timeout_s:g}", detail=text[:120])
+    return Text("real.failed", bad=ranks.BAD, detail=text[:160])
 
 
-def run(p: dict, ctx: Ctx) -> None:
+def run(p: dict, ctx: Ctx, lang: str = "en") -> None:
     """Print the checker's verdict, then each real call's outcome as it happens."""
     import datetime
     per_rank, _ = ranks.expected(p)
     mine = p["calls"][ctx.rank]
-    width = max((len(n) for n, _ in per_rank[ctx.rank]), default=0)
-    say(ranks.format_rank(ctx.rank, per_rank[ctx.rank]))
+    width = name_width(per_rank[ctx.rank], lang)
+    say(ranks.format_rank(ctx.rank, per_rank[ctx.rank], lang=lang))
     groups = _groups(ctx, p["calls"], datetime.timedelta(seconds=p["timeout"]))
     for i, call in enumerate(mine):
         name = f"#{i} {ranks.call_text(call)}"
         try:
             out = _call(ctx, call, groups[call["group"]])
         except Exception as exc:   # noqa: BLE001 - whatever the backend raises is the outcome
-            say(ranks.format_rank(ctx.rank, [(name, "real: " + _failure(exc, p["timeout"]))], width))
+            say(ranks.format_rank(ctx.rank, [(name, Text("real.real_outcome", outcome=_failure(exc, p["timeout"])))],
+                                  width, lang))
             return                 # the communicator is now unusable: this rank stops here
         want = _matched_result(call)
         if want is None or (out.shape == tuple(want.shape) and np.array_equal(numpy(out), want)):
-            outcome = f"real: completed {ranks.OK}"
+            outcome = Text("real.completed", ok=ranks.OK)
         else:
-            outcome = f"real: {ranks.BAD} completed with wrong data: got {ranks.value_text(numpy(out))}"
-        say(ranks.format_rank(ctx.rank, [(name, outcome)], width))
+            outcome = Text("real.wrong_data", bad=ranks.BAD, got=ranks.value_text(numpy(out)))
+        say(ranks.format_rank(ctx.rank, [(name, Text("real.real_outcome", outcome=outcome))], width, lang))

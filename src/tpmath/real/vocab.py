@@ -83,7 +83,7 @@ def run(p: dict, ctx: Ctx) -> tuple[list, list | None]:
     values.update(loss=loss, prob=prob, grad=grad)
 
     def pick(v):                                                           # 1-D input: drop the N axis
-        if isinstance(v, str):
+        if isinstance(v, (str, dict)):                                     # a text or a cell
             return v
         arr = numpy(v)
         return arr if two_d or arr.ndim == 0 else arr[0]

@@ -204,7 +204,7 @@ def render(section: str, controls: dict | None = None, lang: str = "en") -> dict
     result.setdefault("controls", values)
     if sec.real is not None and not result.get("stale", {}).get("real"):
         with np.errstate(all="ignore"):
-            result["real"] = [ranks.expected_output(example, given)
+            result["real"] = [ranks.expected_output(example, given, lang)
                               for example, given in sec.real(result["controls"])]
     return result
 
