@@ -245,3 +245,15 @@ def test_punctuation_never_starts_a_line_after_inline_maths():
     assert "\u2060" not in html
     css = (ROOT / "templates" / "static" / "style.css").read_text(encoding="utf-8")
     assert re.search(r"\.nobr\s*\{\s*white-space:\s*nowrap", css)
+
+
+def test_a_bar_over_one_letter_is_an_accent():
+    """\\bar f (the operator f̄) as an accent over-script: Chromium centres an accent over its
+    base; latex2mathml's stretchy non-accent bar is drawn as a short dash at the top-left."""
+    from tpsite.mathml import latex_to_mathml
+    out = latex_to_mathml(r"\bar f + \bar g", display=False)
+    assert out.count('<mover accent="true"><mi>f</mi><mo>¯</mo></mover>') == 1, out
+    assert '<mover accent="true"><mi>g</mi><mo>¯</mo></mover>' in out, out
+    assert "stretchy" not in out
+    wide = latex_to_mathml(r"\overline{AB}", display=False)     # a bar over more than one letter stays
+    assert '<mover accent="true">' not in wide

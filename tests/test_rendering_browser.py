@@ -330,3 +330,29 @@ def test_chinese_headers_and_titles_break_only_between_words(open_page, width):
         assert not res["out"], f"zh/{slug} at {width} px: {res['out'][:8]}"
         checked += res["checked"]
     assert checked > 1000
+
+
+# ---------------------------------------------------------------- the operators' bars
+
+BAR_BOXES = """() => [...document.querySelectorAll('main mover')].filter(m =>
+        m.children.length === 2 && m.children[0].localName === 'mi' &&
+        m.children[1].localName === 'mo').map(m => {
+    const b = m.children[0].getBoundingClientRect(), o = m.children[1].getBoundingClientRect();
+    return {base: [b.left, b.right, b.top], bar: [o.left, o.right, o.bottom, o.width],
+            letter: m.children[0].textContent, alt: m.closest('math').getAttribute('alttext')};
+})"""
+
+
+@pytest.mark.parametrize("slug", ["index", "row-parallel", "sequence-parallel"])
+def test_the_bar_of_f_bar_and_g_bar_sits_over_its_letter(open_page, slug):
+    """f̄ and ḡ name the site's operators: the bar must be over the letter, not a dash beside
+    its top-left corner (latex2mathml's stretchy non-accent over-script, as Chromium draws it)."""
+    for lang in ("en", "zh"):
+        bars = open_page(lang, slug, 1280).evaluate(BAR_BOXES)
+        assert bars, (lang, slug)
+        for b in bars:
+            (bl, br, btop), (ol, orr, obottom, width) = b["base"], b["bar"]
+            centre = (ol + orr) / 2
+            assert bl <= centre <= br, b                        # over the letter, not beside it
+            assert width >= 0.5 * (br - bl), b                  # as wide as a bar, not a dot
+            assert obottom <= btop + 0.5 * (br - bl) + 2, b     # above the letter

@@ -166,6 +166,9 @@ def _restructure(parent: ET.Element) -> None:
             el.set("rspace", "0")
 
 
+BARS = {"\u00af", "\u203e", "\u2012", "\u2015"}     # macron, overline and the dashes latex2mathml may give
+
+
 def _fix_tree(root: ET.Element) -> None:
     """Validate the converted tree and adapt it to MathML Core (Chromium)."""
     for parent in list(root.iter()):
@@ -180,6 +183,13 @@ def _fix_tree(root: ET.Element) -> None:
         if tag == "mspace" and el.get("linebreak") == "newline":
             raise MathError("'\\\\' line break outside an environment: wrap the lines in "
                             "\\begin{aligned} … \\end{aligned}")
+        if tag == "mover" and len(el) == 2 and _tag(el[0]) == "mi" and _tag(el[1]) == "mo" \
+                and (el[1].text or "") in BARS:
+            # \bar f: latex2mathml writes a stretchy, non-accent over-script, which Chromium
+            # draws as a short dash above the letter's top-left corner.  As an accent (TeX's
+            # \bar is one) it sits over the letter: f̄ and ḡ name the site's operators.
+            el.set("accent", "true")
+            el[1].attrib.pop("stretchy", None)
         if tag == "mtable" and (el.get("columnspacing") or "").startswith("0em"):
             el.set("class", "tp-align")        # align*/aligned/split: right/left column pairs
         variant = el.get("mathvariant")
