@@ -23,7 +23,7 @@ function part(demo, selector) {
 /** The output box, its label, and the notes below it (wrapped text, outside the <pre>). */
 function setOutput(b, text, kind, notes = []) {
   b.output.textContent = text;
-  b.note.textContent = notes.join(" ");
+  b.note.textContent = notes.join("\n");     // one note a line (style.css: pre-line)
   b.note.hidden = notes.length === 0;
   b.output.setAttribute("data-kind", kind);
   b.label.textContent = kind === "built" ? b.builtLabel
