@@ -226,12 +226,11 @@ def test_live_equals_static_equals_cli(pages, lang):
             assert row[1:] == [grid_text(out["ranks"][r][w]) for w in ("W_q", "W_k", "W_v", "W_o")]
         assert state["values"]["loss"] == fmt.num(out["sharded"]["loss"])
         assert state["values"]["reference-loss"] == fmt.num(out["reference"]["loss"])
-        errs, tols = out["max_abs_err"], out["tolerances"]
-        if all(errs[k] < tols[k] for k in errs):
-            assert state["values"]["max-abs-err"] == fmt.within(0.0, max(tols.values()))
-        else:
-            worst = max(errs, key=lambda k: errs[k] / tols[k])
-            assert state["values"]["max-abs-err"] == fmt.within(errs[worst], tols[worst])
+        # the largest measured error (not the tolerance): the noise floor while every one is noise
+        errs = out["max_abs_err"]
+        floors = {k: fmt.noise_floor(np.max(np.abs(np.asarray(out["reference"][k], dtype=float)))) for k in errs}
+        real = [errs[k] for k in errs if errs[k] >= floors[k]]
+        assert state["values"]["max-abs-err"] == (fmt.err(max(real)) if real else fmt.within(0.0, max(floors.values())))
     for part in ("tables", "values", "notes", "figures"):      # back at the defaults: the build-time page
         assert state[part] == static[part], part
     assert errors == []
@@ -242,5 +241,8 @@ def test_bad_head_split_names_the_control_and_keeps_the_tables(pages):
     before = page.evaluate(SNAP_JS, demo)
     state = page.evaluate(SET_JS, [demo, {**before["controls"], "tp": "4", "heads": "2"}])
     assert "heads=2 is not divisible by tp=4" in state["msg"] or "heads" in state["msg"]
-    assert state["tables"] == before["tables"] and state["figures"] == before["figures"]
+    assert state["tables"] == before["tables"]
+    # the figures are kept, marked as no longer matching the controls (issue 25 item 6)
+    assert all(f[0][1].pop("data-stale", None) == "" for f in state["figures"].values())
+    assert state["figures"] == before["figures"]
     page.evaluate(SET_JS, [demo, before["controls"]])

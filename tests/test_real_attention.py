@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 
 from test_real_ranks import _argv, _num, _one_error_line, _plain_run, json_ranks, launch, rank_lines  # noqa: E402
 
-from tpmath import ranks  # noqa: E402
+from tpmath import i18n, ranks  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -84,12 +84,12 @@ def test_json_values_match_the_core(n, given):
     assert run.returncode == 0, run.stderr[-3000:]
     got = json_ranks(run.stdout, n)
     for r in range(n):
-        assert [name for name, _ in got[r]["records"]] == [name for name, _ in want_ranks[r]], f"rank {r}"
+        assert [name for name, _ in got[r]["records"]] == [i18n.text(name) for name, _ in want_ranks[r]], f"rank {r}"
         for (name, value), (_, want) in zip(got[r]["records"], want_ranks[r]):
             want = np.asarray(want, dtype=np.float64)
             scale = max(1.0, float(np.max(np.abs(want))))
             np.testing.assert_allclose(_num(value), want, rtol=0, atol=1e-13 * scale, err_msg=f"rank {r} {name}")
-    assert [name for name, _ in got[0]["check"]] == [name for name, _ in want_check]
+    assert [name for name, _ in got[0]["check"]] == [i18n.text(name) for name, _ in want_check]
     assert all(v.endswith(ranks.OK) for _, v in got[0]["check"]), got[0]["check"]
 
 

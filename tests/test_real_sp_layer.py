@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("torch")
 
 from test_real_ranks import _argv, _num, json_ranks, launch, rank_lines  # noqa: E402
-from tpmath import ranks  # noqa: E402
+from tpmath import i18n, ranks  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -65,7 +65,7 @@ def test_json_values_match_the_core(n, given):
     want_ranks, want_check = ranks.expected(p)
     got = json_ranks(_run(n, given, ("--json",)).stdout, n)
     for r in range(n):
-        assert [name for name, _ in got[r]["records"]] == [name for name, _ in want_ranks[r]]
+        assert [name for name, _ in got[r]["records"]] == [i18n.text(name) for name, _ in want_ranks[r]]
         for (name, value), (_, want) in zip(got[r]["records"], want_ranks[r]):
             want = np.asarray(want, dtype=np.float64)
             value = _num(value)
