@@ -240,26 +240,22 @@ def load_content(root: Path) -> Content:
     # The command line's help is checked like every string but is no page's: the pages embed
     # their strings, and these would only make them larger.
     for lang in langs:
-        after = strings[lang].get("site.break_after", "")
-        strings[lang] = {k: header_breaks(v, after) if k.startswith(HEADER_KEYS) else v
-                         for k, v in strings[lang].items() if origins[lang][k].name != f"{lang}.{CLI_PART}.toml"}
+        strings[lang] = {k: v for k, v in strings[lang].items() if origins[lang][k].name != f"{lang}.{CLI_PART}.toml"}
     return Content(root=root, langs=langs, pages=pages, strings=strings, glossary=terms)
 
 
-# Table headers and captions break only at spaces and punctuation on the Chinese pages (style.css:
-# keep-all, never inside a word), so their strings (column headers, captions, and the labels that
-# head rows; the page's h1 too) get two more rules here, which the page's script shows as well (it
-# reads the same strings: the static and the live header stay equal):
+# Chinese headings break only at spaces and punctuation (style.css: keep-all, never inside a word),
+# so the page's h1, which is built here alone (the page's script never rewrites it), gets two more
+# rules:
 # * a Latin term and its full-width gloss are one unit ("rank" + a bracketed gloss): Chromium may
 #   break before a full-width bracket, so a word joiner (U+2060, invisible) goes between them;
-# * a header may break after the characters of the language's ``site.break_after`` (Chinese: the
+# * it may break after the characters of the language's ``site.break_after`` (Chinese: the
 #   particle that always ends a word): a zero-width space (U+200B) marks each opportunity.
-HEADER_KEYS = ("col.", "cap.", "label.")
 _GLOSS_RE = re.compile(r"(?<=[A-Za-z0-9])(?=[\uff08\u3010\u300c\u300a])")     # full-width (, [, corner and angle brackets
 
 
 def header_breaks(text: str, after: str) -> str:
-    """A header or title with the two rules above applied (``after``: ``site.break_after``)."""
+    """A heading with the two rules above applied (``after``: ``site.break_after``)."""
     text = _GLOSS_RE.sub("\u2060", text)
     if after:
         text = re.sub(f"(?<=[{re.escape(after)}])(?=[\u3400-\u9fff])", "\u200b", text)
