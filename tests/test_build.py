@@ -551,3 +551,15 @@ def test_the_page_knows_which_drawing_the_stylesheet_shows():
     swap = re.search(r"@media (\([^)]*\)) \{\s*\.tp-figure \.fig-wide \{ display: none; \}", css)
     phone = re.search(r'const PHONE = "([^"]*)"', js)
     assert swap and phone and swap.group(1) == phone.group(1), (swap, phone)
+
+
+def test_a_citation_and_the_punctuation_after_it_do_not_part():
+    """A citation link is an atomic inline: "[6]" then a line starting with "。" (issue 25 item 2,
+    found after the maths fix).  The link and its closing punctuation are one no-wrap span."""
+    from tpsite.markdown_ext import cite_glue
+    html = ('<p>见 <a aria-label="参考资料 6" class="cite" href="#ref-6">[6]</a>。下一句'
+            '<a class="cite" href="#ref-2">[2]</a>）；<a class="cite" href="#ref-3">[3]</a> 后</p>')
+    out = cite_glue(html)
+    assert '<span class="nobr"><a aria-label="参考资料 6" class="cite" href="#ref-6">[6]</a>。</span>' in out
+    assert '<span class="nobr"><a class="cite" href="#ref-2">[2]</a>）；</span>' in out
+    assert '<a class="cite" href="#ref-3">[3]</a> 后' in out          # nothing to hold: left alone

@@ -29,7 +29,7 @@ from markdown.extensions import Extension
 from markdown.treeprocessors import Treeprocessor
 
 from .errors import BuildError
-from .mathml import _blocks
+from .mathml import CLOSING, _blocks
 
 SHORTCODE_RE = re.compile(r"^\{\{\s*(demo|figure|pydemo)\s+([A-Za-z0-9_-]+)((?:\s+[A-Za-z0-9_-]+=[^\s{}=]+)*)\s*\}\}\s*$")
 LOOSE_SHORTCODE_RE = re.compile(r"\{\{\s*(demo|figure|pydemo)\b")
@@ -129,6 +129,17 @@ CODE_BREAK_RE = re.compile(r"(?<=/)(?=.)|(?<=[A-Za-z0-9])(?=[_.][A-Za-z0-9])|(?<
 CODE_BREAK_MIN = 12        # shorter names always fit a line
 
 
+# A citation link ("[6]") is an atomic inline like a formula: Chromium may break between it and
+# the "。" or "）" after it, which then starts a line.  The link and the closing punctuation right
+# after it are one no-wrap span (style.css .nobr), as mathml.restore does for formulas.
+_CITE_GLUE_RE = re.compile(r'(<a\b[^>]*\bclass="[^"]*\bcite\b[^"]*"[^>]*>[^<]*</a>)([%s]+)' % re.escape(CLOSING))
+
+
+def cite_glue(html: str) -> str:
+    """Each citation link and the closing punctuation that follows it in one no-wrap span."""
+    return _CITE_GLUE_RE.sub(r'<span class="nobr">\1\2</span>', html)
+
+
 _PRE_RE = re.compile(r"(<pre\b.*?</pre>)", re.S)
 _CODE_RE = re.compile(r"<code>([^<]{%d,})</code>" % CODE_BREAK_MIN)
 
@@ -205,7 +216,7 @@ def to_html(text: str, permalink_title: str, labels: dict[str, str] | None = Non
     """Convert Markdown; return the HTML and the toc tokens (level, id, html, children).
     ``labels``: the names of permalinks ({heading}) and citations ({n}), see _LinkProcessor."""
     md = make_markdown(permalink_title, labels)
-    html = code_breaks(md.convert(text))
+    html = cite_glue(code_breaks(md.convert(text)))
     return html, md.toc_tokens
 
 
