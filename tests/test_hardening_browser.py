@@ -421,8 +421,8 @@ def test_a_runaway_program_can_be_stopped_while_the_demos_keep_answering(program
         stop.click()
         page.wait_for_function("(d) => !d.hasAttribute('aria-busy')", arg=handle, timeout=5_000)
         out = page.evaluate("(d) => [d.querySelector('.pydemo-output').textContent, "
-                            "d.querySelector('.pydemo-output').dataset.kind]", handle)
-        assert out == [s["runtime.pydemo_stopped"], "error"]
+                            "d.querySelector('.pydemo-output').dataset.kind, d.querySelector('.pydemo-label').textContent]", handle)
+        assert out == [s["runtime.pydemo_stopped"], "stopped", s["runtime.pydemo_stopped_label"]]   # the reader's stop, no error
         assert not stop.is_visible() and demo.locator("button[data-run]").is_enabled()
         got = page.evaluate(RUN_JS, [handle, "print(6 * 7)\n"])    # a fresh worker runs the next one
         assert got["output"] == "42\n" and got["kind"] == "live"

@@ -20,14 +20,17 @@ function part(demo, selector) {
   return demo.querySelector(selector);
 }
 
+// The output box's label for each kind of output: a stop is the reader's, not the program's error.
+const LABELS = { live: "runtime.pydemo_live", error: "runtime.pydemo_error", stopped: "runtime.pydemo_stopped_label",
+  running: "runtime.pydemo_running" };
+
 /** The output box, its label, and the notes below it (wrapped text, outside the <pre>). */
 function setOutput(b, text, kind, notes = []) {
   b.output.textContent = text;
   b.note.textContent = notes.join("\n");     // one note a line (style.css: pre-line)
   b.note.hidden = notes.length === 0;
   b.output.setAttribute("data-kind", kind);
-  b.label.textContent = kind === "built" ? b.builtLabel
-    : tr(kind === "error" ? "runtime.pydemo_error" : "runtime.pydemo_live");
+  b.label.textContent = kind === "built" ? b.builtLabel : tr(LABELS[kind]);
 }
 
 /** The page's notes on a worker's `output` message: the characters of output not kept, and why
@@ -114,6 +117,7 @@ function run(b, runtime) {
   b.run.disabled = true;
   b.stop.hidden = false;
   b.demo.setAttribute("aria-busy", "true");
+  setOutput(b, "", "running");        // the last program's output would read as this one's
   if (!programs) {
     programs = new Runtime(runtime.config, { page: false });
     programs.subscribe(onPrograms);
@@ -134,7 +138,7 @@ function send(b) {
     setOutput(b, (msg.stdout || "") + (msg.error || ""), msg.error ? "error" : "live", outputNotes(msg));
   }, () => {
     done(b);
-    setOutput(b, tr(b.stopped ? "runtime.pydemo_stopped" : "runtime.pydemo_lost"), "error");
+    setOutput(b, tr(b.stopped ? "runtime.pydemo_stopped" : "runtime.pydemo_lost"), b.stopped ? "stopped" : "error");
   });
 }
 
@@ -147,7 +151,7 @@ function stop(b) {
   } else if (b.queued !== null) {
     b.queued = null;
     done(b);
-    setOutput(b, tr("runtime.pydemo_stopped"), "error");
+    setOutput(b, tr("runtime.pydemo_stopped"), "stopped");
   }
 }
 
