@@ -283,7 +283,9 @@ def test_masks_are_blocks_of_the_one_device_masks_from_their_counters(tp, seq, p
 def test_same_dropout_seed_repeats_one_mask_on_every_rank():
     res = render("sp-layer", {"tp": "4", "seq": "8", "mistake": "same-dropout-seed", "step": "tp"})
     assert res["controls"]["dropout"] == "0.25"                       # p = 0 raised to the demo's p
-    assert res["control_state"]["dropout"] == {"disabled": False, "value": "0.25"}
+    dropout_state = res["control_state"]["dropout"]
+    assert {k: dropout_state[k] for k in ("disabled", "value")} == {"disabled": False, "value": "0.25"}
+    assert list(dropout_state["options"]) == ["0"]                    # p = 0 offered disabled, with why
     rows = res["tables"]["sp-masks"]["rows"]
     for col in (2, 4):                                                # the same mask everywhere
         assert all(np.array_equal(mat(r[col]), mat(rows[0][col])) for r in rows)
@@ -674,3 +676,21 @@ def test_the_llama_2_7b_numbers_the_page_quotes():
     for lang in ("en", "zh"):
         text = (ROOT / "content" / lang / "sequence-parallel.md").read_text("utf-8")
         assert all(q in text for q in ("16.5 GiB", "2.1 GiB", "10 GiB", "6.5 GiB")), lang
+
+
+def test_the_dropout_mistake_offers_p_zero_disabled_with_its_reason():
+    """Issue 25 item 26: with the same-seed mistake on, p_d = 0 (no mask: nothing to get wrong)
+    is offered disabled with the reason, in both languages, instead of being taken and undone."""
+    from test_controls import _on_page, CONTENT
+    strings = CONTENT.strings
+    res = render("sp-layer", {"tp": "2", "mistake": "same-dropout-seed", "dropout": "0.1"})
+    why = res["control_state"]["dropout"]["options"]
+    assert list(why) == ["0"]
+    for lang in ("en", "zh"):
+        text = _on_page(why["0"], lang)
+        assert strings[lang]["opt.mistake.same_dropout_seed"] in text and "p_d = 0" in text
+    off = render("sp-layer", {"tp": "2", "mistake": "none", "dropout": "0.1"})
+    assert "options" not in off["control_state"].get("dropout", {})
+    # a link or the command line that still gives p = 0 with the mistake: raised, and said so
+    raised = render("sp-layer", {"tp": "2", "mistake": "same-dropout-seed", "dropout": "0"})
+    assert raised["controls"]["dropout"] != "0" and "sp-dropout-set" in raised["notes"]

@@ -74,7 +74,8 @@ CJK_WIDE_SYMBOLS = "←⊙∞"
 def columns(text: str, lang: str = i18n.DEFAULT_LANG) -> int:
     """The width of ``text`` in a monospace font of ``lang``: a CJK character takes two columns, and
     :data:`CJK_WIDE_SYMBOLS` take ``real.symbol_columns`` (2 in the CJK fonts of a Chinese page)."""
-    symbol = int(i18n.text(Text("real.symbol_columns"), lang) or 1)
+    columns = i18n.text(Text("real.symbol_columns"), lang)
+    symbol = int(columns) if columns.isdigit() else 1    # a language Python has no strings for yet: Latin
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else symbol if ch in CJK_WIDE_SYMBOLS else 1
                for ch in text)
 

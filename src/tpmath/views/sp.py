@@ -26,6 +26,7 @@ from .. import sp_layer as core
 from ..collectives import REGISTRY, reduce_all
 from .. import fmt
 from ..errors import TPMathError
+from ..i18n import option
 from . import Control, Section, parse_controls, tree
 from .cells import id_range, label, table
 from .fig_sp import figure_ln, figure_memory, figure_sp
@@ -90,10 +91,14 @@ def sp_controls(values: dict) -> tuple[dict, dict, dict]:
         state["mistake"] = {"disabled": True, "value": "none", "why": label("note.sp_why_one_rank")}
         # nothing is gathered on one rank: both choices send nothing (the control keeps its value)
         state["backward_input"] = {"disabled": True, "why": label("note.sp_why_one_rank_gather")}
-    if mistake == "same-dropout-seed" and dropout == "0":
-        dropout = _dropout_text(core.DEMO_DROPOUT)
-        state["dropout"] = {"disabled": False, "value": dropout}
-        notes["sp-dropout-set"] = label("note.sp_dropout_set", p=dropout)
+    if mistake == "same-dropout-seed":
+        # the mistake needs a mask: p = 0 is offered disabled with the reason, rather than taken
+        # and then undone (a link or the command line giving p = 0 still gets the note below)
+        state["dropout"] = {"disabled": False, "options": {"0": label("note.sp_why_dropout_mask", mistake=option("mistake", "same-dropout-seed"))}}
+        if dropout == "0":
+            dropout = _dropout_text(core.DEMO_DROPOUT)
+            state["dropout"]["value"] = dropout
+            notes["sp-dropout-set"] = label("note.sp_dropout_set", p=dropout)
     c = {"tp": str(tp), "seq": str(seq), "mistake": mistake, "dropout": dropout, "step": step,
          "backward_input": backward_input}
     return c, state, notes
