@@ -70,6 +70,12 @@ def err(x: Any) -> str:
     return f"{mant}e{int(exp)}".replace("-", MINUS)
 
 
+def diff(x: float) -> str:
+    """A sharded-vs-unsharded difference: an exact 0 (no addition reordered) is written 0, anything
+    else by :func:`err`'s rule (the precision demo's table and figure)."""
+    return "0" if x == 0 else err(x)
+
+
 def within(x: Any, tol: float) -> str:
     """An error checked against a stated tolerance: "< tol" when below it, else :func:`err`.
 

@@ -99,9 +99,6 @@ def _precision_run(tp: int) -> precision.PrecisionResult:
     return precision.run_precision(tp=tp)
 
 
-def _diff(x: float) -> str:
-    """A sharded-vs-unsharded difference: an exact 0 (no addition reordered) is written 0."""
-    return "0" if x == 0 else fmt.err(x)
 
 
 def render_precision(controls: dict, lang: str) -> dict:
@@ -113,11 +110,11 @@ def render_precision(controls: dict, lang: str) -> dict:
     rows, drawn = [], []
     for key, name_key in _PRECISION_ROWS:
         err, tol = row.max_abs_err[key], row.tolerances[key]
-        rows.append([label(name_key), _diff(err), fmt.err(tol), label("label.yes" if err <= tol else "label.no")])
+        rows.append([label(name_key), fmt.diff(err), fmt.err(tol), label("label.yes" if err <= tol else "label.no")])
         drawn.append((key, err, tol))
     ce_err, ce_tol = row.ce_abs_diff, row.ce_tolerance
     drawn.append(("ce", ce_err, ce_tol))
-    rows.append([label("label.q_ce"), _diff(ce_err), fmt.err(ce_tol),
+    rows.append([label("label.q_ce"), fmt.diff(ce_err), fmt.err(ce_tol),
                  label("label.yes" if ce_err <= ce_tol else "label.no")])
     sgd = res.sgd
     sgd_rows = []

@@ -211,7 +211,7 @@ def figure_dp_tp(res: DpTpResult) -> dict:
 
 # ---------------------------------------------------------------- precision
 
-LOG10_LO, LOG10_HI = -17.0, 0.0       # the error axis: 1e−17 … 1
+LOG10_LO, LOG10_HI = -17.0, 2.0       # the error axis: 1e−17 … 100 (float16 and bfloat16 tolerances pass 1)
 
 
 def _err_x(e: float, x0: float, w: float) -> float:
@@ -239,8 +239,8 @@ def figure_precision(dtype: str, rows: list[tuple[str, float, float]]) -> dict:
                  rect(x0, cy - 6, _err_x(tol, x0, w) - x0, 12, {"class": "okzone"}),
                  line(_err_x(tol, x0, w), cy - 9, _err_x(tol, x0, w), cy + 9, "tolmark")]
         ex = _err_x(err, x0, w)
-        shown = fmt.err(err)
-        if shown == floor:                     # "< 1e−15": an arrowhead pointing left from 1e−15
+        shown = fmt.diff(err)                  # as the table writes it
+        if shown in (floor, "0"):              # "< 1e−15" or 0: an arrowhead pointing left from 1e−15
             xf = _err_x(fmt.TINY, x0, w)
             parts.append(el("polygon", {"class": "errdot floor",
                                         "points": f"{n(xf)},{n(cy - 5)} {n(xf - 9)},{n(cy)} {n(xf)},{n(cy + 5)}"}))
