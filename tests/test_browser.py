@@ -366,7 +366,11 @@ def test_live_tables_equal_cpython_render_for_several_settings(live_pages):
                 assert state["msg"] == err.message(live.lang), (section, controls)
                 assert state["tables"] == before["tables"]
                 continue
-            assert state["msg"] == "" and state["invalid"] == [], (section, controls, state["msg"])
+            refused = views.render(section, controls, live.lang).get("refused")
+            if refused:     # one layer refused (views/row.py partial): its message, the other layer live
+                assert state["msg"] == cell_text(refused["error"], live.lang), (section, controls, state["msg"])
+            else:
+                assert state["msg"] == "" and state["invalid"] == [], (section, controls, state["msg"])
             problems += diff(f"{live.lang} {section} {setting}", state, expected(section, controls, live.lang))
             checked += 1
         live.set(section, base)
@@ -514,7 +518,13 @@ def test_bad_values_show_message_in_page_language_and_keep_tables(live_pages):
         base = dict(live.static[section]["controls"])
         good = live.set(section, base)
         names = [n for (s, n) in controls_by if s == section]
+        # a field the state disables (one a preset sets) takes no typing: a value forced into it
+        # is released by the page (js/demo.js release), as issue 25 item 20 asks
+        disabled = {n for n, st in views.render(section, base, live.lang).get("control_state", {}).items()
+                    if st.get("disabled")}
         for name in names:
+            if name in disabled:
+                continue
             for bad in BAD_VALUES if live.lang == "en" else BAD_VALUES_SECOND_LANGUAGE:
                 controls = {**base, name: bad}
                 sent = {**controls, name: "" if bad == "NaN" else bad}   # a number input sanitises NaN to ""
