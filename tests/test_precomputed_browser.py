@@ -124,7 +124,8 @@ def discrete_changes(section: str, per_control: int = 4) -> list[dict]:
         values = precompute.discrete_values(c)
         if not values or c.name in disabled:
             continue
-        others = [v for v in values if v != form[c.name]]
+        refused = (first.get("control_state", {}).get(c.name) or {}).get("options") or {}   # offered disabled
+        others = [v for v in values if v != form[c.name] and v not in refused]
         if len(others) > per_control:
             step = (len(others) - 1) / (per_control - 1)
             others = [others[round(i * step)] for i in range(per_control)]
