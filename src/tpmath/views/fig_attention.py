@@ -23,66 +23,17 @@ import numpy as np
 from .. import attention as att
 from .. import fmt
 from .. import layer as lay
-from .cells import label, rank as rank_name
-from .tree import NARROW_W, Panel, Row, arrow_head, arrow_panel, check, el, figure, figure_svg, n, rank_attrs, shades, text
+from .draw import (CAP_H as CAP, NARROW_W, Panel, Row, arrow_head, arrow_panel, badge_panel, circle, figure, group,
+                   heat_panel, label, line, mid_text, n, op_box, pair, path, rank_attrs, rank_name, rect, rows2,
+                   single, text)
 
 HEAT = 16.0          # a cell of a probability heat grid (S × S, up to 6 × 6)
 HEAT_Y = 12.0        # a cell of an output / gradient heat grid (S × D, up to 6 × 16)
-CAP = 16.0           # caption line above a grid
-
-
-def _rows2(a) -> np.ndarray:
-    a = np.asarray(a, dtype=np.float64)
-    return a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a.reshape(1, -1) if a.ndim < 2 else a
-
-
-def heat(m, rank: int | None, cell: float, scale: float | None = None, bad=None, masked=None) -> tuple[list, float, float]:
-    """A matrix as shaded cells without numbers (a heat grid); ``bad`` marks cells off the reference,
-    ``masked`` cells a causal mask removed (drawn empty)."""
-    a = _rows2(m)
-    level = shades(a, scale)
-    kids = []
-    for (i, j), v in np.ndenumerate(level):
-        cls = "cell a-masked" if masked is not None and masked[i, j] else f"cell v{int(v)}"
-        kids.append(el("rect", {**rank_attrs(rank, cls), "x": n(j * cell), "y": n(i * cell),
-                                "width": n(cell), "height": n(cell)}))
-    if bad is not None:
-        for i, j in zip(*np.nonzero(bad)):
-            kids.append(el("rect", {"class": "a-badcell", "x": n(j * cell + 1), "y": n(i * cell + 1),
-                                    "width": n(cell - 2), "height": n(cell - 2)}))
-    w, h = a.shape[1] * cell, a.shape[0] * cell
-    kids.append(el("rect", {**rank_attrs(rank, "frame"), "x": "0", "y": "0", "width": n(w), "height": n(h)}))
-    return [el("g", {"class": "heat"}, kids)], w, h     # heat: numberless cells (style.css)
-
-
-def heat_panel(m, caption, rank: int | None, key: str, cell: float, scale=None, bad=None, under=None,
-               under_cls: str = "dimtext", min_w: float = 0.0, masked=None) -> Panel:
-    nodes, w, h = heat(m, rank, cell, scale, bad, masked)
-    out = [text(0, CAP - 5, caption, "cap"), el("g", {"transform": f"translate(0,{n(CAP)})"}, nodes)]
-    height = CAP + h
-    if under is not None:
-        out.append(text(0, height + 13, under, under_cls))
-        height += 17
-    return Panel(max(w, min_w), height, out, part=key)
 
 
 def badge(r: int, h: float) -> Panel:
     """The lane's rank label (colour is never the only cue)."""
-    y = max(CAP, h / 2 - 11)
-    return Panel(36, h, [el("rect", {**rank_attrs(r, "badge"), "x": "0", "y": n(y), "width": "34", "height": "22",
-                                     "rx": "4"}),
-                         text(17, y + 11, rank_name(r), "badge-t", "middle", **{"dominant-baseline": "central"})],
-                 part=f"rank{r}")
-
-
-def op_box(title, sub, w: float, cls: str, part: str) -> Panel:
-    """A collective / operator box: its name and what it does (cls: "coll hl", "coll dim", "a-warnbox")."""
-    h = 44.0
-    return Panel(w, h + 6, [
-        el("rect", {"class": cls, "x": "0", "y": "6", "width": n(w), "height": n(h), "rx": "6"}),
-        text(w / 2, 6 + 18, title, "coll-t", "middle"),
-        text(w / 2, 6 + 34, sub, "coll-s", "middle"),
-    ], part=part)
+    return badge_panel(r, h, max(CAP, h / 2 - 11))
 
 
 def _err_line(err: float, tol: float, ref: np.ndarray):
@@ -106,8 +57,8 @@ def head_map(res: att.AttentionResult, cfg: att.Config) -> Panel:
     for rk in res.ranks:
         for k in rk.kv_heads:
             holders.setdefault(k, []).append(rk.rank)
-    group = H // K
-    kx = {k: x0 + (k * group + (group - 1) / 2) * step for k in range(K)}     # KV box left edge
+    per_kv = H // K
+    kx = {k: x0 + (k * per_kv + (per_kv - 1) / 2) * step for k in range(K)}     # KV box left edge
     nodes = [text(0, yq + 15, label("fig.att_q_heads"), "cap"), text(0, yk + 15, label("fig.att_kv_heads"), "cap")]
     edges, wrong = [], []
     for rk in res.ranks:
@@ -115,31 +66,26 @@ def head_map(res: att.AttentionResult, cfg: att.Config) -> Panel:
         for j, h in enumerate(rk.q_heads):
             got = rk.kv_heads[j // per]
             ok = got == att.kv_head_of(h, H, K)
-            line = el("line", {"class": "a-edge" if ok else "a-edge a-bad", "x1": n(x0 + h * step + bw / 2),
-                               "y1": n(yq + 22), "x2": n(kx[got] + bw / 2), "y2": n(yk)})
-            (edges if ok else wrong).append(line)
+            edge = line(x0 + h * step + bw / 2, yq + 22, kx[got] + bw / 2, yk, "a-edge" if ok else "a-edge a-bad")
+            (edges if ok else wrong).append(edge)
     nodes += edges + wrong                          # wrong edges on top
     for h in range(H):
         x = x0 + h * step
-        nodes.append(el("rect", {**rank_attrs(owner_q[h], "a-hbox"), "x": n(x), "y": n(yq), "width": n(bw),
-                                 "height": "22", "rx": "3"}))
-        nodes.append(text(x + bw / 2, yq + 11, "q" + fmt.integer(h), "a-ht", "middle", **{"dominant-baseline": "central"}))
+        nodes.append(rect(x, yq, bw, 22, rank_attrs(owner_q[h], "a-hbox"), rx="3"))
+        nodes.append(mid_text(x + bw / 2, yq + 11, "q" + fmt.integer(h), "a-ht"))
     y_tags = yk + 22 + 4
     for k in range(K):
         who = holders.get(k, [])
         x = kx[k]
         one = len(who) == 1
-        nodes.append(el("rect", {**rank_attrs(who[0] if one else None, "a-hbox"), "x": n(x), "y": n(yk),
-                                 "width": n(bw), "height": "22", "rx": "3"}))
-        nodes.append(text(x + bw / 2, yk + 11, "k" + fmt.integer(k), "a-ht", "middle", **{"dominant-baseline": "central"}))
+        nodes.append(rect(x, yk, bw, 22, rank_attrs(who[0] if one else None, "a-hbox"), rx="3"))
+        nodes.append(mid_text(x + bw / 2, yk + 11, "k" + fmt.integer(k), "a-ht"))
         # who holds it: one tag per rank (replicas side by side, tinted by rank)
         tw = 22.0
         left = x + bw / 2 - len(who) * tw / 2
         for i, r in enumerate(who):
-            nodes.append(el("rect", {**rank_attrs(r, "badge"), "x": n(left + i * tw + 1), "y": n(y_tags),
-                                     "width": n(tw - 2), "height": "14", "rx": "3"}))
-            nodes.append(text(left + i * tw + tw / 2, y_tags + 7, rank_name(r), "a-tag", "middle",
-                              **{"dominant-baseline": "central"}))
+            nodes.append(rect(left + i * tw + 1, y_tags, tw - 2, 14, rank_attrs(r, "badge"), rx="3"))
+            nodes.append(mid_text(left + i * tw + tw / 2, y_tags + 7, rank_name(r), "a-tag"))
     width = x0 + max(H * step, max(kx.values()) - x0 + bw + max(len(v) for v in holders.values()) * 11) + 4
     return Panel(width, y_tags + 18, nodes, part="heads")
 
@@ -173,7 +119,7 @@ def _lane(rk: att.AttentionRank, res: att.AttentionResult, one: att.AttentionRes
         under = (label("fig.att_reads", k="k" + fmt.integer(got)), "a-warn" if misread else "dimtext")
         masked = ~np.tri(cfg.seq, dtype=bool) if cfg.causal else None      # keys after the query
         panels.append(heat_panel(P, "P · q" + fmt.integer(h), r, f"P.{r}.{h}", HEAT, 1.0,
-                                 bad=_rows2(bad) if wrong else None, under=under[0], under_cls=under[1], min_w=52,
+                                 bad=rows2(bad) if wrong else None, under=under[0], under_cls=under[1], min_w=52,
                                  masked=masked))
     Yp = rk.Y_partial
     panels += [arrow_panel("·W_o,ᵣ", w=58, h=2 * HEAT * cfg.seq / 2 + CAP),
@@ -184,7 +130,7 @@ def _lane(rk: att.AttentionRank, res: att.AttentionResult, one: att.AttentionRes
 
 
 def _shape(a) -> str:
-    return "×".join(fmt.integer(s) for s in np.shape(_rows2(a)))
+    return "×".join(fmt.integer(s) for s in np.shape(rows2(a)))
 
 
 def _leave_row(res: att.AttentionResult, cfg: att.Config, yscale: float) -> list[Panel]:
@@ -199,7 +145,7 @@ def _leave_row(res: att.AttentionResult, cfg: att.Config, yscale: float) -> list
                      label("fig.sum_ranks", last=rank_name(cfg.tp - 1)), 150, "coll hl", "leave")
     Y, ref = res.sharded.Y, res.reference.Y
     err, tol = res.max_abs_err["Y"], res.tolerances["Y"]
-    bad = np.abs(_rows2(Y) - _rows2(ref)) > tol
+    bad = np.abs(rows2(Y) - rows2(ref)) > tol
     line, cls = _err_line(err, tol, ref)
     y = heat_panel(Y, label("fig.every_rank", name="Y"), None, "Y", HEAT_Y, yscale,
                    bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=150)
@@ -276,7 +222,7 @@ def _gx_merge(res: att.AttentionResult, cfg: att.Config, swapped: bool, gscale: 
                      "f-back")
     GX, ref = res.sharded.G_X, res.reference.G_X
     err, tol = res.max_abs_err["G_X"], res.tolerances["G_X"]
-    bad = np.abs(_rows2(GX) - _rows2(ref)) > tol
+    bad = np.abs(rows2(GX) - rows2(ref)) > tol
     line, cls = _err_line(err, tol, ref)
     return [box, arrow_panel(None, w=30, h=44),
             heat_panel(GX, label("fig.every_rank", name="G_X"), None, "G_X", HEAT_Y, gscale,
@@ -320,14 +266,10 @@ LAYER_NARROW, LAYER_WIDE = 376.0, 600.0
 def figure_layer(res: lay.LayerResult, cfg: att.Config, direction: str) -> dict:
     """The pre-LN layer: two blocks, f and f̄, rank stacks; a desktop and a phone drawing."""
     title = label("fig.layer_title", tp=fmt.integer(cfg.tp), **{"pass": label(f"opt.pass.{direction}")})
-    svgs = []
-    for width, cls in ((LAYER_WIDE, "fig-wide"), (LAYER_NARROW, "fig-narrow")):
+    def draw(width: float):
         nodes, height = _layer_nodes(res, cfg, direction == "forward", width / LAYER_NARROW)
-        svgs.append(figure_svg(title, nodes, width, height, cls=cls))
-    node = el("figure", {"class": "tp-figure", "data-figure": "layer"},
-              svgs + [el("figcaption", None, text=label("fig.layer_caption"))])
-    check(node)
-    return node
+        return nodes, width, height
+    return pair("layer", title, draw, caption=label("fig.layer_caption"), wide=LAYER_WIDE, narrow=LAYER_NARROW)
 
 
 def _layer_nodes(res: lay.LayerResult, cfg: att.Config, fwd: bool, k: float) -> tuple[list, float]:
@@ -364,35 +306,32 @@ def _block(y0: float, h: float, ln: str, stack: list, bias: str, name_in: str, n
     # forward: arrows point right; backward: the gradients flow left
     for start, dest in _ARROWS:
         x1, x2 = start * k, x[dest] - 2
-        nodes.append(el("line", {"class": "arrow", "x1": n(x1), "y1": n(mid), "x2": n(x2), "y2": n(mid)}))
+        nodes.append(line(x1, mid, x2, mid, "arrow"))
         nodes.append(arrow_head(x2, mid, 0) if fwd else arrow_head(x1, mid, 180))
     for key, label_ in (("ln", ln), ("b", bias)):               # replicated: every rank computes them alike
-        nodes.append(el("rect", {"class": "a-repbox rep", "x": n(x[key]), "y": n(mid - 13), "width": n(box),
-                                 "height": "26", "rx": "4"}))
-        nodes.append(text(x[key] + box / 2, mid, label_, "a-ht", "middle", **{"dominant-baseline": "central"}))
+        nodes.append(rect(x[key], mid - 13, box, 26, {"class": "a-repbox rep"}, rx="4"))
+        nodes.append(mid_text(x[key] + box / 2, mid, label_, "a-ht"))
     add = x["add"]
-    nodes.append(el("circle", {"class": "a-repbox rep", "cx": n(add), "cy": n(mid), "r": "10"}))
-    nodes.append(text(add, mid, "+", "a-ht", "middle", **{"dominant-baseline": "central"}))
+    nodes.append(circle(add, mid, 10, "a-repbox rep"))
+    nodes.append(mid_text(add, mid, "+", "a-ht"))
     skip_x, skip_y = 28 * k, top - 4                            # the residual skips the block
-    nodes.append(el("path", {"class": "arrow", "d": f"M{n(skip_x)},{n(mid)} V{n(skip_y)} H{n(add)} V{n(mid - 10)}"}))
+    nodes.append(path(f"M{n(skip_x)},{n(mid)} V{n(skip_y)} H{n(add)} V{n(mid - 10)}", "arrow"))
     nodes.append(arrow_head(add, mid - 10, 90) if fwd else arrow_head(skip_x, mid - 2, 90))
     for key in ("f", "g"):                                      # which operator communicates in this pass
         active = (key == "g") == fwd
-        nodes.append(el("rect", {"class": "coll hl" if active else "coll dim", "x": n(x[key]), "y": n(mid - 11),
-                                 "width": "20", "height": "22", "rx": "4", "data-part": f"{part}-{key}"}))
-        nodes.append(text(x[key] + 10, mid, _OP_SYMBOL[key], "coll-t", "middle", **{"dominant-baseline": "central"}))
+        nodes.append(rect(x[key], mid - 11, 20, 22, {"class": "coll hl" if active else "coll dim"}, rx="4",
+                          **{"data-part": f"{part}-{key}"}))
+        nodes.append(mid_text(x[key] + 10, mid, _OP_SYMBOL[key], "coll-t"))
         nodes.append(text(x[key] + 10, top + h + 14, label("fig.layer_ar" if active else "fig.layer_id"),
                           "a-small" if active else "a-small dimtext", "middle"))
     bh = (h - 8 - (tp - 1) * 4) / tp                            # the parallel region: one box per rank
     sw = (_ARROWS[3][0] - _X["stack"]) * k
     for r, label_ in enumerate(stack):
         yy = top + 4 + r * (bh + 4)
-        nodes.append(el("rect", {**rank_attrs(r, "a-hbox"), "x": n(x["stack"]), "y": n(yy), "width": n(sw),
-                                 "height": n(bh), "rx": "3"}))
-        nodes.append(text(x["stack"] + 4, yy + bh / 2, rank_name(r) + " " + label_, "a-small", "start",
-                          **{"dominant-baseline": "central"}))
+        nodes.append(rect(x["stack"], yy, sw, bh, rank_attrs(r, "a-hbox"), rx="3"))
+        nodes.append(mid_text(x["stack"] + 4, yy + bh / 2, rank_name(r) + " " + label_, "a-small", "start"))
     nodes.append(text(x["out"], mid + 4, name_out, "a-sym"))
-    return [el("g", {"data-part": part}, nodes)]
+    return [group(nodes, part=part)]
 
 
 # ------------------------------------------------------------------------------ qkv-layout
@@ -415,11 +354,9 @@ def _bar(split: dict, cfg: att.Config, E: int, y0: float, caption) -> tuple[list
         for c in range(E):
             g = i * E + c
             r = int(g // per) if split["ranks"] is not None else None
-            nodes.append(el("rect", {**rank_attrs(r, "cell v2"), "x": n(x + c * BLOCK / E), "y": n(yy),
-                                     "width": n(BLOCK / E), "height": "22"}))
-        nodes.append(el("rect", {"class": f"a-qkv a-{part}", "x": n(x), "y": n(yy), "width": n(BLOCK), "height": "22"}))
-        nodes.append(text(x + BLOCK / 2, yy + 11, f"{part}{fmt.integer(h)}", "a-ht", "middle",
-                          **{"dominant-baseline": "central"}))
+            nodes.append(rect(x + c * BLOCK / E, yy, BLOCK / E, 22, rank_attrs(r, "cell v2")))
+        nodes.append(rect(x, yy, BLOCK, 22, {"class": f"a-qkv a-{part}"}))
+        nodes.append(mid_text(x + BLOCK / 2, yy + 11, f"{part}{fmt.integer(h)}", "a-ht"))
     # rank spans under the blocks: R0 ✓ / ✗
     if split["ranks"] is not None:
         for rk in split["ranks"]:
@@ -431,8 +368,7 @@ def _bar(split: dict, cfg: att.Config, E: int, y0: float, caption) -> tuple[list
                     continue
                 yy = y + row * 50 + 26
                 x1, x2 = (lo - row * PER_LINE) * BLOCK, (hi - row * PER_LINE) * BLOCK
-                nodes.append(el("line", {**rank_attrs(r, "a-span"), "x1": n(x1 + 1), "y1": n(yy), "x2": n(x2 - 1),
-                                         "y2": n(yy)}))
+                nodes.append(line(x1 + 1, yy, x2 - 1, yy, "a-span", rank=r))
                 if lo == a:
                     mark = "✓" if rk["usable"] else "✗"
                     nodes.append(text(x1 + 2, yy + 12, rank_name(r) + " " + mark,
@@ -447,12 +383,9 @@ def figure_qkv(splits: dict, cfg: att.Config, E: int) -> dict:
     nodes, y = [], 4.0
     for layout, key in (("megatron", "fig.qkv_megatron"), ("concatenated", "fig.qkv_concat")):
         part, y = _bar(splits[layout], cfg, E, y, label(key))
-        nodes.append(el("g", {"data-part": layout}, part))
+        nodes.append(group(part, part=layout))
         y += 8
     width = NARROW_W            # one drawing for every screen: the blocks wrap at PER_LINE
     title = label("fig.qkv_title", tp=fmt.integer(cfg.tp), h=fmt.integer(cfg.heads),
                   k=fmt.integer(cfg.kv_heads))
-    svg = figure_svg(title, nodes, width, y, cls="fig-one")
-    node = el("figure", {"class": "tp-figure", "data-figure": "qkv-layout"}, [svg])
-    check(node)
-    return node
+    return single("qkv-layout", title, nodes, width, y)

@@ -23,8 +23,8 @@ import numpy as np
 from .. import fmt
 from ..dp_tp import DpTpResult, Variant
 from ..mlp import MlpResult
-from .fig_kit import PAD, group, key, line, mid_text, rank_name, rect, single
-from .tree import CELL_H, CELL_W, LABEL_H, Panel, arrow_panel, el, figure, n, rank_attrs, shades, text
+from .draw import (CELL_H, CELL_W, LABEL_H, PAD, Panel, arrow_panel, badge, circle, figure, group, label, line,
+                   mid_text, polygon, rank_attrs, rank_name, rect, shades, single, text)
 
 # ---------------------------------------------------------------- backward
 
@@ -73,13 +73,13 @@ def _weight_panel(m: np.ndarray, symbol: str, owner, by_cols: bool, note: str, p
             nodes.append(mid_text(cols * CELL_W + 6, top + mid * CELL_H, rank_name(r), "rk-t", "start",
                                   **rank_attrs(r, "rk-t")))
     h = top + rows * CELL_H
-    nodes += [text(0, h + 14, key(note), "dimtext"), text(0, h + 29, key("bw_no_coll"), "ok-t")]
+    nodes += [text(0, h + 14, label("fig." + note), "dimtext"), text(0, h + 29, label("fig.bw_no_coll"), "ok-t")]
     return Panel(max(cols * CELL_W + (0 if by_cols else 30), 200.0), h + 34, nodes, part=part)
 
 
 def _partial_panel(m: np.ndarray, r: int, scale: float) -> Panel:
     h = LABEL_H + m.shape[0] * CELL_H
-    nodes = [text(0, LABEL_H - 5, key("bw_partial", name="G_X", r=rank_name(r)), "cap"),
+    nodes = [text(0, LABEL_H - 5, label("fig.bw_partial", name="G_X", r=rank_name(r)), "cap"),
              *_owned_grid(m, lambda i, j: r, 0, LABEL_H, f"G_X_partial.{r}", scale, "frame part")]
     return Panel(max(m.shape[1] * CELL_W, 86.0), h, nodes, part=f"G_X_partial.{r}")
 
@@ -93,16 +93,16 @@ def _allreduce(tp: int, h: float) -> Panel:
     y = LABEL_H + max(0.0, (h - LABEL_H - box_h) / 2)
     return Panel(130, h, [
         rect(0, y, 124, box_h, {"class": "coll"}, rx="6"),
-        mid_text(62, y + CELL_H * 0.62, key("bw_allreduce_f"), "coll-t"),
-        mid_text(62, y + CELL_H * 1.42, {"key": "fig.sum_ranks", "args": {"last": rank_name(tp - 1)}}, "coll-s"),
+        mid_text(62, y + CELL_H * 0.62, label("fig.bw_allreduce_f"), "coll-t"),
+        mid_text(62, y + CELL_H * 1.42, label("fig.sum_ranks", last=rank_name(tp - 1)), "coll-s"),
     ], part="allreduce-f", cls="hl")
 
 
 def _merged(m: np.ndarray, err: float, scale: float) -> Panel:
     h = LABEL_H + m.shape[0] * CELL_H
-    nodes = [text(0, LABEL_H - 5, {"key": "fig.every_rank", "args": {"name": "G_X"}}, "cap"),
+    nodes = [text(0, LABEL_H - 5, label("fig.every_rank", name="G_X"), "cap"),
              *_owned_grid(m, lambda i, j: None, 0, LABEL_H, "G_X.merged", scale, "frame", "cell fin"),
-             text(0, h + 14, {"key": "fig.matches_ref", "args": {"err": fmt.err(err)}}, "dimtext")]
+             text(0, h + 14, label("fig.matches_ref", err=fmt.err(err)), "dimtext")]
     return Panel(max(m.shape[1] * CELL_W, 190.0), h + 18, nodes, part="G_X.merged")
 
 
@@ -129,7 +129,7 @@ def figure_backward(res: MlpResult) -> dict:
         return [[w1, w2], parts + [arrow_panel(None, w=30, h=h), _allreduce(tp, h), arrow_panel(None, w=30, h=h),
                                    merged]]
 
-    title = key("bw_title", tp=fmt.integer(tp))
+    title = label("fig.bw_title", tp=fmt.integer(tp))
     return figure("backward", title, rows)
 
 
@@ -142,24 +142,22 @@ BOX_W, BOX_H = 46.0, 24.0
 def _layout(tp: int, dp: int) -> tuple[list[dict], float]:
     """dp rows (replicas) × tp columns (ranks of a TP group), tinted by the shard they hold."""
     x0, y0 = PAD + 74, 30.0
-    nodes = [text(PAD, 14, key("dt_grid", dp=fmt.integer(dp), tp=fmt.integer(tp)), "cap")]
+    nodes = [text(PAD, 14, label("fig.dt_grid", dp=fmt.integer(dp), tp=fmt.integer(tp)), "cap")]
     for r in range(tp):                                       # a DP group: shard r on every replica
         nodes.append(rect(x0 + r * (BOX_W + 8) - 4, y0 - 4, BOX_W + 8, dp * (BOX_H + 8) + 0, {"class": "dpg"},
                           rx="6"))
     for k in range(dp):                                       # a TP group: one replica
         y = y0 + k * (BOX_H + 8)
         nodes.append(rect(x0 - 6, y - 2, tp * (BOX_W + 8) + 4, BOX_H + 4, {"class": "tpg"}, rx="5"))
-        nodes.append(mid_text(x0 - 12, y + BOX_H / 2, key("dt_replica", k=fmt.integer(k)), "dimtext", "end"))
+        nodes.append(mid_text(x0 - 12, y + BOX_H / 2, label("fig.dt_replica", k=fmt.integer(k)), "dimtext", "end"))
         for r in range(tp):
             x = x0 + r * (BOX_W + 8)
-            nodes.append(group([rect(x, y, BOX_W, BOX_H, rank_attrs(r, "badge"), rx="4"),
-                                mid_text(x + BOX_W / 2, y + BOX_H / 2, rank_name(r), "badge-t")],
-                               part=f"rank.{k}.{r}"))
+            nodes.append(group(badge(r, x, y, BOX_W, BOX_H), part=f"rank.{k}.{r}"))
     y = y0 + dp * (BOX_H + 8) + 10
     nodes += [rect(PAD, y, 22, 12, {"class": "tpg"}, rx="4"),
-              text(PAD + 30, y + 10, key("dt_tp_group"), "dimtext"),
+              text(PAD + 30, y + 10, label("fig.dt_tp_group"), "dimtext"),
               rect(PAD + 4, y + 18, 14, 16, {"class": "dpg"}, rx="4"),
-              text(PAD + 30, y + 30, key("dt_dp_group"), "dimtext")]
+              text(PAD + 30, y + 30, label("fig.dt_dp_group"), "dimtext")]
     return nodes, y + 40
 
 
@@ -174,7 +172,7 @@ def _scale_x(s: float, x0: float, w: float) -> float:
 def _scales(variants: list[Variant], top: float) -> tuple[list[dict], float]:
     """Each variant's scale against the correct gradient on a log axis; 1× is the correct one."""
     x0, w = PAD + 10, W - 2 * PAD - 70
-    nodes = [text(PAD, top + 18, key("dt_scale_head"), "cap")]
+    nodes = [text(PAD, top + 18, label("fig.dt_scale_head"), "cap")]
     y = top + 30
     row_h = 38.0
     one = _scale_x(1.0, x0, w)
@@ -182,10 +180,10 @@ def _scales(variants: list[Variant], top: float) -> tuple[list[dict], float]:
         s = float(v.scale)
         xs = _scale_x(s, x0, w)
         right = abs(math.log2(s)) < 1e-9 if s > 0 else False
-        parts = [text(x0, y + 11, {"key": f"label.variant_{v.name}"}, "dimtext"),
+        parts = [text(x0, y + 11, label(f"label.variant_{v.name}"), "dimtext"),
                  line(x0, y + 25, x0 + w, y + 25, "ax"), line(one, y + 16, one, y + 34, "ax one")]
         if right:
-            parts.append(el("circle", {"class": "dev ok", "cx": n(xs), "cy": n(y + 25), "r": "5"}))
+            parts.append(circle(xs, y + 25, 5, "dev ok"))
         else:
             parts.append(rect(min(one, xs), y + 19, abs(xs - one), 12, {"class": "dev bad"}))
         parts.append(text(x0 + w + 8, y + 29, fmt.num(s), "num em" if not right else "num"))
@@ -195,9 +193,9 @@ def _scales(variants: list[Variant], top: float) -> tuple[list[dict], float]:
     # axis ticks and the 1× line across all rows
     for e in range(int(LOG2_LO) + 1, int(LOG2_HI)):
         xt = _scale_x(2.0 ** e, x0, w)
-        label = {-2: "¼", -1: "½"}.get(e, fmt.integer(2 ** e) if e >= 0 else None)
+        tick = {-2: "¼", -1: "½"}.get(e, fmt.integer(2 ** e) if e >= 0 else None)
         nodes.append(line(xt, y - 4, xt, y + 2, "ax"))
-        nodes.append(text(xt, y + 14, label + "×", "dimtext", "middle"))
+        nodes.append(text(xt, y + 14, tick + "×", "dimtext", "middle"))
     return nodes, y + 20
 
 
@@ -205,7 +203,7 @@ def figure_dp_tp(res: DpTpResult) -> dict:
     """The ``dp-tp`` figure of one ``dp_tp.run_dp_tp`` result."""
     layout, h = _layout(res.tp, res.dp)
     scales, h = _scales(res.variants, h)
-    title = key("dt_title", dp=fmt.integer(res.dp), tp=fmt.integer(res.tp))
+    title = label("fig.dt_title", dp=fmt.integer(res.dp), tp=fmt.integer(res.tp))
     return single("dp-tp", title, layout + scales, W, h + PAD)
 
 
@@ -220,7 +218,7 @@ def _err_x(e: float, x0: float, w: float) -> float:
     return x0 + w * (v - LOG10_LO) / (LOG10_HI - LOG10_LO)
 
 
-_SYMBOLS = {"Y": "Y", "loss": "L", "G_X": "G_X", "G_W1": "G_W₁", "G_W2": "G_W₂", "ce": key("pr_ce")}
+_SYMBOLS = {"Y": "Y", "loss": "L", "G_X": "G_X", "G_W1": "G_W₁", "G_W2": "G_W₂", "ce": label("fig.pr_ce")}
 
 
 def figure_precision(dtype: str, rows: list[tuple[str, float, float]]) -> dict:
@@ -228,7 +226,7 @@ def figure_precision(dtype: str, rows: list[tuple[str, float, float]]) -> dict:
     (quantities: the keys of ``mlp``'s errors and "ce")."""
     x0, w = PAD + 44, 186.0
     xe, xt = x0 + w + 12, x0 + w + 12 + 60
-    nodes = [text(xe, 14, key("pr_err"), "cap"), text(xt, 14, key("pr_tol"), "cap")]
+    nodes = [text(xe, 14, label("fig.pr_err"), "cap"), text(xt, 14, label("fig.pr_tol"), "cap")]
     y = 24.0
     floor = fmt.err(0.0)
     for name, err, tol in rows:
@@ -242,10 +240,9 @@ def figure_precision(dtype: str, rows: list[tuple[str, float, float]]) -> dict:
         shown = fmt.diff(err)                  # as the table writes it
         if shown in (floor, "0"):              # "< 1e−15" or 0: an arrowhead pointing left from 1e−15
             xf = _err_x(fmt.TINY, x0, w)
-            parts.append(el("polygon", {"class": "errdot floor",
-                                        "points": f"{n(xf)},{n(cy - 5)} {n(xf - 9)},{n(cy)} {n(xf)},{n(cy + 5)}"}))
+            parts.append(polygon([(xf, cy - 5), (xf - 9, cy), (xf, cy + 5)], "errdot floor"))
         else:
-            parts.append(el("circle", {"class": "errdot" + ("" if ok else " bad"), "cx": n(ex), "cy": n(cy), "r": "5"}))
+            parts.append(circle(ex, cy, 5, "errdot" + ("" if ok else " bad")))
         parts += [text(xe, cy + 4, shown, "num" if ok else "num em"), text(xt, cy + 4, fmt.err(tol), "num")]
         nodes.append(group(parts, part=f"q.{name}"))
         y += 26
@@ -254,8 +251,8 @@ def figure_precision(dtype: str, rows: list[tuple[str, float, float]]) -> dict:
         nodes.append(line(xtk, 22, xtk, y, "ax tick"))
         nodes.append(text(xtk, y + 12, "1e" + fmt.integer(e), "dimtext", "middle"))
     nodes += [rect(PAD, y + 22, 18, 10, {"class": "okzone"}),
-              text(PAD + 24, y + 31, key("pr_zone"), "dimtext"),
+              text(PAD + 24, y + 31, label("fig.pr_zone"), "dimtext"),
               line(PAD + 9 + 190, y + 21, PAD + 9 + 190, y + 33, "tolmark"),
-              text(PAD + 190 + 18, y + 31, key("pr_tolmark"), "dimtext")]
-    title = key("pr_title", dtype=dtype)
+              text(PAD + 190 + 18, y + 31, label("fig.pr_tolmark"), "dimtext")]
+    title = label("fig.pr_title", dtype=dtype)
     return single("precision", title, nodes, W, y + 40 + PAD)

@@ -28,9 +28,8 @@ from .. import collectives as core
 from ..collectives import CollectiveResult
 from .. import mismatch
 from .. import fmt
-from .fig_kit import (PAD, ROW_H, arrow, badge, cell_w, curve, group, key, line, mid_text, rank_name, rect,
-                      single, two_widths)
-from .tree import rank_attrs, text
+from .draw import (PAD, ROW_H, arrow, badge, cell_w, curve, group, label, line, mid_text, pair, rank_attrs,
+                   rank_name, rect, single, text)
 
 _OP_SYMBOL = {"sum": "Σ", "avg": "Σ ÷ n", "max": "max", "min": "min", "prod": "Π"}
 BLOCK_GAP = 4.0          # between the blocks of one buffer
@@ -150,7 +149,7 @@ def _lane(plan: dict, r: int, per_in: int, per_out: int, cw_in: float, cw_out: f
                                      "frame part" if plan["reduces"] else "frame")
     if ln["out"] is None:
         out_nodes = [rect(0, 0, NOTHING_W, ROW_H, {"class": "nothing"}, rx="3"),
-                     mid_text(NOTHING_W / 2, ROW_H / 2, key("co_nothing"), "dimtext")]
+                     mid_text(NOTHING_W / 2, ROW_H / 2, label("fig.co_nothing"), "dimtext")]
         return in_nodes, in_mid, out_nodes, [], max(in_h, ROW_H)
     tint = [s[1] if s[0] == "copy" else None for s in ln["src"]]
     out_nodes, out_mid, out_h = _buffer(ln["out"], per_out, cw_out, "out", r, tint, "frame")
@@ -232,13 +231,13 @@ def _draw_collective(res: dict, plan: dict, max_w: float) -> tuple[list[dict], f
         moves = _reductions(plan, res.op, ports_in, ports_out, x_out - 28 - OP_W / 2, HEAD_H, bottom)
     else:
         moves = _copies(plan, ports_in, ports_out)
-    name = (key("co_root", name=res.nccl_name, root=rank_name(res.root)) if res.uses_root
+    name = (label("fig.co_root", name=res.nccl_name, root=rank_name(res.root)) if res.uses_root
             else res.nccl_name)
     head = [text(x_band + band / 2, 14, name, "coll-t", "middle"),
-            text(x_in, 32, key("co_before"), "cap"),
-            text(x_in, 46, key("co_partial" if plan["reduces"] else "co_own"), "dimtext"),
-            text(x_out + w_out, 32, key("co_after"), "cap", "end"),
-            text(x_out + w_out, 46, key("co_final" if plan["reduces"] else "co_from"), "dimtext", "end")]
+            text(x_in, 32, label("fig.co_before"), "cap"),
+            text(x_in, 46, label("fig.co_partial" if plan["reduces"] else "fig.co_own"), "dimtext"),
+            text(x_out + w_out, 32, label("fig.co_after"), "cap", "end"),
+            text(x_out + w_out, 46, label("fig.co_final" if plan["reduces"] else "fig.co_from"), "dimtext", "end")]
     return back + head + moves + lanes, width, bottom + PAD
 
 
@@ -264,8 +263,8 @@ def output_sources(plan: dict) -> list[list[int | None] | None]:
 def figure_collective(res: CollectiveResult, plan: dict | None = None) -> dict:
     """The ``collectives`` figure of one core result (``collectives.run_collective``)."""
     plan = _plan(res) if plan is None else plan
-    title = key("co_title", name=res.nccl_name, n=fmt.integer(res.n))
-    return two_widths("collectives", title, lambda w: _draw_collective(res, plan, w))
+    title = label("fig.co_title", name=res.nccl_name, n=fmt.integer(res.n))
+    return pair("collectives", title, lambda w: _draw_collective(res, plan, w))
 
 
 # ---------------------------------------------------------------- mismatch
@@ -279,7 +278,7 @@ MM_LANE_GAP = 10.0
 def _call_lines(call: dict) -> list:
     shape = "[" + ", ".join(fmt.integer(v) for v in call["shape"]) + "]"
     group_ = "{" + ",".join(fmt.integer(g) for g in call["group"]) + "}"
-    return [core.NCCL_NAMES.get(call["name"], "Barrier"), f"{shape} · {call['dtype']}", key("mm_group", g=group_)]
+    return [core.NCCL_NAMES.get(call["name"], "Barrier"), f"{shape} · {call['dtype']}", label("fig.mm_group", g=group_)]
 
 
 def _outcome(seqs: list, res: mismatch.MismatchResult) -> dict:
@@ -342,7 +341,7 @@ def _call_box(r: int, i: int, call: dict, state: str, x: float, y: float) -> dic
     under = {"wait": ("mm_waits", "warn-t"), "bad": ("mm_differ", "warn-t"), "never": ("mm_never", "dimtext")}
     if state in under:
         k, cls = under[state]
-        nodes.append(text(x + 2, y + BOX_H + 12, key(k), cls))
+        nodes.append(text(x + 2, y + BOX_H + 12, label("fig." + k), cls))
     return group(nodes, part=f"call.{r}.{i}")
 
 
@@ -383,7 +382,7 @@ def figure_mismatch(calls: list, res: mismatch.MismatchResult) -> dict:
     out["seqs"] = seqs
     geo, tops, width = _mismatch_geometry(seqs, out)
     calls_max = max(len(seq) for seq in seqs)
-    nodes = [text(geo["col_x"][c], 16, key("mm_call", i="#" + fmt.integer(c)), "cap") for c in range(calls_max)]
+    nodes = [text(geo["col_x"][c], 16, label("fig.mm_call", i="#" + fmt.integer(c)), "cap") for c in range(calls_max)]
     for r, seq in enumerate(seqs):
         y = tops[r]
         lane = [rect(PAD - 4, y - 4, width - 2 * PAD + 8, BOX_H + STATE_H + 4, rank_attrs(r, "lane"), rx="6"),
@@ -399,9 +398,9 @@ def figure_mismatch(calls: list, res: mismatch.MismatchResult) -> dict:
         if out["pos"][r] >= len(seq):
             x = geo["col_x"][len(seq)]
             lane += [rect(x, y + BOX_H / 2 - 12, EXIT_W, 24, {"class": "exitp"}, rx="12"),
-                     mid_text(x + EXIT_W / 2, y + BOX_H / 2, key("mm_exit"), "dimtext")]
+                     mid_text(x + EXIT_W / 2, y + BOX_H / 2, label("fig.mm_exit"), "dimtext")]
         nodes.append(group(lane, part=f"rank{r}"))
     nodes += _connectors(out, geo, tops)
     height = tops[-1] + BOX_H + STATE_H + PAD
-    title = key("mm_title", n=fmt.integer(len(seqs)))
+    title = label("fig.mm_title", n=fmt.integer(len(seqs)))
     return single("mismatch", title, nodes, width, height)

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from .. import fmt
 from ..comm_cost import CommCost
-from .fig_parts import NUM_CHAR, PAD, key, rect, single
-from .tree import text
+from .draw import NUM_CHAR, PAD, label, rect, single, text
 
 BAR_W = 250.0            # the longest bar (the slower of the two steps)
 BAR_H = 20.0
@@ -24,18 +23,18 @@ def _ms(seconds: float) -> str:
     return fmt.num(seconds * 1e3, 3) + " ms"
 
 
-def _labelled(x: float, y: float, w: float, cls: str, label: str, part: str, outside: str = "below") -> list[dict]:
+def _labelled(x: float, y: float, w: float, cls: str, s: str, part: str, outside: str = "below") -> list[dict]:
     """A segment with its time inside, or (``outside``) below it or right of it when it does not fit."""
     nodes = [rect(x, y, w, BAR_H, {"class": cls}, **{"data-key": part})]
-    if NUM_CHAR * len(label) + 6 <= w:
-        nodes.append(text(x + w / 2, y + BAR_H / 2 + 4, label, "num", "middle"))
+    if NUM_CHAR * len(s) + 6 <= w:
+        nodes.append(text(x + w / 2, y + BAR_H / 2 + 4, s, "num", "middle"))
     elif outside == "below":     # under the segment, from its left end unless that runs past the bar
-        if x + NUM_CHAR * len(label) <= PAD + BAR_W:
-            nodes.append(text(x, y + BAR_H + 13, label, "num"))
+        if x + NUM_CHAR * len(s) <= PAD + BAR_W:
+            nodes.append(text(x, y + BAR_H + 13, s, "num"))
         else:
-            nodes.append(text(x + w, y + BAR_H + 13, label, "num", "end"))
+            nodes.append(text(x + w, y + BAR_H + 13, s, "num", "end"))
     else:
-        nodes.append(text(x + w + 6, y + BAR_H / 2 + 4, label, "num"))
+        nodes.append(text(x + w + 6, y + BAR_H / 2 + 4, s, "num"))
     return nodes
 
 
@@ -44,7 +43,7 @@ def _layer(r: CommCost, layers: int, y: float, width: float) -> list[dict]:
     total = r.t_calc_s + r.t_comm_s
     unit = width / total if total else 0.0
     calc = r.t_calc_s * unit
-    nodes = [text(PAD, y + 12, key("cc_layer", layers=fmt.integer(layers)), "cap"),
+    nodes = [text(PAD, y + 12, label("fig.cc_layer", layers=fmt.integer(layers)), "cap"),
              rect(PAD, y + 18, calc, BAR_H, {"class": "seg-calc"}, **{"data-key": "layer.calc"})]
     x = PAD + calc
     for i, row in enumerate(r.per_layer):
@@ -54,7 +53,7 @@ def _layer(r: CommCost, layers: int, y: float, width: float) -> list[dict]:
         if each >= 12:
             nodes.append(text(x + each / 2, y + 18 + BAR_H / 2 + 4, row.operator, "seg-t", "middle"))
         x += each
-    nodes.append(text(PAD, y + 18 + BAR_H + 15, key("cc_layer_bytes", bytes=fmt.nbytes(r.per_layer_bytes)),
+    nodes.append(text(PAD, y + 18 + BAR_H + 15, label("fig.cc_layer_bytes", bytes=fmt.nbytes(r.per_layer_bytes)),
                       "dimtext"))
     return nodes
 
@@ -63,26 +62,26 @@ def figure_comm_cost(r: CommCost, layers: int) -> dict:
     """The ``comm-cost`` figure of one :func:`tpmath.comm_cost.comm_cost` result (with both times)."""
     calc, comm = r.t_calc_s, r.t_comm_s
     unit = BAR_W / (calc + comm)                       # the serial step is the longest bar
-    nodes = [rect(PAD, PAD, 14, 12, {"class": "seg-calc"}), text(PAD + 20, PAD + 10, key("cc_calc"), "dimtext"),
-             rect(PAD + 130, PAD, 14, 12, {"class": "seg-comm"}), text(PAD + 150, PAD + 10, key("cc_comm"), "dimtext")]
+    nodes = [rect(PAD, PAD, 14, 12, {"class": "seg-calc"}), text(PAD + 20, PAD + 10, label("fig.cc_calc"), "dimtext"),
+             rect(PAD + 130, PAD, 14, 12, {"class": "seg-comm"}), text(PAD + 150, PAD + 10, label("fig.cc_comm"), "dimtext")]
     y = PAD + 26
     nodes += _layer(r, layers, y, BAR_W)
     y += 18 + BAR_H + 30
     # No overlap: communication after compute.
-    nodes.append(text(PAD, y + 12, key("cc_serial"), "cap"))
+    nodes.append(text(PAD, y + 12, label("fig.cc_serial"), "cap"))
     by = y + 18
     nodes += _labelled(PAD, by, calc * unit, "seg-calc", _ms(calc), "serial.calc")
     nodes += _labelled(PAD + calc * unit, by, comm * unit, "seg-comm", _ms(comm), "serial.comm")
     nodes.append(text(PAD + (calc + comm) * unit + 6, by + BAR_H / 2 + 4, _ms(r.t_serial_s), "num em"))
-    nodes.append(text(PAD, by + BAR_H + 30, key("cc_fraction", share=fmt.num(100 * r.comm_fraction_serial, 1) + " %"),
+    nodes.append(text(PAD, by + BAR_H + 30, label("fig.cc_fraction", share=fmt.num(100 * r.comm_fraction_serial, 1) + " %"),
                       "dimtext"))
     y = by + BAR_H + 44
     # Perfect overlap: both start together; the step ends with the slower one.
-    nodes.append(text(PAD, y + 12, key("cc_overlap"), "cap"))
+    nodes.append(text(PAD, y + 12, label("fig.cc_overlap"), "cap"))
     by = y + 18
     nodes += _labelled(PAD, by, calc * unit, "seg-calc", _ms(calc), "overlap.calc", "right")
     nodes += _labelled(PAD, by + BAR_H + 4, comm * unit, "seg-comm", _ms(comm), "overlap.comm", "right")
-    nodes.append(text(PAD, by + 2 * BAR_H + 20, key("cc_overlap_total", total=_ms(r.t_overlap_s)), "dimtext"))
+    nodes.append(text(PAD, by + 2 * BAR_H + 20, label("fig.cc_overlap_total", total=_ms(r.t_overlap_s)), "dimtext"))
     y = by + 2 * BAR_H + 26
-    title = key("cc_title", layers=fmt.integer(layers))
+    title = label("fig.cc_title", layers=fmt.integer(layers))
     return single("comm-cost", title, nodes, PAD * 2 + BAR_W + 90, y + PAD)

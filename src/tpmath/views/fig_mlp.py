@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import fmt
 from ..mlp import MlpOutputs, MlpRank, MlpResult
-from .tree import (CELL_H, Panel, Row, arrow_panel, el, figure, matrix_panel, n, rank_attrs, text)
+from .draw import (CELL_H, Panel, Row, arrow_panel, badge_panel, circle, figure, group, label, line, matrix_panel,
+                   mid_text, op_box, rect, text)
 
 # stage -> the operation written on the arrow from one column of the table to the next
 # (None: the two matrices are shown side by side, no data flows between them).
@@ -40,15 +41,12 @@ def _shape(a: np.ndarray) -> str:
 def _badge(r: int, h: float) -> Panel:
     """The lane's rank label: R0 on the rank's tint (colour is never the only cue)."""
     y = 18 + max(h - 18, CELL_H) / 2 - 11
-    return Panel(36, h, [el("rect", {**rank_attrs(r, "badge"), "x": "0", "y": n(y), "width": "34", "height": "22",
-                                     "rx": "4"}),
-                         text(17, y + 11, "R" + fmt.integer(r), "badge-t", "middle",
-                              **{"dominant-baseline": "central"})], part=f"rank{r}")
+    return badge_panel(r, h, y)
 
 
 def _caption(key: str) -> object:
     symbol = _SYMBOL[key]
-    return {"key": "fig.partial_of", "args": {"name": symbol}} if key in _MERGED else symbol
+    return label("fig.partial_of", name=symbol) if key in _MERGED else symbol
 
 
 def _lane(stage: str, rk: MlpRank, cols: tuple, scales: dict) -> Row:
@@ -69,7 +67,7 @@ def _replicated(stage: str, inputs: dict) -> list[Panel]:
     if stage == "shards":
         return []
     name, key, note = ("G_Y", "G", "fig.mlp_gy") if stage in _BACKWARD else ("X", "X", "fig.mlp_x")
-    return [matrix_panel(inputs[key], {"key": note, "args": {"name": name}}, None, f"{key}.all",
+    return [matrix_panel(inputs[key], label(note, name=name), None, f"{key}.all",
                          shape=_shape(inputs[key]))]
 
 
@@ -78,14 +76,10 @@ def _merge(stage: str, res: MlpResult, ref: MlpOutputs, tp: int, merged_key: str
     name, op = _MERGED[merged_key]
     total = getattr(res.sharded, name)
     err = float(np.max(np.abs(total - getattr(ref, name))))
-    box = Panel(126, 2 * CELL_H + 18, [
-        el("rect", {"class": "coll", "x": "0", "y": "18", "width": "126", "height": n(2 * CELL_H), "rx": "6"}),
-        text(63, 18 + CELL_H * 0.75, {"key": "fig.allreduce_op", "args": {"op": op}}, "coll-t", "middle"),
-        text(63, 18 + CELL_H * 1.55, {"key": "fig.sum_ranks", "args": {"last": "R" + fmt.integer(tp - 1)}},
-             "coll-s", "middle"),
-    ], part=f"allreduce-{op}", cls="hl")
-    result = matrix_panel(total, {"key": "fig.every_rank", "args": {"name": name}}, None, f"{name}.merged",
-                          shape={"key": "fig.matches_ref", "args": {"err": fmt.err(err)}})
+    box = op_box(label("fig.allreduce_op", op=op), label("fig.sum_ranks", last="R" + fmt.integer(tp - 1)), 126,
+                 "coll", f"allreduce-{op}", h=2 * CELL_H, top=18, title_y=CELL_H * 0.75, sub_y=CELL_H * 1.55, lit="hl")
+    result = matrix_panel(total, label("fig.every_rank", name=name), None, f"{name}.merged",
+                          shape=label("fig.matches_ref", err=fmt.err(err)))
     result.w = max(result.w, 170.0)      # room for the caption and the check under the grid
     return [box, arrow_panel(None, w=30, h=2 * CELL_H + 18), result]
 
@@ -95,24 +89,23 @@ def _strip(stage: str):
     def head(width: float):
         step = 40.0
         x0, y = 22.0, 20.0
-        nodes = [el("line", {"class": "strip", "x1": n(x0), "y1": n(y), "x2": n(x0 + step * 5), "y2": n(y)})]
+        nodes = [line(x0, y, x0 + step * 5, y, "strip")]
         for i, s in enumerate(STAGES):
             cx = x0 + step * i
             cls = "step hl" if s == stage else "step"
-            nodes.append(el("circle", {"class": cls, "cx": n(cx), "cy": n(y), "r": "11"}))
-            nodes.append(text(cx, y, fmt.integer(i + 1), "step-t", "middle", **{"dominant-baseline": "central"}))
+            nodes.append(circle(cx, y, 11, cls))
+            nodes.append(mid_text(cx, y, fmt.integer(i + 1), "step-t"))
         # f̄ closes the forward pass (after step 3), f the backward pass (step 6).
         for after, op in ((2, "f̄"), (5, "f")):
             cx = x0 + step * after + (step / 2 if after < 5 else 20)
-            nodes.append(el("rect", {"class": "coll", "x": n(cx - 8), "y": n(y + 14), "width": "16", "height": "16",
-                                     "rx": "3"}))
-            nodes.append(text(cx, y + 22, op, "coll-t", "middle", **{"dominant-baseline": "central"}))
-        name = {"key": f"opt.stage.{stage.replace('-', '_')}"}
+            nodes.append(rect(cx - 8, y + 14, 16, 16, {"class": "coll"}, rx="3"))
+            nodes.append(mid_text(cx, y + 22, op, "coll-t"))
+        name = label(f"opt.stage.{stage.replace('-', '_')}")
         if width >= 480:             # beside the steps on a desktop, under them on a phone
             nodes.append(text(x0 + step * 5 + 40, y + 5, name, "stage-name"))
-            return [el("g", {"data-part": "stages"}, nodes)], 50.0
+            return [group(nodes, part="stages")], 50.0
         nodes.append(text(x0 - 11, y + 50, name, "stage-name"))
-        return [el("g", {"data-part": "stages"}, nodes)], 66.0
+        return [group(nodes, part="stages")], 66.0
     return head
 
 
@@ -133,6 +126,5 @@ def figure_mlp(stage: str, tp: int, cols: tuple, res: MlpResult, one: MlpRank) -
             out.append(_merge(stage, res, ref, tp, last))
         return out
 
-    title = {"key": "fig.mlp_title", "args": {"tp": fmt.integer(tp),
-                                               "stage": {"key": f"opt.stage.{stage.replace('-', '_')}"}}}
+    title = label("fig.mlp_title", tp=fmt.integer(tp), stage=label(f"opt.stage.{stage.replace('-', '_')}"))
     return figure("mlp", title, rows, head=_strip(stage))

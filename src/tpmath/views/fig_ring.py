@@ -21,8 +21,8 @@ import numpy as np
 from .. import schedules
 from ..schedules import RingSchedule, Step, TreeSchedule
 from .. import fmt
-from .fig_kit import PAD, arrow, group, key, mid_text, rank_name, rect, single
-from .tree import TreeError, arrow_head, el, n, rank_attrs, text
+from .draw import (PAD, TreeError, arrow, arrow_head, circle, group, label, line, mid_text, n, path,
+                   rank_attrs, rank_name, rect, single, text)
 
 W = 380.0                # the drawing (a fixed geometry: a phone column wide)
 SEG_W, SEG_H = 18.0, 16.0
@@ -81,9 +81,7 @@ def _node(r: int, cx: float, cy: float, chunks: list[frozenset], empty: list[boo
         tip = "#" + fmt.integer(k) + ": " + " + ".join(rank_name(q) for q in sorted(held))
         if k in fresh:                       # just received: a ring around the chunk (drawn last, on top)
             marks.append(rect(x - 1.5, y - 1.5, SEG_W + 3, SEG_H + 3, {"class": "newmark"}, rx="2"))
-        nodes.append(el("rect", {**rank_attrs(r, cls), "x": n(x), "y": n(y), "width": n(SEG_W),
-                                 "height": n(SEG_H), "data-part": f"chunk.{r}.{k}"},
-                        [el("title", None, text=tip)]))
+        nodes.append(rect(x, y, SEG_W, SEG_H, rank_attrs(r, cls), tip=tip, **{"data-part": f"chunk.{r}.{k}"}))
         nodes.append(mid_text(x + SEG_W / 2, y + SEG_H / 2, fmt.integer(len(held)),
                               "chunk-t fin" if len(held) >= n_ranks else "chunk-t"))
     return group(nodes + marks, part=f"rank{r}"), w / 2, h / 2
@@ -104,7 +102,7 @@ def _arc(a1: float, a2: float, cls: str, label: str | None, part: str) -> dict:
     x1, y1 = cx + ARC_R * math.cos(a1), cy + ARC_R * math.sin(a1)
     x2, y2 = cx + ARC_R * math.cos(a2), cy + ARC_R * math.sin(a2)
     large = 1 if (a2 - a1) % (2 * math.pi) > math.pi else 0
-    nodes = [el("path", {"class": cls, "d": f"M{n(x1)},{n(y1)} A{n(ARC_R)},{n(ARC_R)} 0 {large} 1 {n(x2)},{n(y2)}"}),
+    nodes = [path(f"M{n(x1)},{n(y1)} A{n(ARC_R)},{n(ARC_R)} 0 {large} 1 {n(x2)},{n(y2)}", cls),
              arrow_head(x2, y2, math.degrees(a2) + 90, 8, "arrowhead go")]
     if label is not None:
         am = a1 + ((a2 - a1) % (2 * math.pi)) / 2
@@ -114,7 +112,7 @@ def _arc(a1: float, a2: float, cls: str, label: str | None, part: str) -> dict:
 
 def _ring_drawing(n_ranks: int, state: list, step: Step | None, sizes: list[int]) -> list[dict]:
     pos = _ring_positions(n_ranks)
-    nodes = [el("circle", {"class": "strip", "cx": n(W / 2), "cy": n(CENTRE_Y), "r": n(ARC_R)})]
+    nodes = [circle(W / 2, CENTRE_Y, ARC_R, "strip")]
     gap = math.radians(9 if n_ranks > 2 else 14)
     fresh: dict[int, set] = {r: set() for r in range(n_ranks)}
     if step is not None:
@@ -148,7 +146,7 @@ def _tree_drawing(n_ranks: int, state: list, step: Step | None) -> list[dict]:
     nodes = []
     for r in range(1, n_ranks):
         (x1, y1), (x2, y2) = pos[schedules.tree_parent(r)], pos[r]
-        nodes.append(el("line", {"class": "strip", "x1": n(x1), "y1": n(y1), "x2": n(x2), "y2": n(y2)}))
+        nodes.append(line(x1, y1, x2, y2, "strip"))
     fresh: dict[int, set] = {r: set() for r in range(n_ranks)}
     sends = []
     if step is not None:
@@ -171,14 +169,14 @@ def _strip(steps: list[Step], current: int, step_bytes: list[str], top: float) -
     most = max(sent) or 1
     bar_h = 26.0
     y = top + bar_h + 14
-    nodes = [el("line", {"class": "strip", "x1": n(x0), "y1": n(y), "x2": n(x0 + gap * total), "y2": n(y)})]
+    nodes = [line(x0, y, x0 + gap * total, y, "strip")]
     for i in range(total + 1):
         cx = x0 + gap * i
         lit = " hl" if i == current else ""
         if i:
             h = max(2.0, bar_h * sent[i - 1] / most)
             nodes.append(rect(cx - 5, top + bar_h - h, 10, h, {"class": "sbar" + lit}, **{"data-part": f"bytes.{i}"}))
-        nodes.append(el("circle", {"class": "step" + lit, "cx": n(cx), "cy": n(y), "r": "9"}))
+        nodes.append(circle(cx, y, 9, "step" + lit))
         nodes.append(mid_text(cx, y, fmt.integer(i), "step-t"))
     # the phases: a bracket under their steps, the name below (second phase one line lower)
     phases: list[tuple[str, int, int]] = []
@@ -190,8 +188,8 @@ def _strip(steps: list[Step], current: int, step_bytes: list[str], top: float) -
     for row, (phase, a, b) in enumerate(phases):
         xa, xb = x0 + gap * a - 9, x0 + gap * b + 9
         yb = y + 15
-        nodes.append(el("path", {"class": "strip", "d": f"M{n(xa)},{n(yb - 3)} V{n(yb)} H{n(xb)} V{n(yb - 3)}"}))
-        nodes.append(text(xa, yb + 13 + 14 * row, key("ri_" + phase.replace("-", "_")), "dimtext"))
+        nodes.append(path(f"M{n(xa)},{n(yb - 3)} V{n(yb)} H{n(xb)} V{n(yb - 3)}", "strip"))
+        nodes.append(text(xa, yb + 13 + 14 * row, label("fig.ri_" + phase.replace("-", "_")), "dimtext"))
     height = y + 15 + 13 + 14 * (len(phases) - 1) + 6 - top
     return [group(nodes, part="steps")], height
 
@@ -199,31 +197,31 @@ def _strip(steps: list[Step], current: int, step_bytes: list[str], top: float) -
 def _centre(algorithm: str, current: int, steps: list[Step], step_bytes: list[str], y: float) -> list[dict]:
     """What the selected step does, in words: its number, its phase, the bytes it sends."""
     total = len(steps)
-    lines = [mid_text(W / 2, y - 20, key("ri_step", s=fmt.integer(current), t=fmt.integer(total)), "cap")]
+    lines = [mid_text(W / 2, y - 20, label("fig.ri_step", s=fmt.integer(current), t=fmt.integer(total)), "cap")]
     if current == 0:
-        lines.append(mid_text(W / 2, y, key("ri_start"), "dimtext"))
+        lines.append(mid_text(W / 2, y, label("fig.ri_start"), "dimtext"))
     else:
         step = steps[current - 1]
-        lines.append(mid_text(W / 2, y, key("ri_" + step.phase.replace("-", "_")), "dimtext"))
-        lines.append(mid_text(W / 2, y + 16, key("ri_sent"), "dimtext"))
+        lines.append(mid_text(W / 2, y, label("fig.ri_" + step.phase.replace("-", "_")), "dimtext"))
+        lines.append(mid_text(W / 2, y + 16, label("fig.ri_sent"), "dimtext"))
         lines.append(mid_text(W / 2, y + 31, step_bytes[current - 1], "num em"))
     return [group(lines, part="now")]
 
 
 def _legend(n_ranks: int, algorithm: str, top: float) -> tuple[list[dict], float]:
     """What the fills and outlines of the chunks mean (the numbers say it too)."""
-    count = (key("ri_leg_count", last="#" + fmt.integer(n_ranks - 1)) if algorithm == "ring"
-             else key("ri_leg_count_tree"))
+    count = (label("fig.ri_leg_count", last="#" + fmt.integer(n_ranks - 1)) if algorithm == "ring"
+             else label("fig.ri_leg_count_tree"))
     k = max(1, n_ranks // 2)
     nodes = [rect(PAD, top, SEG_W, SEG_H, {"class": _level(k, n_ranks)}),
              mid_text(PAD + SEG_W / 2, top + SEG_H / 2, fmt.integer(k), "chunk-t"),
              mid_text(PAD + SEG_W + 6, top + SEG_H / 2, count, "dimtext", "start"),
              rect(PAD, top + 22, SEG_W, SEG_H, {"class": "chunk fin"}),
              mid_text(PAD + SEG_W / 2, top + 22 + SEG_H / 2, fmt.integer(n_ranks), "chunk-t fin"),
-             mid_text(PAD + SEG_W + 6, top + 22 + SEG_H / 2, key("ri_leg_final"), "dimtext", "start"),
+             mid_text(PAD + SEG_W + 6, top + 22 + SEG_H / 2, label("fig.ri_leg_final"), "dimtext", "start"),
              rect(W / 2 + 10, top + 22, SEG_W, SEG_H, {"class": "chunk k1"}),
              rect(W / 2 + 8.5, top + 20.5, SEG_W + 3, SEG_H + 3, {"class": "newmark"}, rx="2"),
-             mid_text(W / 2 + 16 + SEG_W, top + 22 + SEG_H / 2, key("ri_leg_new"), "dimtext", "start")]
+             mid_text(W / 2 + 16 + SEG_W, top + 22 + SEG_H / 2, label("fig.ri_leg_new"), "dimtext", "start")]
     return [group(nodes, part="legend")], 40.0
 
 
@@ -245,19 +243,19 @@ def figure_ring(n_ranks: int, algorithm: str, sched: RingSchedule | TreeSchedule
         body = [group(_tree_caption(current, steps, step_bytes), part="now")] + body
     strip, strip_h = _strip(steps, current, step_bytes, top)
     legend, legend_h = _legend(n_ranks, algorithm, top + strip_h + 6)
-    title = key("ri_title", algo=key("ri_" + algorithm), n=fmt.integer(n_ranks), s=fmt.integer(current),
+    title = label("fig.ri_title", algo=label("fig.ri_" + algorithm), n=fmt.integer(n_ranks), s=fmt.integer(current),
                 t=fmt.integer(len(steps)))
     return single("ring", title, body + strip + legend, W, top + strip_h + 6 + legend_h + PAD)
 
 
 def _tree_caption(current: int, steps: list[Step], step_bytes: list[str]) -> list[dict]:
     """The tree's step in words, in its top left corner (the tree fills the middle)."""
-    out = [text(PAD, 14, key("ri_step", s=fmt.integer(current), t=fmt.integer(len(steps))), "cap")]
+    out = [text(PAD, 14, label("fig.ri_step", s=fmt.integer(current), t=fmt.integer(len(steps))), "cap")]
     if current:
         phase = steps[current - 1].phase
-        out += [text(PAD, 30, key("ri_" + phase), "dimtext"),
-                text(W - PAD, 14, key("ri_sent"), "dimtext", "end"),
+        out += [text(PAD, 30, label("fig.ri_" + phase), "dimtext"),
+                text(W - PAD, 14, label("fig.ri_sent"), "dimtext", "end"),
                 text(W - PAD, 30, step_bytes[current - 1], "num em", "end")]
     else:
-        out.append(text(PAD, 30, key("ri_start"), "dimtext"))
+        out.append(text(PAD, 30, label("fig.ri_start"), "dimtext"))
     return out

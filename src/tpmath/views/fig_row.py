@@ -16,8 +16,8 @@ import numpy as np
 from ..schedules import bus_bandwidth_factor
 from .. import fmt
 from ..row_linear import ColumnLinearResult, RowLinearResult
-from .fig_parts import NUM_CHAR, PAD, TEXT_CHAR, cell_width, coll_panel, grid_panel, heading, key, lane_badge, rect, single
-from .tree import CELL_H, LABEL_H, NARROW_W, Panel, Row, figure, text
+from .draw import (CELL_H, LABEL_H, NARROW_W, NUM_CHAR, PAD, TEXT_CHAR, Panel, Row, cell_width, coll_panel, figure,
+                   grid_panel, heading, label, lane_badge, rect, single, text)
 
 GAP = 10.0              # tree.flow's gap between panels
 CAPTION_W = 170.0       # the width a translated caption above a merged result may take
@@ -49,7 +49,7 @@ def _lane(r: int, parts: list) -> Row:
 
 def _sub(what: str, p: int) -> dict:
     """What the collective does with the ranks' results ("adds R0…R3"); with one rank, nothing."""
-    return key("rl_one_rank") if p == 1 else key(what, last="R" + fmt.integer(p - 1))
+    return label("fig.rl_one_rank") if p == 1 else label("fig." + what, last="R" + fmt.integer(p - 1))
 
 
 def _merge(lanes: list, label: Any, sub: Any, results: list[Panel], part: str,
@@ -66,7 +66,7 @@ def _scale(*mats) -> float:
 
 
 def _err(err: float) -> dict:
-    return {"key": "fig.matches_ref", "args": {"err": fmt.err(err)}}
+    return label("fig.matches_ref", err=fmt.err(err))
 
 
 # ---------------------------------------------------------------- forward
@@ -75,17 +75,17 @@ def _row_forward(row: RowLinearResult, cw: float) -> list[list[Panel]]:
     p = row.tp
     ys = [rk.Y_partial for rk in row.ranks] + [row.Y]
     sx, sa, sy = _scale(row.inputs["X"]), _scale(row.inputs["A"]), _scale(*ys)
-    out = [[heading(key("rl_row_head"), key("rl_row_sub"))]]
+    out = [[heading(label("fig.rl_row_head"), label("fig.rl_row_sub"))]]
     for rk in row.ranks:
         r = rk.rank
         out.append(_lane(r, [
             grid_panel(rk.X_shard, "Xᵣ", r, f"Xr.{r}", None, sx, _dims("B×D/n", rk.X_shard)), "·",
             grid_panel(rk.A_shard, "Aᵣ", r, f"Ar.{r}", None, sa, _dims("D/n×O", rk.A_shard)), "=",
-            grid_panel(rk.Y_partial, key("rl_partial", name="Yᵣ"), r, f"Yr.{r}", cw, sy,
+            grid_panel(rk.Y_partial, label("fig.rl_partial", name="Yᵣ"), r, f"Yr.{r}", cw, sy,
                        _dims("B×O", rk.Y_partial)),
         ]))
-    Y = grid_panel(row.Y, key("rl_every_rank", name="Y"), None, "Y.row", cw, sy, _err(row.max_abs_err["Y"]), min_w=CAPTION_W)
-    out += _merge(out[1:], key("rl_allreduce", op="f̄"), _sub("rl_sum", p), [Y], "allreduce-g")
+    Y = grid_panel(row.Y, label("fig.rl_every_rank", name="Y"), None, "Y.row", cw, sy, _err(row.max_abs_err["Y"]), min_w=CAPTION_W)
+    out += _merge(out[1:], label("fig.rl_allreduce", op="f̄"), _sub("rl_sum", p), [Y], "allreduce-g")
     return out
 
 
@@ -93,15 +93,15 @@ def _col_forward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
     p = col.tp
     X = col.inputs["X"]
     sa, sy = _scale(col.inputs["A"]), _scale(col.Y)
-    out = [[heading(key("rl_col_head"), key("rl_col_sub"))],
-           [grid_panel(X, key("rl_every_rank", name="X"), None, "X.all", None, _scale(X), _dims("B×D", X))]]
+    out = [[heading(label("fig.rl_col_head"), label("fig.rl_col_sub"))],
+           [grid_panel(X, label("fig.rl_every_rank", name="X"), None, "X.all", None, _scale(X), _dims("B×D", X))]]
     for rk in col.ranks:
         r = rk.rank
         out.append(_lane(r, [
             "X·", grid_panel(rk.A_shard, "Aᵣ", r, f"cAr.{r}", None, sa, _dims("D×O/n", rk.A_shard)), "=",
-            grid_panel(rk.Y_shard, key("rl_slice", name="Yᵣ"), r, f"cYr.{r}", cw, sy, _dims("B×O/n", rk.Y_shard)),
+            grid_panel(rk.Y_shard, label("fig.rl_slice", name="Yᵣ"), r, f"cYr.{r}", cw, sy, _dims("B×O/n", rk.Y_shard)),
         ]))
-    Y = grid_panel(col.Y, key("rl_every_rank", name="Y"), None, "Y.col", cw, sy, _err(col.max_abs_err["Y"]),
+    Y = grid_panel(col.Y, label("fig.rl_every_rank", name="Y"), None, "Y.col", cw, sy, _err(col.max_abs_err["Y"]),
                    blocks=p, axis=1, min_w=CAPTION_W)
     out += _merge(out[2:], "AllGather", _sub("rl_concat", p), [Y], "allgather")
     return out
@@ -111,7 +111,7 @@ def figure_row_linear(row: RowLinearResult, col: ColumnLinearResult) -> dict:
     """The ``row-linear`` figure: both layers forward on the same X and A."""
     mats = [row.inputs["X"], row.inputs["A"], row.Y] + [rk.Y_partial for rk in row.ranks]
     cw = cell_width(*mats)
-    title = key("rl_title", n=fmt.integer(row.tp))
+    title = label("fig.rl_title", n=fmt.integer(row.tp))
     rows = _row_forward(row, cw) + _col_forward(col, cw)
     return figure("row-linear", title, lambda: rows)      # flow only places panels: both layouts share them
 
@@ -122,8 +122,8 @@ def _row_backward(row: RowLinearResult, cw: float) -> list[list[Panel]]:
     p = row.tp
     dY = row.inputs["dY"]
     sdx, sda = _scale(row.sharded.dX), _scale(row.sharded.dA)
-    out = [[heading(key("rb_row_head"), key("rb_row_sub"))],
-           [grid_panel(dY, key("rl_every_rank", name="dY"), None, "dY.all", None, _scale(dY), _dims("B×O", dY))]]
+    out = [[heading(label("fig.rb_row_head"), label("fig.rb_row_sub"))],
+           [grid_panel(dY, label("fig.rl_every_rank", name="dY"), None, "dY.all", None, _scale(dY), _dims("B×O", dY))]]
     for rk in row.ranks:
         r = rk.rank
         out.append(_lane(r, [
@@ -131,11 +131,11 @@ def _row_backward(row: RowLinearResult, cw: float) -> list[list[Panel]]:
             grid_panel(rk.dA_shard, "dAᵣ = Xᵣᵀ·dY", r, f"dAr.{r}", None, sda, _dims("D/n×O", rk.dA_shard)),
         ]))
     err = row.max_abs_err
-    dX = grid_panel(row.sharded.dX, key("rb_concat_cols", name="dX"), None, "dX.row", None, sdx,
+    dX = grid_panel(row.sharded.dX, label("fig.rb_concat_cols", name="dX"), None, "dX.row", None, sdx,
                     _err(err["dX"]), blocks=p, axis=1, min_w=CAPTION_W)
-    dA = grid_panel(row.sharded.dA, key("rb_concat_rows", name="dA"), None, "dA.row", None, sda,
+    dA = grid_panel(row.sharded.dA, label("fig.rb_concat_rows", name="dA"), None, "dA.row", None, sda,
                     _err(err["dA"]), blocks=p, axis=0, min_w=CAPTION_W)
-    out += _merge(out[2:], key("rb_none"), key("rb_none_sub"), [dX, dA], "no-collective", "coll none")
+    out += _merge(out[2:], label("fig.rb_none"), label("fig.rb_none_sub"), [dX, dA], "no-collective", "coll none")
     return out
 
 
@@ -144,18 +144,18 @@ def _col_backward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
     sdy = _scale(col.inputs["dY"])
     sdx = _scale(col.sharded.dX, *[rk.dX_partial for rk in col.ranks])
     sda = _scale(col.sharded.dA)
-    out = [[heading(key("rb_col_head"), key("rb_col_sub"))]]
+    out = [[heading(label("fig.rb_col_head"), label("fig.rb_col_sub"))]]
     for rk in col.ranks:
         r = rk.rank
         out.append(_lane(r, [
             grid_panel(rk.dY_shard, "dYᵣ", r, f"cdYr.{r}", None, sdy, _dims("B×O/n", rk.dY_shard)), "·Aᵣᵀ =",
-            grid_panel(rk.dX_partial, key("rl_partial", name="dXᵣ"), r, f"cdXr.{r}", cw, sdx,
+            grid_panel(rk.dX_partial, label("fig.rl_partial", name="dXᵣ"), r, f"cdXr.{r}", cw, sdx,
                        _dims("B×D", rk.dX_partial)),
             grid_panel(rk.dA_shard, "dAᵣ = Xᵀ·dYᵣ", r, f"cdAr.{r}", None, sda, _dims("D×O/n", rk.dA_shard)),
         ]))
-    dX = grid_panel(col.sharded.dX, key("rl_every_rank", name="dX"), None, "dX.col", cw, sdx,
+    dX = grid_panel(col.sharded.dX, label("fig.rl_every_rank", name="dX"), None, "dX.col", cw, sdx,
                     _err(col.max_abs_err["dX"]), min_w=CAPTION_W)
-    out += _merge(out[1:], key("rl_allreduce", op="f"), _sub("rl_sum", p), [dX], "allreduce-f")
+    out += _merge(out[1:], label("fig.rl_allreduce", op="f"), _sub("rl_sum", p), [dX], "allreduce-f")
     return out
 
 
@@ -164,7 +164,7 @@ def figure_row_backward(row: RowLinearResult, col: ColumnLinearResult) -> dict:
     mats = [row.inputs["dY"], row.sharded.dX, row.sharded.dA]
     mats += [rk.dX_partial for rk in col.ranks]
     cw = cell_width(*mats)
-    title = key("rb_title", n=fmt.integer(row.tp))
+    title = label("fig.rb_title", n=fmt.integer(row.tp))
     rows = _row_backward(row, cw) + _col_backward(col, cw)
     return figure("row-backward", title, lambda: rows)
 
@@ -183,9 +183,9 @@ def _segments(ops: list, n: int, x: float, y: float, unit: float, cls: str, h: f
     for name, elements, symbol in ops:
         w = bus_bandwidth_factor(name, n) * elements * unit
         nodes.append(rect(x, y, w, h, {"class": cls}, **{"data-key": f"seg.{part}.{name}.{symbol}"}))
-        for label in (f"{_ABBR[name]} {symbol}", symbol):
-            if TEXT_CHAR * len(label) + 4 <= w:
-                nodes.append(text(x + w / 2, y + h / 2 + 4, label, "seg-t", "middle"))
+        for name_ in (f"{_ABBR[name]} {symbol}", symbol):
+            if TEXT_CHAR * len(name_) + 4 <= w:
+                nodes.append(text(x + w / 2, y + h / 2 + 4, name_, "seg-t", "middle"))
                 break
         x += w
     return nodes, x
@@ -196,20 +196,20 @@ def figure_row_pairing(n: int, schemes: list[dict], rows: list[list]) -> dict:
     (ring), one segment per collective; ``rows``: the table's rows (their totals and ratios)."""
     totals = [sum(bus_bandwidth_factor(c, n) * e for c, e, _ in s["forward"] + s["backward"]) for s in schemes]
     unit = BAR_W / (max(totals) or 1.0)
-    nodes = [rect(PAD, PAD, 14, 12, {"class": "seg-comm"}), text(PAD + 20, PAD + 10, key("rp_fwd"), "dimtext"),
-             rect(PAD + 120, PAD, 14, 12, {"class": "seg-bwd"}), text(PAD + 140, PAD + 10, key("rp_bwd"), "dimtext")]
+    nodes = [rect(PAD, PAD, 14, 12, {"class": "seg-comm"}), text(PAD + 20, PAD + 10, label("fig.rp_fwd"), "dimtext"),
+             rect(PAD + 120, PAD, 14, 12, {"class": "seg-bwd"}), text(PAD + 140, PAD + 10, label("fig.rp_bwd"), "dimtext")]
     y = PAD + 30
     for s, row in zip(schemes, rows):
         nodes.append(text(PAD, y + 12, row[0], "cap"))
         bar_y = y + 18
         if n == 1:
-            nodes.append(text(PAD, bar_y + 13, key("rp_none"), "dimtext"))
+            nodes.append(text(PAD, bar_y + 13, label("fig.rp_none"), "dimtext"))
         else:
             fwd, x = _segments(s["forward"], n, PAD, bar_y, unit, "seg-comm", 18, f"{s['name']}.forward")
             bwd, x = _segments(s["backward"], n, x, bar_y, unit, "seg-bwd", 18, f"{s['name']}.backward")
             nodes += fwd + bwd + [text(x + 6, bar_y + 13, row[4], "num em", **{"data-key": f"ratio.{s['name']}"})]
         nodes.append(text(PAD, bar_y + 34, row[3], "num dimtext", **{"data-key": f"sent.{s['name']}"}))
-        nodes.append(text(PAD + NUM_CHAR * len(row[3]) + 6, bar_y + 34, key("rp_elements"), "dimtext"))
+        nodes.append(text(PAD + NUM_CHAR * len(row[3]) + 6, bar_y + 34, label("fig.rp_elements"), "dimtext"))
         y = bar_y + 46
-    title = key("rp_title", tp=fmt.integer(n))
+    title = label("fig.rp_title", tp=fmt.integer(n))
     return single("row-pairing", title, nodes, PAD * 2 + BAR_W + 56, y - 4)

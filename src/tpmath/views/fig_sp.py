@@ -27,10 +27,8 @@ import numpy as np
 from .. import sp_layer as core
 from .. import fmt
 from ..memory import MemoryResult
-from .cells import label
-from .fig_parts import badge
-from .tree import (CELL_H, NARROW_W, WIDE_W, Panel, Row, arrow_head, arrow_panel, check, el, figure,
-                   figure_svg, matrix_panel, n, rank_attrs, text)
+from .draw import (CELL_H, NARROW_W, Panel, Row, arrow_head, arrow_panel, badge, badge_panel, circle, figure,
+                   group, label, line, matrix_panel, mid_text, moved, n, op_box, pair, path, rank_attrs, rect, text)
 
 CELL = 12.0            # one entry of a token map
 ARROW = 14.0           # a horizontal arrow between two blocks of a column
@@ -89,69 +87,65 @@ class Block:
         # One rect per token (a row has one owner), the cell rules as one path, and only the dropped
         # entries drawn one by one: a few nodes per block instead of one per entry.
         for i, r in enumerate(self.rows):
-            kids.append(el("rect", {**rank_attrs(r, f"cell v{self.shade}"), "x": n(gx), "y": n(gy + i * CELL),
-                                    "width": n(w), "height": n(CELL)}))
+            kids.append(rect(gx, gy + i * CELL, w, CELL, rank_attrs(r, f"cell v{self.shade}")))
             if self.labels is not None:
                 kids.append(text(gx - 3, gy + i * CELL + CELL / 2, self.labels[i], "tok", "end",
                                  **{"dominant-baseline": "central"}))
         if self.dropped is not None:
             for i, j in zip(*np.nonzero(self.dropped)):
                 cx, cy = gx + int(j) * CELL, gy + int(i) * CELL
-                kids += [el("rect", {"class": "cell-off", "x": n(cx), "y": n(cy), "width": n(CELL), "height": n(CELL)}),
-                         el("line", {"class": "drop", "x1": n(cx + 2), "y1": n(cy + CELL - 2), "x2": n(cx + CELL - 2),
-                                     "y2": n(cy + 2)})]
+                kids += [rect(cx, cy, CELL, CELL, {"class": "cell-off"}),
+                         line(cx + 2, cy + CELL - 2, cx + CELL - 2, cy + 2, "drop")]
         rules = [f"M{n(gx + j * CELL)} {n(gy)}V{n(gy + h)}" for j in range(1, self.cols)]
         rules += [f"M{n(gx)} {n(gy + i * CELL)}H{n(gx + w)}" for i in range(1, len(self.rows))]
         if rules:
-            kids.append(el("path", {"class": "rules", "d": "".join(rules)}))
-        kids.append(el("rect", {**rank_attrs(self.owner, "frame"), "x": n(gx), "y": n(gy), "width": n(w),
-                                "height": n(h)}))
+            kids.append(path("".join(rules), "rules"))
+        kids.append(rect(gx, gy, w, h, rank_attrs(self.owner, "frame")))
         if self.sub is not None:
             kids.append(text(gx, gy + len(self.rows) * CELL + 11, self.sub, "dimtext"))
-        return el("g", {"data-part": self.part}, kids)
+        return group(kids, part=self.part)
 
 
 def _lines(blocks: list[Block], width: float) -> list[list[Block]]:
     """Blocks cut into lines that fit ``width``: a line ends where the next block would not fit,
     and the next line starts under the last block of the one before (a snake)."""
-    lines, line, x = [], [], 0.0
+    lines, run, x = [], [], 0.0
     for b in blocks:
-        if line and x + ARROW + b.w > width:
-            lines.append(line)
-            last = line[-1]
-            line, x = [], last.x0                # under the block it continues from
-        x = x + ARROW if line else x
-        b.x0 = x if line or not lines else min(x, max(0.0, width - b.w))
-        line.append(b)
+        if run and x + ARROW + b.w > width:
+            lines.append(run)
+            last = run[-1]
+            run, x = [], last.x0                # under the block it continues from
+        x = x + ARROW if run else x
+        b.x0 = x if run or not lines else min(x, max(0.0, width - b.w))
+        run.append(b)
         x = b.x0 + b.w
-    return lines + [line]
+    return lines + [run]
 
 
 def _stack(blocks: list[Block], width: float) -> tuple[list[dict], float, float]:
     """One rank's blocks of a region, left to right with arrows, continuing on a new line under
     the last block when the column is too narrow.  Returns (nodes, used width, height)."""
     lines = _lines(blocks, width)
-    used = max(b.x0 + b.w for line in lines for b in line)
+    used = max(b.x0 + b.w for run in lines for b in run)
     dx = (width - used) / 2                      # centre the whole stack in the column
     nodes, y = [], 0.0
-    for k, line in enumerate(lines):
-        for i, b in enumerate(line):
+    for k, run in enumerate(lines):
+        for i, b in enumerate(run):
             nodes.append(b.draw(dx + b.x0, y))
-            if i + 1 < len(line):
+            if i + 1 < len(run):
                 ax = dx + b.x0 + b.w
-                ay = y + CAP_H + min(len(b.rows), len(line[i + 1].rows)) * CELL / 2
-                nodes += [el("line", {"class": "arrow", "x1": n(ax + 2), "y1": n(ay), "x2": n(ax + ARROW - 6),
-                                      "y2": n(ay)}), arrow_head(ax + ARROW - 1, ay, 0)]
-        y += max(b.h for b in line)
+                ay = y + CAP_H + min(len(b.rows), len(run[i + 1].rows)) * CELL / 2
+                nodes += [line(ax + 2, ay, ax + ARROW - 6, ay, "arrow"), arrow_head(ax + ARROW - 1, ay, 0)]
+        y += max(b.h for b in run)
         if k + 1 < len(lines):
-            last = line[-1]
+            last = run[-1]
             nodes += _down(dx + last.x0 + last.grid_x + last.cols * CELL / 2, y + 1, DROP_ARROW - 2)
             y += DROP_ARROW
     return nodes, used, y
 
 
 def _down(x: float, y: float, length: float) -> list[dict]:
-    return [el("line", {"class": "arrow", "x1": n(x), "y1": n(y), "x2": n(x), "y2": n(y + length - 6)}),
+    return [line(x, y, x, y + length - 6, "arrow"),
             arrow_head(x, y + length, 90)]
 
 
@@ -275,17 +269,17 @@ def _strip(step: str, width: float) -> tuple[list[dict], float]:
             x += 14                      # forward | backward
         centres.append(x)
         x += 28
-    nodes.append(el("line", {"class": "strip", "x1": n(centres[0]), "y1": n(y), "x2": n(centres[4]), "y2": n(y)}))
-    nodes.append(el("line", {"class": "strip", "x1": n(centres[5]), "y1": n(y), "x2": n(centres[-1]), "y2": n(y)}))
+    nodes.append(line(centres[0], y, centres[4], y, "strip"))
+    nodes.append(line(centres[5], y, centres[-1], y, "strip"))
     for i, (name, cx) in enumerate(zip(STEP_ORDER, centres)):
-        nodes.append(el("circle", {"class": "step hl" if name == step else "step", "cx": n(cx), "cy": n(y), "r": "10"}))
-        nodes.append(text(cx, y, fmt.integer(i + 1), "step-t", "middle", **{"dominant-baseline": "central"}))
+        nodes.append(circle(cx, y, 10, "step hl" if name == step else "step"))
+        nodes.append(mid_text(cx, y, fmt.integer(i + 1), "step-t"))
     name = label(f"opt.step.{step.replace('-', '_')}")
     if width >= 560:
         nodes.append(text(centres[-1] + 22, y + 5, name, "stage-name"))
-        return [el("g", {"data-part": "steps"}, nodes)], 36.0
+        return [group(nodes, part="steps")], 36.0
     nodes.append(text(PAD, y + 30, name, "stage-name"))
-    return [el("g", {"data-part": "steps"}, nodes)], 58.0
+    return [group(nodes, part="steps")], 58.0
 
 
 def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict], float, float]:
@@ -297,7 +291,7 @@ def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict],
     lit = STEP_PARTS[step][1]
     nodes, y = _strip(step, width)
     for r in range(T):      # a badge on top of every column: colour is never the only cue
-        nodes += badge(r, x_of[r] + col_w / 2, y)
+        nodes += badge(r, x_of[r] + col_w / 2 - 17, y, 34)
     y += 26
     for k, (kind, payload) in enumerate(steps):
         hl = " hl" if k in lit else ""
@@ -307,45 +301,28 @@ def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict],
             inner = max(h for _, _, h in stacks)
             h = REGION_T + inner + 10
             cls = ("region tpr" if name == "tp" else "region") + hl
-            group = [el("rect", {"class": cls, "x": n(PAD / 2), "y": n(y), "width": n(width - PAD), "height": n(h),
-                                 "rx": "6"}),
+            parts = [rect(PAD / 2, y, width - PAD, h, {"class": cls}, rx="6"),
                      text(PAD, y + 13, label(_REGION_TITLE[name]), "region-t")]
             for r, (kids, _, _) in enumerate(stacks):
-                group.append(el("g", {"transform": f"translate({n(x_of[r] + 2)},{n(y + REGION_T + 4)})",
-                                      "data-rank-column": str(r)}, kids))
-            nodes.append(el("g", {"data-part": f"region-{k}"}, group))
+                parts.append(moved(kids, x_of[r] + 2, y + REGION_T + 4, **{"data-rank-column": str(r)}))
+            nodes.append(group(parts, part=f"region-{k}"))
             y += h
         else:
             op, title, sub = payload
-            group = []
+            parts = []
             for r in range(T):
-                group += _down(x_of[r] + col_w / 2, y + 1, DROP_ARROW - 2)
+                parts += _down(x_of[r] + col_w / 2, y + 1, DROP_ARROW - 2)
             y += DROP_ARROW
-            group += [el("rect", {"class": "coll" + hl, "x": n(PAD), "y": n(y), "width": n(width - 2 * PAD),
-                                  "height": n(BAND_H), "rx": "6"}),
+            parts += [rect(PAD, y, width - 2 * PAD, BAND_H, {"class": "coll" + hl}, rx="6"),
                       text(width / 2, y + 15, label("fig.sp_band", op=op, what=title),
                            "coll-t", "middle"),
                       text(width / 2, y + 30, sub, "coll-s", "middle")]
             y += BAND_H
             for r in range(T):
-                group += _down(x_of[r] + col_w / 2, y + 1, DROP_ARROW - 2)
+                parts += _down(x_of[r] + col_w / 2, y + 1, DROP_ARROW - 2)
             y += DROP_ARROW
-            nodes.append(el("g", {"data-part": f"band-{k}"}, group))
+            nodes.append(group(parts, part=f"band-{k}"))
     return nodes, width, y + PAD
-
-
-def _two_layouts(name: str, title: Any, build) -> dict:
-    """A fixed-geometry figure drawn for a desktop column and, when wider, again for a phone
-    (tree.figure's rule, for drawings that tree.flow cannot lay out)."""
-    nodes, w, h = build(WIDE_W)
-    if w <= NARROW_W:
-        svgs = [figure_svg(title, nodes, w, h, cls="fig-one")]
-    else:
-        nn, nw, nh = build(NARROW_W)
-        svgs = [figure_svg(title, nodes, w, h, cls="fig-wide"), figure_svg(title, nn, nw, nh, cls="fig-narrow")]
-    node = el("figure", {"class": "tp-figure", "data-figure": name}, svgs)
-    check(node)
-    return node
 
 
 def figure_sp(step: str, res: core.SpLayerResult, one: core.SpRank) -> dict:
@@ -354,17 +331,14 @@ def figure_sp(step: str, res: core.SpLayerResult, one: core.SpRank) -> dict:
     steps = _forward(res, one) if phase == "forward" else _backward(res, one)
     title = label(f"fig.sp_title_{phase}", tp=fmt.integer(res.tp), s=fmt.integer(res.seq),
                   step=label(f"opt.step.{step.replace('-', '_')}"))
-    return _two_layouts("sp-layer", title, lambda w: _pipeline(steps, res.tp, step, w))
+    return pair("sp-layer", title, lambda w: _pipeline(steps, res.tp, step, w))
 
 
 # ------------------------------------------------------------------------- γ and β
 
 def _badge(r: int, h: float) -> Panel:
     y = 18 + max(h - 18, CELL_H) / 2 - 11
-    return Panel(36, h, [el("rect", {**rank_attrs(r, "badge"), "x": "0", "y": n(y), "width": "34", "height": "22",
-                                     "rx": "4"}),
-                         text(17, y + 11, "R" + fmt.integer(r), "badge-t", "middle",
-                              **{"dominant-baseline": "central"})], part=f"rank{r}")
+    return badge_panel(r, h, y)
 
 
 def figure_ln(res: core.SpLayerResult) -> dict:
@@ -383,14 +357,10 @@ def figure_ln(res: core.SpLayerResult) -> dict:
                       matrix_panel(rk.G_beta_partial, "G_β", r, f"G_beta_partial.{r}", scale, shape=tokens)]
             h = max(p.h for p in panels)
             out.append(Row([_badge(r, h)] + panels, rank=r, hang=True))
-        box = Panel(150, 2 * CELL_H + 18, [
-            el("rect", {"class": "coll" if reduced else "coll skip", "x": "0", "y": "18", "width": "150",
-                        "height": n(2 * CELL_H), "rx": "6"}),
-            text(75, 18 + CELL_H * 0.75, label("fig.sp_ln_box" if reduced else "fig.sp_ln_box_skipped"),
-                 "coll-t", "middle"),
-            text(75, 18 + CELL_H * 1.55, label("fig.sum_ranks", last="R" + fmt.integer(T - 1))
-                 if reduced else label("fig.sp_ln_box_none"), "coll-s", "middle"),
-        ], part="ln-allreduce", cls="hl" if reduced else "dim")
+        box = op_box(label("fig.sp_ln_box" if reduced else "fig.sp_ln_box_skipped"),
+                     label("fig.sum_ranks", last="R" + fmt.integer(T - 1)) if reduced else label("fig.sp_ln_box_none"),
+                     150, "coll" if reduced else "coll skip", "ln-allreduce", h=2 * CELL_H, top=18,
+                     title_y=CELL_H * 0.75, sub_y=CELL_H * 1.55, lit="hl" if reduced else "dim")
         if reduced:
             ref = res.reference
             err = max(float(np.max(np.abs(getattr(res.sharded, k) - getattr(ref, k)))) for k in ("G_gamma", "G_beta"))
@@ -432,14 +402,13 @@ def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[
     for i, (key, cls) in enumerate(SEGMENTS):     # the legend: a swatch and a word each
         x = PAD + (i % 2) * 180 if width < 560 else PAD + i * 150
         y = 8 + (i // 2) * 18 if width < 560 else 8
-        nodes += [el("rect", {"class": f"mem-seg {cls}", "x": n(x), "y": n(y), "width": "12", "height": "12"}),
+        nodes += [rect(x, y, 12, 12, {"class": f"mem-seg {cls}"}),
                   text(x + 17, y + 6, label(f"fig.mem_seg_{key}"), "lbl", **{"dominant-baseline": "central"})]
     y = 52.0 if width < 560 else 34.0
     top_y = y
     if draw_line:                                # behind the bars and their numbers
         lx = x0 + bar_w * line_bytes / axis
-        nodes.append(el("line", {"class": "mem-line", "x1": n(lx), "y1": n(top_y - 4),
-                                 "x2": n(lx), "y2": n(top_y + len(totals) * (BAR_H + BAR_GAP))}))
+        nodes.append(line(lx, top_y - 4, lx, top_y + len(totals) * (BAR_H + BAR_GAP), "mem-line"))
     for name, per in totals.items():
         lit = name == r.configuration
         kids = [text(x0 - 6, y + BAR_H / 2, label(f"fig.mem_cfg_{name.replace('-', '_')}"),
@@ -448,14 +417,12 @@ def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[
         for key, cls in SEGMENTS:
             w = bar_w * per[key] / axis if axis else 0.0
             if w > 0:
-                kids.append(el("rect", {"class": f"mem-seg {cls}", "x": n(x), "y": n(y), "width": n(max(w, 0.5)),
-                                        "height": n(BAR_H)}))
+                kids.append(rect(x, y, max(w, 0.5), BAR_H, {"class": f"mem-seg {cls}"}))
             x += w
         if lit:
-            kids.append(el("rect", {"class": "frame-hl", "x": n(x0 - 2), "y": n(y - 2), "width": n(x - x0 + 4),
-                                    "height": n(BAR_H + 4), "rx": "2"}))
+            kids.append(rect(x0 - 2, y - 2, x - x0 + 4, BAR_H + 4, {"class": "frame-hl"}, rx="2"))
         kids.append(text(x + 5, y + BAR_H / 2, fmt.nbytes(per["total"]), "num", **{"dominant-baseline": "central"}))
-        nodes.append(el("g", {"data-part": f"bar-{name}", "class": "hl" if lit else None}, kids))
+        nodes.append(group(kids, part=f"bar-{name}", cls="hl" if lit else None))
         y += BAR_H + BAR_GAP
     if draw_line:
         nodes.append(text(x0 + bar_w * line_bytes / axis, y + 10,
@@ -468,5 +435,5 @@ def figure_memory(r: MemoryResult, totals: dict, line_bytes: float) -> dict:
     """``memory``: one stacked bar per configuration at the chosen t (weights, gradients, optimizer
     states, activations), the chosen one lit; a line at 80 GiB when the bars come near it."""
     title = label("fig.mem_title", t=fmt.integer(r.inputs["tp"]))
-    return _two_layouts("memory", title,
+    return pair("memory", title,
                         lambda w: _bars(r, totals, line_bytes, BARS_WIDE if w > NARROW_W else NARROW_W))

@@ -18,8 +18,8 @@ import numpy as np
 
 from .. import fmt
 from ..vocab_ce import VocabCeResult, VocabPad
-from .fig_parts import (CAP_H, PAD, band, badge, down_arrow, hline, key, rect, single, widest)
-from .tree import Panel, el, figure, n, rank_attrs, text
+from .draw import (CAP_H, PAD, Panel, band, badge, down_arrow, figure, hline, label, line, rank_attrs, rect,
+                   single, text, widest)
 
 PAD_W = 16.0            # a padding id: no number to show, only its id
 GAP = 8.0               # between two ranks' groups
@@ -101,14 +101,15 @@ class _Drawing:
     def header(self) -> None:
         res = self.res
         if res.padded_vocab != res.vocab:
-            cap = key("vc_vocab_pad", V=fmt.integer(res.vocab), Vp=fmt.integer(res.padded_vocab),
+            cap = label("fig.vc_vocab_pad", V=fmt.integer(res.vocab), Vp=fmt.integer(res.padded_vocab),
                       p=fmt.integer(res.shards))
         else:
-            cap = key("vc_vocab", last=fmt.integer(res.vocab - 1), p=fmt.integer(res.shards))
+            cap = label("fig.vc_vocab", last=fmt.integer(res.vocab - 1), p=fmt.integer(res.shards))
         self.add(_caption(self.y, cap))
         self.y += CAP_H + 2
         for e, (gx, gw) in zip(res.ranks, self.groups):
-            self.add(*badge(e.rank, gx + gw / 2, self.y, min(34.0, gw)))
+            bw = min(34.0, gw)
+            self.add(*badge(e.rank, gx + (gw - bw) / 2, self.y, bw))
         self.y += 24
         self.slot_y = self.y
         for s in self.slots:
@@ -118,7 +119,7 @@ class _Drawing:
                           **{"dominant-baseline": "central"}))
         self.y += 22
         tgt = self.target_slot()
-        self.add(text(tgt.cx, self.y + 11, key("vc_target"), "op", "middle"))
+        self.add(text(tgt.cx, self.y + 11, label("fig.vc_target"), "op", "middle"))
         self.y += 18
 
     def target_slot(self) -> Slot:
@@ -127,7 +128,7 @@ class _Drawing:
     def logits(self) -> None:
         """The logits as numbers under their ids (each rank's maximum bold), then as bars hanging
         from the line of the global maximum m by m − zⱼ."""
-        self.add(_caption(self.y, key("vc_logits")))
+        self.add(_caption(self.y, label("fig.vc_logits")))
         self.y += CAP_H + 2
         z = dict(enumerate(self._logit_values()))               # real ids are 0 … V−1, in order
         local_max = {e.rank: float(e.local_max) for e in self.res.ranks}
@@ -156,7 +157,7 @@ class _Drawing:
     def _logit_values(self) -> list[float]:
         return _real_logits(self.res)
 
-    def reduce_step(self, caption, stat: str, label, part: str) -> None:
+    def reduce_step(self, caption, stat: str, result, part: str) -> None:
         """Per rank one number, arrows into the AllReduce band, the band with the result."""
         self.add(_caption(self.y, caption))
         self.y += CAP_H + 2
@@ -172,18 +173,18 @@ class _Drawing:
                               **{"dominant-baseline": "central"}))
             self.add(*down_arrow(gx + gw / 2, self.y + BOX_H, self.y + BOX_H + 12))
         self.y += BOX_H + 12
-        self.add(band(PAD, self.y, self.content_w, BAND_H, label, part=part))
+        self.add(band(PAD, self.y, self.content_w, BAND_H, result, part=part))
         self.y += BAND_H + 10
 
     def loss(self) -> None:
         res = self.res
-        self.add(text(PAD + self.content_w / 2, self.y + 10, key("vc_loss", loss=fmt.num(res.loss)),
+        self.add(text(PAD + self.content_w / 2, self.y + 10, label("fig.vc_loss", loss=fmt.num(res.loss)),
                       "stage-name", "middle", **{"dominant-baseline": "central"}))
         self.y += 30
 
     def probabilities(self) -> None:
         """pⱼ as bars up from a baseline (PROB_H px per unit), the number above; padding: nothing."""
-        self.add(_caption(self.y, key("vc_prob")))
+        self.add(_caption(self.y, label("fig.vc_prob")))
         probs = {t.token: float(t.prob) for t in self.res.tokens}
         top_p = max(probs.values())
         base = self.y + CAP_H + 16 + top_p * PROB_H
@@ -198,7 +199,7 @@ class _Drawing:
 
     def gradient(self) -> None:
         """∂L/∂zⱼ on the same scale as pⱼ: the target's bar is pulled down by exactly 1."""
-        self.add(_caption(self.y, key("vc_grad")))
+        self.add(_caption(self.y, label("fig.vc_grad")))
         grads = {t.token: float(t.grad) for t in self.res.tokens}
         up = max(max(grads.values()), 0.0) * PROB_H
         down = max(-min(grads.values()), 0.0) * PROB_H
@@ -226,16 +227,16 @@ def figure_vocab_ce(res: VocabCeResult) -> dict:
     d = _Drawing(res)
     d.header()
     d.logits()
-    d.reduce_step(key("vc_local_max"), "local_max", key("vc_ar_max", m=fmt.num(res.global_max)), "allreduce-max")
+    d.reduce_step(label("fig.vc_local_max"), "local_max", label("fig.vc_ar_max", m=fmt.num(res.global_max)), "allreduce-max")
     t = sum(float(e.target_shifted) for e in res.ranks)
-    d.reduce_step(key("vc_target_term"), "target_shifted", key("vc_ar_t", t=fmt.num(t)), "allreduce-t")
-    d.reduce_step(key("vc_sum_exp"), "local_sum_exp", key("vc_ar_s", s=fmt.num(res.global_sum_exp)),
+    d.reduce_step(label("fig.vc_target_term"), "target_shifted", label("fig.vc_ar_t", t=fmt.num(t)), "allreduce-t")
+    d.reduce_step(label("fig.vc_sum_exp"), "local_sum_exp", label("fig.vc_ar_s", s=fmt.num(res.global_sum_exp)),
                   "allreduce-s")
     d.loss()
     d.probabilities()
     d.gradient()
     nodes = [d.target_column(d.slot_y)] + d.nodes
-    title = key("vc_title", p=fmt.integer(res.shards), y=fmt.integer(res.target))
+    title = label("fig.vc_title", p=fmt.integer(res.shards), y=fmt.integer(res.target))
     return single("vocab-ce", title, nodes, d.w, d.y + PAD - 10)
 
 
@@ -255,11 +256,12 @@ def _padding_panel(smooth: VocabCeResult, gpt2: VocabPad) -> Panel:
     below it, Megatron's rule on GPT-2's vocabulary at the same tp (the padding table's row)."""
     V, Vp, tp = smooth.vocab, smooth.padded_vocab, smooth.shards
     slot = min(40.0, (PANEL_W - 4 * (tp - 1)) / Vp)
-    nodes = [_heading(key("vx_padding", V=fmt.integer(V), Vp=fmt.integer(Vp), p=fmt.integer(tp)))]
+    nodes = [_heading(label("fig.vx_padding", V=fmt.integer(V), Vp=fmt.integer(Vp), p=fmt.integer(tp)))]
     x = 0.0
     for e in smooth.ranks:
         a, b = e.vocab_range
-        nodes += badge(e.rank, x + (b - a) * slot / 2, 22, min(34.0, (b - a) * slot))
+        bw = min(34.0, (b - a) * slot)
+        nodes += badge(e.rank, x + ((b - a) * slot - bw) / 2, 22, bw)
         for j in range(a, b):
             cls = "slot" if j < V else "slot pad"
             nodes += [rect(x, 46, slot, 22, rank_attrs(e.rank, cls), **{"data-key": f"slot.{j}"}),
@@ -267,11 +269,11 @@ def _padding_panel(smooth: VocabCeResult, gpt2: VocabPad) -> Panel:
                            **{"dominant-baseline": "central"})]
             x += slot
         x += 4
-    note = key("vx_masked") if Vp != V else key("vx_no_padding")
+    note = label("fig.vx_masked") if Vp != V else label("fig.vx_no_padding")
     nodes.append(text(0, 86, note, "dimtext"))
-    nodes.append(text(0, 108, key("vx_gpt2", V=fmt.integer(gpt2.vocab), Vp=fmt.integer(gpt2.padded_vocab),
+    nodes.append(text(0, 108, label("fig.vx_gpt2", V=fmt.integer(gpt2.vocab), Vp=fmt.integer(gpt2.padded_vocab),
                                   div=fmt.integer(gpt2.divisor)), "dimtext"))
-    nodes.append(text(0, 124, key("vx_gpt2_pad", pad=fmt.integer(gpt2.padding), k=fmt.integer(gpt2.per_rank)),
+    nodes.append(text(0, 124, label("fig.vx_gpt2_pad", pad=fmt.integer(gpt2.padding), k=fmt.integer(gpt2.per_rank)),
                       "dimtext"))
     return Panel(PANEL_W, 130, nodes, part="padding")
 
@@ -284,14 +286,14 @@ def _ignore_panel(ign: VocabCeResult, targets: list, ignore_index: int) -> Panel
     V = grad.shape[1]
     unit = 20.0 / (float(np.max(np.abs(grad))) or 1.0)               # px per unit of gradient
     col = 22.0
-    nodes = [_heading(key("vx_ignore", index=fmt.integer(ignore_index)))]
+    nodes = [_heading(label("fig.vx_ignore", index=fmt.integer(ignore_index)))]
     y = 24.0
     for i, y_i in enumerate(targets):
         ignored = y_i == ignore_index
         mid = y + 22
-        label = key("vx_pos_ignored", i=fmt.integer(i)) if ignored else key("vx_pos", i=fmt.integer(i),
-                                                                              y=fmt.integer(y_i))
-        nodes.append(text(0, mid, label, "dimtext" if ignored else "lbl", **{"dominant-baseline": "central"}))
+        name = label("fig.vx_pos_ignored", i=fmt.integer(i)) if ignored else label("fig.vx_pos", i=fmt.integer(i),
+                                                                             y=fmt.integer(y_i))
+        nodes.append(text(0, mid, name, "dimtext" if ignored else "lbl", **{"dominant-baseline": "central"}))
         x0 = 104.0
         nodes.append(hline(x0, x0 + V * col, mid, "axis"))
         for j in range(V):
@@ -300,10 +302,10 @@ def _ignore_panel(ign: VocabCeResult, targets: list, ignore_index: int) -> Panel
             nodes.append(rect(x0 + j * col + 3, mid - h if g >= 0 else mid, col - 6, h,
                               rank_attrs(owner[j], "bar"), **{"data-key": f"ig.{i}.{j}"}))
         loss = fmt.num(ign.position_loss[i])
-        nodes.append(text(x0 + V * col + 10, mid, key("vx_pos_loss", loss=loss), "dimtext" if ignored else "lbl",
+        nodes.append(text(x0 + V * col + 10, mid, label("fig.vx_pos_loss", loss=loss), "dimtext" if ignored else "lbl",
                           **{"dominant-baseline": "central", "data-key": f"iloss.{i}"}))
         y += 46
-    nodes.append(text(0, y + 10, key("vx_ignore_mean", n=fmt.integer(ign.counted), loss=fmt.num(ign.loss)),
+    nodes.append(text(0, y + 10, label("fig.vx_ignore_mean", n=fmt.integer(ign.counted), loss=fmt.num(ign.loss)),
                       "cap"))
     return Panel(PANEL_W, y + 16, nodes, part="ignore")
 
@@ -315,21 +317,21 @@ def _smoothing_panel(smooth: VocabCeResult, eps: float, megatron: list, tp1) -> 
     lo, hi = min(0.0, *values), max(0.0, *values)
     unit = LOSS_W / ((hi - lo) or 1.0)
     x0 = 116.0 - lo * unit                                            # where the value 0 sits
-    nodes = [_heading(key("vx_smoothing", eps=fmt.num(eps)))]
+    nodes = [_heading(label("fig.vx_smoothing", eps=fmt.num(eps)))]
     y = 38.0
     rows = [(e.rank, megatron[i]) for i, e in enumerate(smooth.ranks)] + [(None, tp1)]
     for r, meg in rows:
         if r is None:
-            nodes.append(text(0, y + BAR_H + 1, key("vx_megatron_tp1"), "dimtext", **{"dominant-baseline": "central"}))
+            nodes.append(text(0, y + BAR_H + 1, label("fig.vx_megatron_tp1"), "dimtext", **{"dominant-baseline": "central"}))
             bars = [("meg", meg, None)]
         else:
-            nodes += badge(r, 17, y + 1)
+            nodes += badge(r, 0, y + 1, 34)
             bars = [("ours", ours, r), ("meg", meg, r)]
         for k, (who, v, owner) in enumerate(bars):
             by = y + k * (BAR_H + 3) if r is not None else y + BAR_H / 2 + 1
-            nodes.append(text(40, by + BAR_H / 2, key(f"vx_{who}"), "op", **{"dominant-baseline": "central"}))
+            nodes.append(text(40, by + BAR_H / 2, label(f"fig.vx_{who}"), "op", **{"dominant-baseline": "central"}))
             if v is None:
-                nodes.append(text(x0 + 4, by + BAR_H / 2, {"key": "label.undefined_k"}, "dimtext",
+                nodes.append(text(x0 + 4, by + BAR_H / 2, label("label.undefined_k"), "dimtext",
                                   **{"dominant-baseline": "central"}))
                 continue
             left, w = (x0, v * unit) if v >= 0 else (x0 + v * unit, -v * unit)
@@ -340,9 +342,9 @@ def _smoothing_panel(smooth: VocabCeResult, eps: float, megatron: list, tp1) -> 
                               **{"dominant-baseline": "central", "data-key": f"{who}.{'tp1' if r is None else r}"}))
         y += 2 * BAR_H + 12
     ref_x = x0 + ref * unit
-    nodes.append(el("line", {"class": "axis ref", "x1": n(ref_x), "y1": "30", "x2": n(ref_x), "y2": n(y - 6)}))
-    nodes.append(text(ref_x, 26, key("vx_pytorch", loss=fmt.num(ref)), "op", "middle"))
-    nodes.append(el("line", {"class": "axis", "x1": n(x0), "y1": "32", "x2": n(x0), "y2": n(y - 6)}))
+    nodes.append(line(ref_x, 30, ref_x, y - 6, "axis ref"))
+    nodes.append(text(ref_x, 26, label("fig.vx_pytorch", loss=fmt.num(ref)), "op", "middle"))
+    nodes.append(line(x0, 32, x0, y - 6, "axis"))
     return Panel(PANEL_W, y, nodes, part="smoothing")
 
 
@@ -356,5 +358,5 @@ def figure_vocab_extras(tp: int, eps: float, smooth: VocabCeResult, ign: VocabCe
     def rows():
         return [[_padding_panel(smooth, gpt2), _ignore_panel(ign, targets, ignore_index)],
                 [_smoothing_panel(smooth, eps, megatron, tp1)]]
-    title = key("vx_title", p=fmt.integer(tp), eps=fmt.num(eps))
+    title = label("fig.vx_title", p=fmt.integer(tp), eps=fmt.num(eps))
     return figure("vocab-extras", title, rows)

@@ -417,22 +417,29 @@ WIDE_W = 720.0
 def figure(name: str, title: Any, rows_of: Any, desc: Any = None, caption: Any = None,
            head: Any = None) -> dict:
     """The ``<figure class="tp-figure">`` of a section: its panels flowed for a desktop column and,
-    when that drawing is wider than a phone column, flowed again for a phone.
+    when that drawing is wider than a phone column, flowed again for a phone (:func:`pair`).
 
     ``rows_of()`` returns the panel rows, built once: ``flow`` only places panels (each placement
     is a new ``<g transform>`` around the panel's nodes), so both layouts share the panels' shapes
     -- half the work of a figure on every control change.
     ``head(width)``, if given, returns (nodes, height) drawn above the panels at that width.
-    CSS shows one drawing: ``fig-wide`` above the phone breakpoint, ``fig-narrow`` below it.
     """
-    svgs = []
     rows = rows_of()
-    wide_nodes, wide_w, wide_h = _layout(rows, WIDE_W, head)
-    if wide_w <= NARROW_W:
-        svgs.append(figure_svg(title, wide_nodes, wide_w, wide_h, desc, "fig-one"))
+    return pair(name, title, lambda max_w: _layout(rows, max_w, head), desc, caption)
+
+
+def pair(name: str, title: Any, draw: Any, desc: Any = None, caption: Any = None,
+         wide: float = WIDE_W, narrow: float = NARROW_W) -> dict:
+    """The wide/narrow pair: ``draw(max_w)`` -> (nodes, width, height) drawn for a desktop column
+    (``wide``) and, when that is wider than ``narrow``, again for a phone.  One drawing is
+    ``fig-one``; two are ``fig-wide`` and ``fig-narrow`` and CSS shows one of them (``fig-wide``
+    above the phone breakpoint, ``fig-narrow`` below it)."""
+    nodes, w, h = draw(wide)
+    if w <= narrow:
+        svgs = [figure_svg(title, nodes, w, h, desc, "fig-one")]
     else:
-        svgs.append(figure_svg(title, wide_nodes, wide_w, wide_h, desc, "fig-wide"))
-        nodes, w, h = _layout(rows, NARROW_W, head)
+        svgs = [figure_svg(title, nodes, w, h, desc, "fig-wide")]
+        nodes, w, h = draw(narrow)
         svgs.append(figure_svg(title, nodes, w, h, desc, "fig-narrow"))
     kids = svgs + ([el("figcaption", None, text=caption)] if caption is not None else [])
     return el("figure", {"class": "tp-figure", "data-figure": name}, kids)   # checked where it is built (see top)

@@ -1,0 +1,342 @@
+"""The drawing kit: every figure module (``views/fig_*.py``) draws with these parts and nothing
+else (tests/test_figures_kit.py keeps it so).
+
+Built on :mod:`tpmath.views.tree` (nodes, ``Panel`` / ``Row`` / ``flow``, grids, the wide/narrow
+pair).  Everything returns element-tree nodes; nothing knows a language or a colour: text is a
+cell (:func:`label`, the one way to write a translated one), shapes carry classes.
+
+Layout needs the width of a number before the browser draws it: numbers are set in the monospace
+``num`` class, so their width is a character count times :data:`NUM_CHAR` (a generous estimate
+over the fonts of the site's ``--mono`` stack).
+
+The parts, by kind:
+* text: :func:`text`, :func:`mid_text`, :func:`label`, :func:`rank_name`;
+* shapes: :func:`rect`, :func:`line`, :func:`hline`, :func:`circle`, :func:`path`,
+  :func:`polygon`, :func:`group`;
+* badge: :func:`badge` (R0 on its tint), :func:`badge_panel` (a lane's badge);
+* operator box: :func:`op_box`, :func:`band`, :func:`coll_panel`, :func:`heading`;
+* grids: :func:`matrix_panel` / :func:`svg_grid` (numbers), :func:`grid_panel` (numbers or a
+  ruled block, rank blocks), :func:`heat` / :func:`heat_panel` (shaded cells only);
+* arrows and flow: :func:`arrow`, :func:`curve`, :func:`down_arrow`, :func:`arrow_head`,
+  :func:`arrow_panel`, ``Panel``, ``Row`` (a rank's lane), :func:`flow`;
+* the figure: :func:`figure` (panel rows flowed twice), :func:`pair` (any drawing at two
+  widths), :func:`single` (one fixed drawing).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+
+from .. import fmt
+from .cells import label, rank as rank_name
+from .tree import (CELL_H, CELL_W, LABEL_H, NARROW_W, WIDE_W, Panel, Row, TreeError, arrow_head,  # noqa: F401
+                   arrow_panel, el, figure, figure_svg, flow, matrix_panel, n, pair, rank_attrs, scale_of,
+                   shades, svg_grid, text)
+
+NUM_CHAR = 6.8          # px per character of an 11 px monospace number
+PAD = 8.0               # margin around a drawing
+CAP_H = 16.0            # a caption line above a row of the drawing
+TEXT_CHAR = 6.6         # px per character of a short verbatim label (symbols, shapes) in the sans font
+ROW_H = 20.0            # one buffer element (a cell of a buffer drawing)
+BLOCK = 12.0            # one entry of a matrix drawn without its numbers (its shape is the point)
+
+
+# ---------------------------------------------------------------- text and measures
+
+def num_w(s: str) -> float:
+    """Width of a ``num`` text."""
+    return NUM_CHAR * len(s)
+
+
+def widest(strings: Iterable[str]) -> float:
+    """Width of the widest of some ``num`` texts."""
+    return max((num_w(s) for s in strings), default=0.0)
+
+
+def cell_w(strings: Iterable[str], least: float = 30.0) -> float:
+    """Width of a cell that holds the widest of ``strings`` with a margin either side."""
+    return max(least, max((num_w(s) for s in strings), default=0.0) + 10.0)
+
+
+def cell_width(*mats) -> float:
+    """One cell width for every grid of a figure: the widest number of all of them, plus air."""
+    strings = [fmt.num(v) for m in mats for v in np.asarray(m, dtype=float).ravel()]
+    return max(30.0, widest(strings) + 8)
+
+
+def mid_text(x: float, y: float, cell: Any, cls: str, anchor: str = "middle", **attrs: str) -> dict:
+    """A text vertically centred on y."""
+    return text(x, y, cell, cls, anchor, **{"dominant-baseline": "central", **attrs})
+
+
+# ---------------------------------------------------------------- shapes
+
+def rect(x: float, y: float, w: float, h: float, attrs: dict, tip: Any = None, **more: str) -> dict:
+    """A rectangle; ``tip``: a hover title (a cell) inside it."""
+    a = {**attrs, "x": n(x), "y": n(y), "width": n(max(w, 0.0)), "height": n(max(h, 0.0)), **more}
+    return el("rect", a, [el("title", None, text=tip)]) if tip is not None else el("rect", a)
+
+
+def _attrs(cls: str, rank: int | None, owned: bool) -> dict:
+    """Class (and data-rank, when the shape belongs to ``rank``) of a connector part."""
+    return rank_attrs(rank, cls) if owned else {"class": cls}
+
+
+def line(x1: float, y1: float, x2: float, y2: float, cls: str, rank: int | None = None) -> dict:
+    return el("line", {**(rank_attrs(rank, cls) if rank is not None else {"class": cls}),
+                       "x1": n(x1), "y1": n(y1), "x2": n(x2), "y2": n(y2)})
+
+
+def hline(x1: float, x2: float, y: float, cls: str) -> dict:
+    return el("line", {"class": cls, "x1": n(x1), "y1": n(y), "x2": n(x2), "y2": n(y)})
+
+
+def circle(cx: float, cy: float, r: float, cls: str) -> dict:
+    return el("circle", {"class": cls, "cx": n(cx), "cy": n(cy), "r": n(r)})
+
+
+def path(d: str, cls: str) -> dict:
+    """A path; ``d`` written with :func:`n` coordinates."""
+    return el("path", {"class": cls, "d": d})
+
+
+def polygon(points: Iterable[tuple[float, float]], cls: str) -> dict:
+    return el("polygon", {"class": cls, "points": " ".join(f"{n(x)},{n(y)}" for x, y in points)})
+
+
+def group(nodes: list[dict], part: str | None = None, cls: str | None = None, dx: float = 0.0,
+          dy: float = 0.0, **attrs: str) -> dict:
+    a = dict(attrs)
+    if part:
+        a["data-part"] = part
+    if cls:
+        a["class"] = cls
+    if dx or dy:
+        a["transform"] = f"translate({n(dx)},{n(dy)})"
+    return el("g", a or None, nodes)
+
+
+def moved(nodes: list[dict], dx: float, dy: float, **attrs: str) -> dict:
+    """``nodes`` shifted by (dx, dy) (the transform first, then ``attrs``)."""
+    return el("g", {"transform": f"translate({n(dx)},{n(dy)})", **attrs}, nodes)
+
+
+# ---------------------------------------------------------------- badges
+
+def badge(r: int, x: float, y: float, w: float = 30.0, h: float = 20.0) -> list[dict]:
+    """The rank label R0 on its tint, top left at (x, y) (colour is never the only cue)."""
+    return [rect(x, y, w, h, rank_attrs(r, "badge"), rx="4"),
+            text(x + w / 2, y + h / 2, rank_name(r), "badge-t", "middle", **{"dominant-baseline": "central"})]
+
+
+def badge_panel(r: int, h: float, y: float, bh: float = 22.0) -> Panel:
+    """A lane's rank label (34 px wide, ``bh`` high, top at ``y``) in a panel as high as the lane."""
+    return Panel(36, h, badge(r, 0, y, 34, bh), part=f"rank{r}")
+
+
+def lane_badge(r: int, h: float) -> Panel:
+    """A lane's rank label, vertically centred on the lane's matrices (grid_panel's lanes)."""
+    return badge_panel(r, h, LABEL_H + max(h - LABEL_H - 16, BLOCK) / 2 - 10, 20)
+
+
+# ---------------------------------------------------------------- operator boxes
+
+def band(x: float, y: float, w: float, h: float, label: Any, sub: Any = None, part: str | None = None,
+         cls: str = "coll") -> dict:
+    """A collective drawn as a band across the ranks it joins (``coll``), its name inside."""
+    kids = [rect(x, y, w, h, {"class": cls}, rx="5")]
+    if sub is None:
+        kids.append(mid_text(x + w / 2, y + h / 2, label, "coll-t"))
+    else:
+        kids.append(mid_text(x + w / 2, y + h * 0.36, label, "coll-t"))
+        kids.append(mid_text(x + w / 2, y + h * 0.74, sub, "coll-s"))
+    return el("g", {"data-part": part} if part else None, kids)
+
+
+def op_box(title: Any, sub: Any, w: float, cls: str, part: str | None = None, h: float = 44.0,
+           top: float = 6.0, title_y: float = 18.0, sub_y: float = 34.0, lit: str = "") -> Panel:
+    """An operator box (a collective, an operator): its name and what it does under it
+    (cls: "coll hl", "coll dim", "a-warnbox", …), ``top`` px below the panel's top edge;
+    ``lit``: the panel's stage class ("hl")."""
+    return Panel(w, h + top, [rect(0, top, w, h, {"class": cls}, rx="6"),
+                              text(w / 2, top + title_y, title, "coll-t", "middle"),
+                              text(w / 2, top + sub_y, sub, "coll-s", "middle")], part=part, cls=lit)
+
+
+def down_arrow(x: float, y1: float, y2: float, cls: str = "arrow") -> list[dict]:
+    """A short vertical arrow from y1 down to y2 (tip at y2)."""
+    return [line(x, y1, x, y2 - 5, cls), arrow_head(x, y2, 90, 7)]
+
+
+def heading(cell: Any, sub: Any = None, w: float = 340.0) -> Panel:
+    """The title of a block of the figure, and a line that says what happens in it."""
+    nodes = [text(0, 13, cell, "stage-name")]
+    if sub is not None:
+        nodes.append(text(0, 30, sub, "dimtext"))
+    return Panel(w, 34 if sub is not None else 18, nodes)
+
+
+def coll_panel(label: Any, sub: Any, w: float = 340.0, part: str | None = None, cls: str = "coll") -> Panel:
+    """A collective as a band across the figure (the operation and what it does) with an arrow
+    down to its result; ``cls="coll none"``: where a collective would be, and none is needed."""
+    bh = 40.0
+    return Panel(w, bh + 16, [band(0, 0, w, bh, label, sub, cls=cls)]
+                 + down_arrow(w / 2, bh, bh + 14), part=part)
+
+
+# ---------------------------------------------------------------- arrows
+
+def arrow(x1: float, y1: float, x2: float, y2: float, cls: str = "arrow", head_cls: str = "arrowhead",
+          rank: int | None = None, gap: float = 0.0, size: float = 7.0) -> list[dict]:
+    """A straight arrow from (x1, y1) to (x2, y2), shortened by ``gap`` at both ends; ``rank``:
+    the rank whose data travels on it (its tint)."""
+    dx, dy = x2 - x1, y2 - y1
+    length = math.hypot(dx, dy) or 1.0
+    ux, uy = dx / length, dy / length
+    sx, sy = x1 + ux * gap, y1 + uy * gap
+    tx, ty = x2 - ux * gap, y2 - uy * gap
+    owned = rank is not None
+    head = arrow_head(tx, ty, math.degrees(math.atan2(uy, ux)), size, head_cls)
+    head["a"].update(_attrs(head_cls, rank, owned))
+    return [el("line", {**_attrs(cls, rank, owned), "x1": n(sx), "y1": n(sy),
+                        "x2": n(tx - ux * (size - 1)), "y2": n(ty - uy * (size - 1))}), head]
+
+
+def curve(x1: float, y1: float, x2: float, y2: float, cls: str, head_cls: str | None = None,
+          rank: int | None = None, size: float = 7.0) -> list[dict]:
+    """A left-to-right S-curve (horizontal at both ends), with an arrowhead at (x2, y2)."""
+    end = x2 - (size - 1) if head_cls else x2
+    xm = (x1 + end) / 2
+    owned = rank is not None
+    nodes = [el("path", {**_attrs(cls, rank, owned),
+                         "d": f"M{n(x1)},{n(y1)} C{n(xm)},{n(y1)} {n(xm)},{n(y2)} {n(end)},{n(y2)}"})]
+    if head_cls:
+        head = arrow_head(x2, y2, 0, size, head_cls)
+        head["a"].update(_attrs(head_cls, rank, owned))
+        nodes.append(head)
+    return nodes
+
+
+# ---------------------------------------------------------------- grids
+
+def _cells(a: np.ndarray, x: float, y: float, rank: int | None, cw: float, ch: float, scale: float | None,
+           key: str | None) -> list[dict]:
+    """The shaded cells of a matrix with its numbers (the text attributes that every number
+    shares sit once on the group: SVG inherits them), and its frame."""
+    level = shades(a, scale)
+    kids = [el("rect", {**rank_attrs(rank, f"cell v{int(level[i, j])}"), "x": n(x + j * cw),
+                        "y": n(y + i * ch), "width": n(cw), "height": n(ch)}) for (i, j), _ in np.ndenumerate(a)]
+    # y: the centre of the cell plus about half the height of an 11 px digit
+    kids += [el("text", {"x": n(x + (j + 0.5) * cw), "y": n(y + (i + 0.5) * ch + 4), "class": "num",
+                         "data-key": f"{key}.{i}.{j}"}, text=fmt.num(v)) for (i, j), v in np.ndenumerate(a)]
+    kids.append(el("rect", {**rank_attrs(rank, "frame"), "x": n(x), "y": n(y), "width": n(a.shape[1] * cw),
+                            "height": n(a.shape[0] * ch)}))
+    return kids
+
+
+def _block(a: np.ndarray, x: float, y: float, rank: int | None) -> list[dict]:
+    """A matrix whose shape is the point: one tinted rectangle ruled into its entries."""
+    rows, cols = a.shape
+    w, h = cols * BLOCK, rows * BLOCK
+    rules = "".join(f"M{n(x + j * BLOCK)} {n(y)}v{n(h)}" for j in range(1, cols))
+    rules += "".join(f"M{n(x)} {n(y + i * BLOCK)}h{n(w)}" for i in range(1, rows))
+    kids = [el("rect", {**rank_attrs(rank, "cell v1"), "x": n(x), "y": n(y), "width": n(w), "height": n(h)})]
+    if rules:
+        kids.append(el("path", {"class": "rules", "d": rules}))
+    kids.append(el("rect", {**rank_attrs(rank, "frame"), "x": n(x), "y": n(y), "width": n(w), "height": n(h)}))
+    return kids
+
+
+def _shape_lines(shape: Any, grid_w: float) -> list:
+    """The label under a matrix: a cell, or (symbols, numbers) such as ("B×D/p", "2×2") written
+    "B×D/p = 2×2" when that fits under the grid, else on two lines."""
+    if shape is None:
+        return []
+    if not isinstance(shape, tuple):
+        return [shape]
+    one = f"{shape[0]} = {shape[1]}"
+    return [one] if TEXT_CHAR * len(one) <= grid_w + 12 else list(shape)
+
+
+def grid_panel(m, caption: Any, rank: int | None, key: str, cell_w: float | None, scale: float | None = None,
+               shape: Any = None, blocks: int = 0, axis: int = 1, min_w: float = 40.0) -> Panel:
+    """A captioned matrix (caption above, ``shape`` below): with its numbers in cells of width
+    ``cell_w`` shaded by value, or, with ``cell_w=None``, as a small ruled block without numbers.
+
+    ``blocks`` > 0: the matrix is the concatenation of ``blocks`` equal rank blocks along
+    ``axis`` (1: columns, 0: rows), each drawn in the tint of the rank it came from."""
+    a = np.asarray(m, dtype=float)
+    if a.ndim < 2:
+        a = a.reshape(1, -1)
+    cw, ch = (cell_w, CELL_H) if cell_w else (BLOCK, BLOCK)
+
+    def draw(m, x, y, r, k):
+        return _cells(m, x, y, r, cw, ch, scale, k) if cell_w else _block(m, x, y, r)
+    parts = []
+    if blocks:
+        k = a.shape[axis] // blocks
+        for r in range(blocks):
+            part = a[:, r * k:(r + 1) * k] if axis == 1 else a[r * k:(r + 1) * k, :]
+            x, y = (r * k * cw, 0.0) if axis == 1 else (0.0, r * k * ch)
+            parts.append(el("g", {"data-part": f"{key}.b{r}"}, draw(part, x, LABEL_H + y, r, f"{key}.b{r}")))
+    else:
+        parts += draw(a, 0, LABEL_H, rank, key)
+    g = el("g", {"data-part": key, "text-anchor": "middle"} if cell_w else {"data-part": key}, parts)
+    nodes = [text(0, LABEL_H - 5, caption, "cap"), g]
+    grid_w, h = a.shape[1] * cw, LABEL_H + a.shape[0] * ch
+    lines = _shape_lines(shape, grid_w)
+    for line_ in lines:
+        nodes.append(text(0, h + 13, line_, "dimtext"))
+        h += 15
+    # min_w: room for a translated caption longer than the grid; verbatim texts are measured.
+    w = max(grid_w, min_w, *(TEXT_CHAR * len(t) for t in [caption] + lines if isinstance(t, str)))
+    return Panel(w, h, nodes)
+
+
+def rows2(a) -> np.ndarray:
+    """``a`` as a 2-D array (a vector: one row; more dimensions: rows of the last one)."""
+    a = np.asarray(a, dtype=np.float64)
+    return a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a.reshape(1, -1) if a.ndim < 2 else a
+
+
+def heat(m, rank: int | None, cell: float, scale: float | None = None, bad=None, masked=None) -> tuple[list, float, float]:
+    """A matrix as shaded cells without numbers (a heat grid); ``bad`` marks cells off the reference,
+    ``masked`` cells a causal mask removed (drawn empty)."""
+    a = rows2(m)
+    level = shades(a, scale)
+    kids = []
+    for (i, j), v in np.ndenumerate(level):
+        cls = "cell a-masked" if masked is not None and masked[i, j] else f"cell v{int(v)}"
+        kids.append(rect(j * cell, i * cell, cell, cell, rank_attrs(rank, cls)))
+    if bad is not None:
+        for i, j in zip(*np.nonzero(bad)):
+            kids.append(rect(j * cell + 1, i * cell + 1, cell - 2, cell - 2, {"class": "a-badcell"}))
+    w, h = a.shape[1] * cell, a.shape[0] * cell
+    kids.append(rect(0, 0, w, h, rank_attrs(rank, "frame")))
+    return [el("g", {"class": "heat"}, kids)], w, h     # heat: numberless cells (style.css)
+
+
+def heat_panel(m, caption, rank: int | None, key: str, cell: float, scale=None, bad=None, under=None,
+               under_cls: str = "dimtext", min_w: float = 0.0, masked=None) -> Panel:
+    """A captioned heat grid (caption above, ``under`` below it)."""
+    nodes, w, h = heat(m, rank, cell, scale, bad, masked)
+    out = [text(0, CAP_H - 5, caption, "cap"), moved(nodes, 0, CAP_H)]
+    height = CAP_H + h
+    if under is not None:
+        out.append(text(0, height + 13, under, under_cls))
+        height += 17
+    return Panel(max(w, min_w), height, out, part=key)
+
+
+# ---------------------------------------------------------------- the figure
+
+def single(name: str, title: Any, nodes: list[dict], w: float, h: float, desc: Any = None,
+           caption: Any = None) -> dict:
+    """A figure of one fixed drawing (a bar chart, an aligned layout): shown at its natural size,
+    shrunk to the column on a phone (the stylesheet's ``max-width: 100%``)."""
+    svg = figure_svg(title, nodes, w, h, desc, "fig-one")
+    kids = [svg] + ([el("figcaption", None, text=caption)] if caption is not None else [])
+    return el("figure", {"class": "tp-figure", "data-figure": name}, kids)   # checked where built (tree.py)
