@@ -13,10 +13,11 @@ The parts, by kind:
 * text: :func:`text`, :func:`mid_text`, :func:`label`, :func:`rank_name`;
 * shapes: :func:`rect`, :func:`line`, :func:`hline`, :func:`circle`, :func:`path`,
   :func:`polygon`, :func:`group`;
-* badge: :func:`badge` (R0 on its tint), :func:`badge_panel` (a lane's badge);
+* badge: :func:`badge` (R0 on its tint), :func:`badge_panel` / :func:`lane_badge` (a lane's);
 * operator box: :func:`op_box`, :func:`band`, :func:`coll_panel`, :func:`heading`;
 * grids: :func:`matrix_panel` / :func:`svg_grid` (numbers), :func:`grid_panel` (numbers or a
-  ruled block, rank blocks), :func:`heat` / :func:`heat_panel` (shaded cells only);
+  ruled block, rank blocks), :func:`owned_grid` (numbers, each entry tinted by its owner),
+  :func:`heat` / :func:`heat_panel` (shaded cells only);
 * arrows and flow: :func:`arrow`, :func:`curve`, :func:`down_arrow`, :func:`arrow_head`,
   :func:`arrow_panel`, ``Panel``, ``Row`` (a rank's lane), :func:`flow`;
 * the figure: :func:`figure` (panel rows flowed twice), :func:`pair` (any drawing at two
@@ -137,8 +138,14 @@ def badge_panel(r: int, h: float, y: float, bh: float = 22.0) -> Panel:
     return Panel(36, h, badge(r, 0, y, 34, bh), part=f"rank{r}")
 
 
-def lane_badge(r: int, h: float) -> Panel:
-    """A lane's rank label, vertically centred on the lane's matrices (grid_panel's lanes)."""
+def lane_badge(r: int, h: float, grids: str = "ruled") -> Panel:
+    """A lane's rank label, vertically centred on the lane's grids, which are ``h`` high with their
+    captions: ``ruled`` (:func:`grid_panel`, a shape line under it), ``numbers``
+    (:func:`matrix_panel`) or ``heat`` (:func:`heat_panel`)."""
+    if grids == "numbers":
+        return badge_panel(r, h, LABEL_H + max(h - LABEL_H, CELL_H) / 2 - 11)
+    if grids == "heat":
+        return badge_panel(r, h, max(CAP_H, h / 2 - 11))
     return badge_panel(r, h, LABEL_H + max(h - LABEL_H - 16, BLOCK) / 2 - 10, 20)
 
 
@@ -294,6 +301,28 @@ def grid_panel(m, caption: Any, rank: int | None, key: str, cell_w: float | None
     # min_w: room for a translated caption longer than the grid; verbatim texts are measured.
     w = max(grid_w, min_w, *(TEXT_CHAR * len(t) for t in [caption] + lines if isinstance(t, str)))
     return Panel(w, h, nodes)
+
+
+def owned_grid(m: np.ndarray, owner, x: float, y: float, key: str, scale: float, frame_cls: str = "frame",
+                cell_cls: str = "cell") -> list[dict]:
+    """A matrix as cells with their numbers; ``owner(i, j)`` is the rank that holds entry (i, j)
+    (None: every rank); each owner's block is framed in its colour."""
+    a = np.asarray(m, dtype=np.float64)
+    level = shades(a, scale)
+    nodes, spans = [], {}
+    for (i, j), v in np.ndenumerate(a):
+        r = owner(i, j)
+        cx, cy = x + j * CELL_W, y + i * CELL_H
+        cls = f"{cell_cls} v{int(level[i, j])}"
+        nodes.append(rect(cx, cy, CELL_W, CELL_H, rank_attrs(r, cls)))
+        nodes.append(mid_text(cx + CELL_W / 2, cy + CELL_H / 2, fmt.num(v), "num" if r is not None else "num fin",
+                              **{"data-key": f"{key}.{i}.{j}"}))
+        lo = spans.setdefault(r, [i, j, i, j])
+        spans[r] = [min(lo[0], i), min(lo[1], j), max(lo[2], i), max(lo[3], j)]
+    for r, (i0, j0, i1, j1) in spans.items():     # an owner's entries form one block (columns or rows)
+        nodes.append(rect(x + j0 * CELL_W, y + i0 * CELL_H, (j1 - j0 + 1) * CELL_W, (i1 - i0 + 1) * CELL_H,
+                          rank_attrs(r, frame_cls)))
+    return nodes
 
 
 def rows2(a) -> np.ndarray:

@@ -23,17 +23,12 @@ import numpy as np
 from .. import attention as att
 from .. import fmt
 from .. import layer as lay
-from .draw import (CAP_H as CAP, NARROW_W, Panel, Row, arrow_head, arrow_panel, badge_panel, circle, figure, group,
-                   heat_panel, label, line, mid_text, n, op_box, pair, path, rank_attrs, rank_name, rect, rows2,
+from .draw import (CAP_H as CAP, NARROW_W, Panel, Row, arrow_head, arrow_panel, circle, figure, group,
+                   heat_panel, label, lane_badge, line, mid_text, n, op_box, pair, path, rank_attrs, rank_name, rect, rows2,
                    single, text)
 
 HEAT = 16.0          # a cell of a probability heat grid (S × S, up to 6 × 6)
 HEAT_Y = 12.0        # a cell of an output / gradient heat grid (S × D, up to 6 × 16)
-
-
-def badge(r: int, h: float) -> Panel:
-    """The lane's rank label (colour is never the only cue)."""
-    return badge_panel(r, h, max(CAP, h / 2 - 11))
 
 
 def _err_line(err: float, tol: float, ref: np.ndarray):
@@ -126,7 +121,7 @@ def _lane(rk: att.AttentionRank, res: att.AttentionResult, one: att.AttentionRes
                heat_panel(Yp, label("fig.partial_of", name="Yᵣ"), r, f"Yp.{r}", HEAT_Y, yscale,
                           under=_shape(Yp))]
     h = max(p.h for p in panels)
-    return Row([badge(r, h)] + panels, rank=r, hang=True)
+    return Row([lane_badge(r, h, "heat")] + panels, rank=r, hang=True)
 
 
 def _shape(a) -> str:
@@ -199,7 +194,7 @@ def figure_attention_grads(res: att.AttentionResult, cfg: att.Config) -> dict:
                                          label("fig.partial_of", name="G_W_kᵣᵀ"), r, f"GWkp.{r}",
                                          HEAT_Y, kscale))
             h = max(p.h for p in panels)
-            out.append(Row([badge(r, h)] + panels, rank=r, hang=True))
+            out.append(Row([lane_badge(r, h, "heat")] + panels, rank=r, hang=True))
         out.append(_gx_merge(res, cfg, swapped, gscale))
         if replicated:
             out.append(_kv_merge(res, cfg, kscale))

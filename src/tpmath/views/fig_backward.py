@@ -24,31 +24,9 @@ from .. import fmt
 from ..dp_tp import DpTpResult, Variant
 from ..mlp import MlpResult
 from .draw import (CELL_H, CELL_W, LABEL_H, PAD, Panel, arrow_panel, badge, circle, figure, group, label, line,
-                   mid_text, polygon, rank_attrs, rank_name, rect, shades, single, text)
+                   mid_text, owned_grid, polygon, rank_attrs, rank_name, rect, single, text)
 
 # ---------------------------------------------------------------- backward
-
-
-def _owned_grid(m: np.ndarray, owner, x: float, y: float, key_: str, scale: float, frame_cls: str = "frame",
-                cell_cls: str = "cell") -> list[dict]:
-    """A matrix as cells with their numbers; ``owner(i, j)`` is the rank that holds entry (i, j)
-    (None: every rank); each owner's block is framed in its colour."""
-    a = np.asarray(m, dtype=np.float64)
-    level = shades(a, scale)
-    nodes, spans = [], {}
-    for (i, j), v in np.ndenumerate(a):
-        r = owner(i, j)
-        cx, cy = x + j * CELL_W, y + i * CELL_H
-        cls = f"{cell_cls} v{int(level[i, j])}"
-        nodes.append(rect(cx, cy, CELL_W, CELL_H, rank_attrs(r, cls)))
-        nodes.append(mid_text(cx + CELL_W / 2, cy + CELL_H / 2, fmt.num(v), "num" if r is not None else "num fin",
-                              **{"data-key": f"{key_}.{i}.{j}"}))
-        lo = spans.setdefault(r, [i, j, i, j])
-        spans[r] = [min(lo[0], i), min(lo[1], j), max(lo[2], i), max(lo[3], j)]
-    for r, (i0, j0, i1, j1) in spans.items():     # an owner's entries form one block (columns or rows)
-        nodes.append(rect(x + j0 * CELL_W, y + i0 * CELL_H, (j1 - j0 + 1) * CELL_W, (i1 - i0 + 1) * CELL_H,
-                          rank_attrs(r, frame_cls)))
-    return nodes
 
 
 def _shape(a: np.ndarray) -> str:
@@ -61,7 +39,7 @@ def _weight_panel(m: np.ndarray, symbol: str, owner, by_cols: bool, note: str, p
     top = LABEL_H + (14 if by_cols else 0)
     rows, cols = m.shape
     nodes = [text(0, LABEL_H - 5, symbol + " · " + _shape(m), "cap"),
-             *_owned_grid(m, owner, 0, top, part, scale)]
+             *owned_grid(m, owner, 0, top, part, scale)]
     labels = {}
     for i, j in np.ndindex(rows, cols):
         labels.setdefault(owner(i, j), []).append(j if by_cols else i)
@@ -80,7 +58,7 @@ def _weight_panel(m: np.ndarray, symbol: str, owner, by_cols: bool, note: str, p
 def _partial_panel(m: np.ndarray, r: int, scale: float) -> Panel:
     h = LABEL_H + m.shape[0] * CELL_H
     nodes = [text(0, LABEL_H - 5, label("fig.bw_partial", name="G_X", r=rank_name(r)), "cap"),
-             *_owned_grid(m, lambda i, j: r, 0, LABEL_H, f"G_X_partial.{r}", scale, "frame part")]
+             *owned_grid(m, lambda i, j: r, 0, LABEL_H, f"G_X_partial.{r}", scale, "frame part")]
     return Panel(max(m.shape[1] * CELL_W, 86.0), h, nodes, part=f"G_X_partial.{r}")
 
 
@@ -101,7 +79,7 @@ def _allreduce(tp: int, h: float) -> Panel:
 def _merged(m: np.ndarray, err: float, scale: float) -> Panel:
     h = LABEL_H + m.shape[0] * CELL_H
     nodes = [text(0, LABEL_H - 5, label("fig.every_rank", name="G_X"), "cap"),
-             *_owned_grid(m, lambda i, j: None, 0, LABEL_H, "G_X.merged", scale, "frame", "cell fin"),
+             *owned_grid(m, lambda i, j: None, 0, LABEL_H, "G_X.merged", scale, "frame", "cell fin"),
              text(0, h + 14, label("fig.matches_ref", err=fmt.err(err)), "dimtext")]
     return Panel(max(m.shape[1] * CELL_W, 190.0), h + 18, nodes, part="G_X.merged")
 

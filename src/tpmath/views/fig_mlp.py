@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import fmt
 from ..mlp import MlpOutputs, MlpRank, MlpResult
-from .draw import (CELL_H, Panel, Row, arrow_panel, badge_panel, circle, figure, group, label, line, matrix_panel,
+from .draw import (CELL_H, Panel, Row, arrow_panel, circle, figure, group, label, lane_badge, line, matrix_panel,
                    mid_text, op_box, rect, text)
 
 # stage -> the operation written on the arrow from one column of the table to the next
@@ -38,12 +38,6 @@ def _shape(a: np.ndarray) -> str:
     return "×".join(fmt.integer(s) for s in a.shape)
 
 
-def _badge(r: int, h: float) -> Panel:
-    """The lane's rank label: R0 on the rank's tint (colour is never the only cue)."""
-    y = 18 + max(h - 18, CELL_H) / 2 - 11
-    return badge_panel(r, h, y)
-
-
 def _caption(key: str) -> object:
     symbol = _SYMBOL[key]
     return label("fig.partial_of", name=symbol) if key in _MERGED else symbol
@@ -59,7 +53,7 @@ def _lane(stage: str, rk: MlpRank, cols: tuple, scales: dict) -> Row:
                           else Panel(4, 1))
         local = getattr(rk, key)
         panels.append(matrix_panel(local, _caption(key), r, f"{key}.{r}", scales[key], shape=_shape(local)))
-    return Row([_badge(r, max(p.h for p in panels))] + panels, rank=r, hang=True)
+    return Row([lane_badge(r, max(p.h for p in panels), "numbers")] + panels, rank=r, hang=True)
 
 
 def _replicated(stage: str, inputs: dict) -> list[Panel]:

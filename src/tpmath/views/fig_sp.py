@@ -27,8 +27,8 @@ import numpy as np
 from .. import sp_layer as core
 from .. import fmt
 from ..memory import MemoryResult
-from .draw import (CELL_H, NARROW_W, Panel, Row, arrow_head, arrow_panel, badge, badge_panel, circle, figure,
-                   group, label, line, matrix_panel, mid_text, moved, n, op_box, pair, path, rank_attrs, rect, text)
+from .draw import (CELL_H, NARROW_W, Panel, Row, arrow_head, arrow_panel, badge, circle, figure,
+                   group, label, lane_badge, line, matrix_panel, mid_text, moved, n, op_box, pair, path, rank_attrs, rect, text)
 
 CELL = 12.0            # one entry of a token map
 ARROW = 14.0           # a horizontal arrow between two blocks of a column
@@ -336,11 +336,6 @@ def figure_sp(step: str, res: core.SpLayerResult, one: core.SpRank) -> dict:
 
 # ------------------------------------------------------------------------- γ and β
 
-def _badge(r: int, h: float) -> Panel:
-    y = 18 + max(h - 18, CELL_H) / 2 - 11
-    return badge_panel(r, h, y)
-
-
 def figure_ln(res: core.SpLayerResult) -> dict:
     """``sp-ln``: each rank's γ/β gradients from its own tokens, the AllReduce over the TP group
     and what every rank steps with (under the mistake: the unreduced, differing replicas)."""
@@ -356,7 +351,7 @@ def figure_ln(res: core.SpLayerResult) -> dict:
             panels = [matrix_panel(rk.G_gamma_partial, "G_γ", r, f"G_gamma_partial.{r}", scale, shape=tokens),
                       matrix_panel(rk.G_beta_partial, "G_β", r, f"G_beta_partial.{r}", scale, shape=tokens)]
             h = max(p.h for p in panels)
-            out.append(Row([_badge(r, h)] + panels, rank=r, hang=True))
+            out.append(Row([lane_badge(r, h, "numbers")] + panels, rank=r, hang=True))
         box = op_box(label("fig.sp_ln_box" if reduced else "fig.sp_ln_box_skipped"),
                      label("fig.sum_ranks", last="R" + fmt.integer(T - 1)) if reduced else label("fig.sp_ln_box_none"),
                      150, "coll" if reduced else "coll skip", "ln-allreduce", h=2 * CELL_H, top=18,

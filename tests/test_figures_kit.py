@@ -1,0 +1,89 @@
+"""The figure modules draw only with the kit (src/tpmath/views/draw.py, issue 26 item 1).
+
+Read from the sources (AST), so a new figure module is covered by itself: it imports its
+drawing parts from ``views.draw`` alone, builds no element node itself (no ``el(...)``, no
+``{"t": …}`` literal, no tag passed as a string), defines no badge, wide/narrow pair or grid of
+its own, and writes translated cells one way (``label``, never a raw ``{"key": …}`` dict).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+VIEWS = Path(__file__).resolve().parents[1] / "src" / "tpmath" / "views"
+FIGURES = sorted(VIEWS.glob("fig_*.py"))
+# what only the kit may build or name: element nodes and the figure's own frame
+KIT_ONLY_NAMES = {"el", "figure_svg", "check", "Text"}
+TAGS = {"svg", "g", "rect", "line", "path", "polygon", "circle", "text", "tspan", "title", "desc",
+        "figure", "figcaption"}
+FRAME_CLASSES = {"fig-wide", "fig-narrow", "fig-one", "tp-figure"}
+KIT_ONLY_DEFS = ("badge", "two_widths", "two_layouts", "grid", "heat", "op_box", "cells")
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def test_the_old_kits_are_gone_and_every_figure_module_is_checked():
+    assert not (VIEWS / "fig_kit.py").exists() and not (VIEWS / "fig_parts.py").exists()
+    assert len(FIGURES) >= 9
+
+
+@pytest.mark.parametrize("path", FIGURES, ids=lambda p: p.name)
+def test_figure_module_imports_its_drawing_parts_from_the_kit_only(path):
+    bad = []
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module != "draw":
+                bad.append(f"line {node.lineno}: from .{node.module} import …")
+            bad += [f"line {node.lineno}: {a.name} (kit only)" for a in node.names if a.name in KIT_ONLY_NAMES]
+        elif isinstance(node, ast.Import) and any("views" in a.name for a in node.names):
+            bad.append(f"line {node.lineno}: import {node.names[0].name}")
+    assert not bad, f"{path.name}: {bad}"
+
+
+@pytest.mark.parametrize("path", FIGURES, ids=lambda p: p.name)
+def test_figure_module_builds_no_element_and_no_raw_cell(path):
+    bad = []
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.Dict):
+            keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+            if "t" in keys:
+                bad.append(f"line {node.lineno}: an element literal")
+            if "key" in keys:
+                bad.append(f"line {node.lineno}: a raw translation cell (use label())")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in KIT_ONLY_NAMES:
+            bad.append(f"line {node.lineno}: {node.func.id}(…)")
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and node.args[0].value in TAGS and isinstance(node.func, ast.Name) and node.func.id not in ("text",):
+            bad.append(f"line {node.lineno}: {node.func.id}({node.args[0].value!r}, …)")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and set(node.value.split()) & FRAME_CLASSES:
+            bad.append(f"line {node.lineno}: the figure frame's class {node.value!r} (tree.pair / draw.single)")
+    assert not bad, f"{path.name}: {bad}"
+
+
+@pytest.mark.parametrize("path", FIGURES, ids=lambda p: p.name)
+def test_figure_module_defines_no_part_the_kit_has(path):
+    defs = [n.name for n in ast.walk(_tree(path)) if isinstance(n, ast.FunctionDef)]
+    own = [d for d in defs for k in KIT_ONLY_DEFS
+           if d.lstrip("_") == k or d.endswith("_" + k) or d.lstrip("_").startswith(k + "_panel")]
+    assert not own, f"{path.name} defines {own}: the kit (views/draw.py) has one"
+
+
+def test_the_kit_itself_passes_the_tree_contract():
+    """The parts build whitelisted trees (tree.check), so a figure made of them does too."""
+    import numpy as np
+
+    from tpmath.views import draw, tree
+
+    panels = [draw.lane_badge(1, 60, "numbers"), draw.grid_panel(np.eye(2), "A", 1, "A", 40.0, shape=("B×D", "2×2")),
+              draw.op_box(draw.label("fig.sum_ranks", last="R1"), "x", 120, "coll hl", "op"),
+              draw.heat_panel(np.eye(3), "P", 0, "P", 12.0), draw.arrow_panel("·W"),
+              draw.coll_panel("AllReduce", "sum", 200)]
+    node = draw.figure("kit", "title", lambda: [draw.Row(panels, rank=1, hang=True)], caption="c")
+    tree.check(node)
+    assert [s["a"]["class"] for s in node["c"] if s["t"] == "svg"] == ["fig fig-wide", "fig fig-narrow"]
