@@ -318,30 +318,32 @@ def _ring(name: str, n: int) -> float:
 @pytest.mark.parametrize("T,h,F", [(8192, 4096, 16384), (1, 8, 8), (1000, 64, 256)])
 def test_row_pairing_bars(tp, T, h, F):
     fig = render("row-pairing", {"tp": tp, "tokens": T, "hidden": h, "ffn": F})["figures"]["row-pairing"]
-    (svg,) = _svgs(fig)
-    keyed = _keyed(svg)
-    assert _ranks(fig) == set()                        # per-rank amounts, the same on every rank
-    segs = {k: n for k, n in keyed.items() if k.startswith("seg.")}
-    if tp == 1:
-        assert not segs
-        return
-    size = {"T×h": T * h, "T×F": T * F}
-    name = {"all-reduce": "AR", "all-gather": "AG", "reduce-scatter": "RS"}
-    pairs = []
-    for k, node in segs.items():
-        coll, symbol = k.split(".")[-2:]
-        pairs.append((_size(node, "width"), _ring(name[coll], tp) * size[symbol]))
-    _proportional(pairs, tol=0.2)
-    # The ratios written next to the bars, from the collectives of each pairing (Megatron: AR T×h
-    # forward and backward; row→row: AR T×F + AR T×h, AG T×F + AG T×h; column→column: AG T×F +
-    # AG T×h, RS T×F + AR T×h).
-    base = 2 * _ring("AR", tp) * T * h
-    expect = {"column-row": 1.0,
-              "row-row": (_ring("AR", tp) + _ring("AG", tp)) * (T * F + T * h) / base,
-              "column-column": (_ring("AG", tp) * (T * F + T * h) + _ring("RS", tp) * T * F
-                                + _ring("AR", tp) * T * h) / base}
-    for scheme, ratio in expect.items():
-        assert _num(keyed[f"ratio.{scheme}"]["x"].lstrip("×")) == pytest.approx(ratio, abs=5e-3)
+    svgs = _svgs(fig)
+    assert len(svgs) == 2      # the desktop drawing and the phone one (narrower bars)
+    for svg in svgs:
+        keyed = _keyed(svg)
+        assert _ranks(fig) == set()                        # per-rank amounts, the same on every rank
+        segs = {k: n for k, n in keyed.items() if k.startswith("seg.")}
+        if tp == 1:
+            assert not segs
+            return
+        size = {"T×h": T * h, "T×F": T * F}
+        name = {"all-reduce": "AR", "all-gather": "AG", "reduce-scatter": "RS"}
+        pairs = []
+        for k, node in segs.items():
+            coll, symbol = k.split(".")[-2:]
+            pairs.append((_size(node, "width"), _ring(name[coll], tp) * size[symbol]))
+        _proportional(pairs, tol=0.2)
+        # The ratios written next to the bars, from the collectives of each pairing (Megatron: AR T×h
+        # forward and backward; row→row: AR T×F + AR T×h, AG T×F + AG T×h; column→column: AG T×F +
+        # AG T×h, RS T×F + AR T×h).
+        base = 2 * _ring("AR", tp) * T * h
+        expect = {"column-row": 1.0,
+                  "row-row": (_ring("AR", tp) + _ring("AG", tp)) * (T * F + T * h) / base,
+                  "column-column": (_ring("AG", tp) * (T * F + T * h) + _ring("RS", tp) * T * F
+                                    + _ring("AR", tp) * T * h) / base}
+        for scheme, ratio in expect.items():
+            assert _num(keyed[f"ratio.{scheme}"]["x"].lstrip("×")) == pytest.approx(ratio, abs=5e-3)
 
 
 # ---------------------------------------------------------------- comm-cost
@@ -353,25 +355,27 @@ def test_comm_cost_bars(controls):
     result = render("comm-cost", controls)
     c = result["controls"]
     fig = result["figures"]["comm-cost"]
-    (svg,) = _svgs(fig)
-    keyed = _keyed(svg)
-    B, L, H, n, K, N = c["batch"], c["seq"], c["hidden"], c["tp"], c["dtype_bytes"], c["layers"]
-    # Independently: FLOPs of a GPT layer (24BLH² + 4BL²H forward, ×3 with backward) split over n;
-    # 4 AllReduces of B·L·H elements per layer, ring: each rank sends 2(n−1)/n of it.
-    t_calc = N * 3 * (24 * B * L * H ** 2 + 4 * B * L ** 2 * H) / n / (c["tflops"] * 1e12)
-    t_comm = N * 4 * 2 * (n - 1) / n * B * L * H * K / (c["link_gbps"] * 1e9 / 8)
-    serial_calc, serial_comm = _size(keyed["serial.calc"], "width"), _size(keyed["serial.comm"], "width")
-    unit = _proportional([(serial_calc, t_calc), (serial_comm, t_comm),
-                          (_size(keyed["overlap.calc"], "width"), t_calc),
-                          (_size(keyed["overlap.comm"], "width"), t_comm)], tol=0.15)
-    assert unit > 0
-    # One layer: compute and its four AllReduces in the step's proportions.
-    layer_comm = sum(_size(keyed[f"layer.comm.{i}"], "width") for i in range(4))
-    assert layer_comm == pytest.approx(_size(keyed["layer.calc"], "width") * t_comm / t_calc, abs=0.3)  # 5 × 0.05 px
-    shown = [_num(n["x"]) for n in tree.walk(svg) if n["t"] == "text" and n["x"] and str(n["x"]).endswith(" ms")]
-    for t in (t_calc, t_comm, t_calc + t_comm, max(t_calc, t_comm)):
-        assert any(abs(v - t * 1e3) <= 5e-4 * max(1, t * 1e3) for v in shown), (t, shown)
-    assert _ranks(fig) == set()
+    svgs = _svgs(fig)
+    assert len(svgs) == 2      # the desktop drawing and the phone one (narrower bars)
+    for svg in svgs:
+        keyed = _keyed(svg)
+        B, L, H, n, K, N = c["batch"], c["seq"], c["hidden"], c["tp"], c["dtype_bytes"], c["layers"]
+        # Independently: FLOPs of a GPT layer (24BLH² + 4BL²H forward, ×3 with backward) split over n;
+        # 4 AllReduces of B·L·H elements per layer, ring: each rank sends 2(n−1)/n of it.
+        t_calc = N * 3 * (24 * B * L * H ** 2 + 4 * B * L ** 2 * H) / n / (c["tflops"] * 1e12)
+        t_comm = N * 4 * 2 * (n - 1) / n * B * L * H * K / (c["link_gbps"] * 1e9 / 8)
+        serial_calc, serial_comm = _size(keyed["serial.calc"], "width"), _size(keyed["serial.comm"], "width")
+        unit = _proportional([(serial_calc, t_calc), (serial_comm, t_comm),
+                              (_size(keyed["overlap.calc"], "width"), t_calc),
+                              (_size(keyed["overlap.comm"], "width"), t_comm)], tol=0.15)
+        assert unit > 0
+        # One layer: compute and its four AllReduces in the step's proportions.
+        layer_comm = sum(_size(keyed[f"layer.comm.{i}"], "width") for i in range(4))
+        assert layer_comm == pytest.approx(_size(keyed["layer.calc"], "width") * t_comm / t_calc, abs=0.3)  # 5 × 0.05 px
+        shown = [_num(n["x"]) for n in tree.walk(svg) if n["t"] == "text" and n["x"] and str(n["x"]).endswith(" ms")]
+        for t in (t_calc, t_comm, t_calc + t_comm, max(t_calc, t_comm)):
+            assert any(abs(v - t * 1e3) <= 5e-4 * max(1, t * 1e3) for v in shown), (t, shown)
+        assert _ranks(fig) == set()
 
 
 @pytest.mark.parametrize("name", ["vocab-ce", "vocab-extras", "row-linear", "row-backward", "row-pairing", "comm-cost"])

@@ -178,7 +178,7 @@ def down_arrow(x: float, y1: float, y2: float, cls: str = "arrow") -> list[dict]
     return [line(x, y1, x, y2 - 5, cls), arrow_head(x, y2, 90, 7)]
 
 
-def heading(cell: Any, sub: Any = None, w: float = 340.0) -> Panel:
+def heading(cell: Any, sub: Any = None, w: float = NARROW_W - 16) -> Panel:
     """The title of a block of the figure, and a line that says what happens in it."""
     nodes = [text(0, 13, cell, "stage-name")]
     if sub is not None:

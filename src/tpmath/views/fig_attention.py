@@ -255,16 +255,16 @@ def _range(ids) -> str:
     return f"{fmt.integer(ids[0])}–{fmt.integer(ids[-1])}"
 
 
-LAYER_NARROW, LAYER_WIDE = 376.0, 600.0
+LAYER_BASE, LAYER_WIDE = 376.0, 600.0     # the x positions below are for a LAYER_BASE-wide drawing
 
 
 def figure_layer(res: lay.LayerResult, cfg: att.Config, direction: str) -> dict:
     """The pre-LN layer: two blocks, f and f̄, rank stacks; a desktop and a phone drawing."""
     title = label("fig.layer_title", tp=fmt.integer(cfg.tp), **{"pass": label(f"opt.pass.{direction}")})
     def draw(width: float):
-        nodes, height = _layer_nodes(res, cfg, direction == "forward", width / LAYER_NARROW)
+        nodes, height = _layer_nodes(res, cfg, direction == "forward", width / LAYER_BASE)
         return nodes, width, height
-    return pair("layer", title, draw, caption=label("fig.layer_caption"), wide=LAYER_WIDE, narrow=LAYER_NARROW)
+    return pair("layer", title, draw, caption=label("fig.layer_caption"), wide=LAYER_WIDE)
 
 
 def _layer_nodes(res: lay.LayerResult, cfg: att.Config, fwd: bool, k: float) -> tuple[list, float]:
@@ -283,7 +283,7 @@ def _layer_nodes(res: lay.LayerResult, cfg: att.Config, fwd: bool, k: float) -> 
     return nodes, y + 24
 
 
-# x positions (left edges) on the 376-wide phone drawing; the desktop one stretches them by k
+# x positions (left edges) on a 376-wide drawing; the desktop and phone ones stretch them by k
 _X = {"in": 4, "ln": 34, "f": 84, "stack": 118, "g": 232, "b": 266, "add": 318, "out": 344}
 # the operator boxes' keys (x positions, data-part names) and the letters shown in them (Korthikanti et al.'s)
 _OP_SYMBOL = {"f": "f", "g": "f̄"}
@@ -332,7 +332,7 @@ def _block(y0: float, h: float, ln: str, stack: list, bias: str, name_in: str, n
 # ------------------------------------------------------------------------------ qkv-layout
 
 BLOCK = 26.0
-PER_LINE = 13
+PER_LINE = int(NARROW_W // BLOCK)   # head blocks per line: the drawing is a phone column wide
 
 
 def _bar(split: dict, cfg: att.Config, E: int, y0: float, caption) -> tuple[list, float]:

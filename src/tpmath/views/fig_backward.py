@@ -24,7 +24,7 @@ from .. import fmt
 from ..dp_tp import DpTpResult, Variant
 from ..mlp import MlpResult
 from .draw import (CELL_H, CELL_W, LABEL_H, PAD, Panel, arrow_panel, badge, circle, figure, group, label, line,
-                   mid_text, owned_grid, polygon, rank_attrs, rank_name, rect, single, text)
+                   mid_text, owned_grid, pair, polygon, rank_attrs, rank_name, rect, text)
 
 # ---------------------------------------------------------------- backward
 
@@ -117,20 +117,22 @@ W = 380.0
 BOX_W, BOX_H = 46.0, 24.0
 
 
-def _layout(tp: int, dp: int) -> tuple[list[dict], float]:
-    """dp rows (replicas) × tp columns (ranks of a TP group), tinted by the shard they hold."""
+def _layout(tp: int, dp: int, width: float) -> tuple[list[dict], float]:
+    """dp rows (replicas) × tp columns (ranks of a TP group), tinted by the shard they hold;
+    the boxes narrower than :data:`BOX_W` where ``width`` would not hold them."""
     x0, y0 = PAD + 74, 30.0
+    box_w = min(BOX_W, (width - PAD - x0) / tp - 8)
     nodes = [text(PAD, 14, label("fig.dt_grid", dp=fmt.integer(dp), tp=fmt.integer(tp)), "cap")]
     for r in range(tp):                                       # a DP group: shard r on every replica
-        nodes.append(rect(x0 + r * (BOX_W + 8) - 4, y0 - 4, BOX_W + 8, dp * (BOX_H + 8) + 0, {"class": "dpg"},
+        nodes.append(rect(x0 + r * (box_w + 8) - 4, y0 - 4, box_w + 8, dp * (BOX_H + 8) + 0, {"class": "dpg"},
                           rx="6"))
     for k in range(dp):                                       # a TP group: one replica
         y = y0 + k * (BOX_H + 8)
-        nodes.append(rect(x0 - 6, y - 2, tp * (BOX_W + 8) + 4, BOX_H + 4, {"class": "tpg"}, rx="5"))
+        nodes.append(rect(x0 - 6, y - 2, tp * (box_w + 8) + 4, BOX_H + 4, {"class": "tpg"}, rx="5"))
         nodes.append(mid_text(x0 - 12, y + BOX_H / 2, label("fig.dt_replica", k=fmt.integer(k)), "dimtext", "end"))
         for r in range(tp):
-            x = x0 + r * (BOX_W + 8)
-            nodes.append(group(badge(r, x, y, BOX_W, BOX_H), part=f"rank.{k}.{r}"))
+            x = x0 + r * (box_w + 8)
+            nodes.append(group(badge(r, x, y, box_w, BOX_H), part=f"rank.{k}.{r}"))
     y = y0 + dp * (BOX_H + 8) + 10
     nodes += [rect(PAD, y, 22, 12, {"class": "tpg"}, rx="4"),
               text(PAD + 30, y + 10, label("fig.dt_tp_group"), "dimtext"),
@@ -147,9 +149,9 @@ def _scale_x(s: float, x0: float, w: float) -> float:
     return x0 + w * (v - LOG2_LO) / (LOG2_HI - LOG2_LO)
 
 
-def _scales(variants: list[Variant], top: float) -> tuple[list[dict], float]:
+def _scales(variants: list[Variant], top: float, width: float) -> tuple[list[dict], float]:
     """Each variant's scale against the correct gradient on a log axis; 1× is the correct one."""
-    x0, w = PAD + 10, W - 2 * PAD - 70
+    x0, w = PAD + 10, width - 2 * PAD - 70
     nodes = [text(PAD, top + 18, label("fig.dt_scale_head"), "cap")]
     y = top + 30
     row_h = 38.0
@@ -179,10 +181,13 @@ def _scales(variants: list[Variant], top: float) -> tuple[list[dict], float]:
 
 def figure_dp_tp(res: DpTpResult) -> dict:
     """The ``dp-tp`` figure of one ``dp_tp.run_dp_tp`` result."""
-    layout, h = _layout(res.tp, res.dp)
-    scales, h = _scales(res.variants, h)
+    def draw(max_w: float):
+        width = min(W, max_w)
+        layout, h = _layout(res.tp, res.dp, width)
+        scales, h = _scales(res.variants, h, width)
+        return layout + scales, width, h + PAD
     title = label("fig.dt_title", dp=fmt.integer(res.dp), tp=fmt.integer(res.tp))
-    return single("dp-tp", title, layout + scales, W, h + PAD)
+    return pair("dp-tp", title, draw)
 
 
 # ---------------------------------------------------------------- precision
@@ -201,8 +206,13 @@ _SYMBOLS = {"Y": "Y", "loss": "L", "G_X": "G_X", "G_W1": "G_W₁", "G_W2": "G_W�
 
 def figure_precision(dtype: str, rows: list[tuple[str, float, float]]) -> dict:
     """The ``precision`` figure: ``rows`` of (quantity, max abs error, tolerance) for ``dtype``
-    (quantities: the keys of ``mlp``'s errors and "ce")."""
-    x0, w = PAD + 44, 186.0
+    (quantities: the keys of ``mlp``'s errors and "ce"); a shorter axis in a phone drawing."""
+    title = label("fig.pr_title", dtype=dtype)
+    return pair("precision", title, lambda max_w: _precision(rows, min(W, max_w)))
+
+
+def _precision(rows: list[tuple[str, float, float]], width: float) -> tuple[list[dict], float, float]:
+    x0, w = PAD + 44, 186.0 - (W - width)
     xe, xt = x0 + w + 12, x0 + w + 12 + 60
     nodes = [text(xe, 14, label("fig.pr_err"), "cap"), text(xt, 14, label("fig.pr_tol"), "cap")]
     y = 24.0
@@ -224,13 +234,14 @@ def figure_precision(dtype: str, rows: list[tuple[str, float, float]]) -> dict:
         parts += [text(xe, cy + 4, shown, "num" if ok else "num em"), text(xt, cy + 4, fmt.err(tol), "num")]
         nodes.append(group(parts, part=f"q.{name}"))
         y += 26
-    for e in range(int(LOG10_HI), int(LOG10_LO), -5):
+    for e in range(int(LOG10_HI), int(LOG10_LO), -5 if w >= 150 else -10):    # labels 40 px apart at least
         xtk = _err_x(10.0 ** e, x0, w)
         nodes.append(line(xtk, 22, xtk, y, "ax tick"))
         nodes.append(text(xtk, y + 12, "1e" + fmt.integer(e), "dimtext", "middle"))
+    # the legend: both keys on one line, or (a phone drawing) one under the other
+    kx, ky = (PAD + 190, y) if width >= W else (PAD, y + 16)
     nodes += [rect(PAD, y + 22, 18, 10, {"class": "okzone"}),
               text(PAD + 24, y + 31, label("fig.pr_zone"), "dimtext"),
-              line(PAD + 9 + 190, y + 21, PAD + 9 + 190, y + 33, "tolmark"),
-              text(PAD + 190 + 18, y + 31, label("fig.pr_tolmark"), "dimtext")]
-    title = label("fig.pr_title", dtype=dtype)
-    return single("precision", title, nodes, W, y + 40 + PAD)
+              line(kx + 9, ky + 21, kx + 9, ky + 33, "tolmark"),
+              text(kx + 18, ky + 31, label("fig.pr_tolmark"), "dimtext")]
+    return nodes, width, ky + 40 + PAD

@@ -129,9 +129,10 @@ def _fit(plan: dict, cw_in: float, cw_out: float, band: float, max_w: float) -> 
     (a block wraps onto rows of a divisor of its length)."""
     best = None
     size = plan["size"]
+    least_out = NOTHING_W if any(not ln["out"] for ln in plan["lanes"]) else 0.0   # room for "nothing"
     for per_in in _divisors(size):
         for per_out in _divisors(size):
-            w_in, w_out = per_in * cw_in, max(per_out * cw_out, NOTHING_W)
+            w_in, w_out = per_in * cw_in, max(per_out * cw_out, least_out)
             width = PAD + BADGE_W + 8 + w_in + band + w_out + PAD
             height = sum(max(_rows(len(bl), size, per_in), _rows(len(ln["out"] or []), size, per_out))
                          for bl, ln in zip(plan["blocks_in"], plan["lanes"]))
@@ -206,8 +207,11 @@ def _draw_collective(res: dict, plan: dict, max_w: float) -> tuple[list[dict], f
     least = {0: 76.0, 1: 2 * 24 + OP_W}.get(plan["op_blocks"], 64 + OP_W + 28)
     per_in, per_out, w_in, w_out = _fit(plan, cw_in, cw_out, least, max_w)
     room = max_w - (PAD + BADGE_W + 8 + w_in + w_out + PAD)
+    least = max(min(least, 2 * 24 + OP_W), min(least, room))   # a phone column: the arrows cross more steeply
     band = max(least, min(room, least + (84.0 if plan["op_blocks"] != 1 else 24.0)))
-    band = max(band, HEAD_W - w_in - w_out)        # the two column heads side by side
+    # the two column heads side by side (in a phone drawing as much of HEAD_W as the column has:
+    # the estimate is generous)
+    band = max(band, min(HEAD_W, max_w - (PAD + BADGE_W + 8) - PAD) - w_in - w_out)
     x_in = PAD + BADGE_W + 8
     x_band = x_in + w_in
     x_out = x_band + band

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import fmt
 from ..comm_cost import CommCost
-from .draw import NUM_CHAR, PAD, label, rect, single, text
+from .draw import NUM_CHAR, PAD, label, pair, rect, text
 
 BAR_W = 250.0            # the longest bar (the slower of the two steps)
 BAR_H = 20.0
@@ -23,13 +23,14 @@ def _ms(seconds: float) -> str:
     return fmt.num(seconds * 1e3, 3) + " ms"
 
 
-def _labelled(x: float, y: float, w: float, cls: str, s: str, part: str, outside: str = "below") -> list[dict]:
+def _labelled(x: float, y: float, w: float, cls: str, s: str, part: str, bar_w: float,
+              outside: str = "below") -> list[dict]:
     """A segment with its time inside, or (``outside``) below it or right of it when it does not fit."""
     nodes = [rect(x, y, w, BAR_H, {"class": cls}, **{"data-key": part})]
     if NUM_CHAR * len(s) + 6 <= w:
         nodes.append(text(x + w / 2, y + BAR_H / 2 + 4, s, "num", "middle"))
     elif outside == "below":     # under the segment, from its left end unless that runs past the bar
-        if x + NUM_CHAR * len(s) <= PAD + BAR_W:
+        if x + NUM_CHAR * len(s) <= PAD + bar_w:
             nodes.append(text(x, y + BAR_H + 13, s, "num"))
         else:
             nodes.append(text(x + w, y + BAR_H + 13, s, "num", "end"))
@@ -59,19 +60,25 @@ def _layer(r: CommCost, layers: int, y: float, width: float) -> list[dict]:
 
 
 def figure_comm_cost(r: CommCost, layers: int) -> dict:
-    """The ``comm-cost`` figure of one :func:`tpmath.comm_cost.comm_cost` result (with both times)."""
+    """The ``comm-cost`` figure of one :func:`tpmath.comm_cost.comm_cost` result (with both times):
+    bars at most :data:`BAR_W` long, shorter in a phone drawing."""
+    title = label("fig.cc_title", layers=fmt.integer(layers))
+    return pair("comm-cost", title, lambda max_w: _bars(r, layers, min(BAR_W, max_w - PAD * 2 - 90)))
+
+
+def _bars(r: CommCost, layers: int, bar_w: float) -> tuple[list[dict], float, float]:
     calc, comm = r.t_calc_s, r.t_comm_s
-    unit = BAR_W / (calc + comm)                       # the serial step is the longest bar
+    unit = bar_w / (calc + comm)                       # the serial step is the longest bar
     nodes = [rect(PAD, PAD, 14, 12, {"class": "seg-calc"}), text(PAD + 20, PAD + 10, label("fig.cc_calc"), "dimtext"),
              rect(PAD + 130, PAD, 14, 12, {"class": "seg-comm"}), text(PAD + 150, PAD + 10, label("fig.cc_comm"), "dimtext")]
     y = PAD + 26
-    nodes += _layer(r, layers, y, BAR_W)
+    nodes += _layer(r, layers, y, bar_w)
     y += 18 + BAR_H + 30
     # No overlap: communication after compute.
     nodes.append(text(PAD, y + 12, label("fig.cc_serial"), "cap"))
     by = y + 18
-    nodes += _labelled(PAD, by, calc * unit, "seg-calc", _ms(calc), "serial.calc")
-    nodes += _labelled(PAD + calc * unit, by, comm * unit, "seg-comm", _ms(comm), "serial.comm")
+    nodes += _labelled(PAD, by, calc * unit, "seg-calc", _ms(calc), "serial.calc", bar_w)
+    nodes += _labelled(PAD + calc * unit, by, comm * unit, "seg-comm", _ms(comm), "serial.comm", bar_w)
     nodes.append(text(PAD + (calc + comm) * unit + 6, by + BAR_H / 2 + 4, _ms(r.t_serial_s), "num em"))
     nodes.append(text(PAD, by + BAR_H + 30, label("fig.cc_fraction", share=fmt.num(100 * r.comm_fraction_serial, 1) + " %"),
                       "dimtext"))
@@ -79,9 +86,8 @@ def figure_comm_cost(r: CommCost, layers: int) -> dict:
     # Perfect overlap: both start together; the step ends with the slower one.
     nodes.append(text(PAD, y + 12, label("fig.cc_overlap"), "cap"))
     by = y + 18
-    nodes += _labelled(PAD, by, calc * unit, "seg-calc", _ms(calc), "overlap.calc", "right")
-    nodes += _labelled(PAD, by + BAR_H + 4, comm * unit, "seg-comm", _ms(comm), "overlap.comm", "right")
+    nodes += _labelled(PAD, by, calc * unit, "seg-calc", _ms(calc), "overlap.calc", bar_w, "right")
+    nodes += _labelled(PAD, by + BAR_H + 4, comm * unit, "seg-comm", _ms(comm), "overlap.comm", bar_w, "right")
     nodes.append(text(PAD, by + 2 * BAR_H + 20, label("fig.cc_overlap_total", total=_ms(r.t_overlap_s)), "dimtext"))
     y = by + 2 * BAR_H + 26
-    title = label("fig.cc_title", layers=fmt.integer(layers))
-    return single("comm-cost", title, nodes, PAD * 2 + BAR_W + 90, y + PAD)
+    return nodes, PAD * 2 + bar_w + 90, y + PAD

@@ -17,7 +17,7 @@ from ..schedules import bus_bandwidth_factor
 from .. import fmt
 from ..row_linear import ColumnLinearResult, RowLinearResult
 from .draw import (CELL_H, LABEL_H, NARROW_W, NUM_CHAR, PAD, TEXT_CHAR, Panel, Row, cell_width, coll_panel, figure,
-                   grid_panel, heading, label, lane_badge, rect, single, text)
+                   grid_panel, heading, label, lane_badge, pair, rect, single, text)
 
 GAP = 10.0              # tree.flow's gap between panels
 CAPTION_W = 170.0       # the width a translated caption above a merged result may take
@@ -194,8 +194,13 @@ def _segments(ops: list, n: int, x: float, y: float, unit: float, cls: str, h: f
 def figure_row_pairing(n: int, schemes: list[dict], rows: list[list]) -> dict:
     """The ``row-pairing`` figure: per pairing, the elements one rank sends forward and backward
     (ring), one segment per collective; ``rows``: the table's rows (their totals and ratios)."""
+    title = label("fig.rp_title", tp=fmt.integer(n))
+    return pair("row-pairing", title, lambda max_w: _pairing(n, schemes, rows, min(BAR_W, max_w - PAD * 2 - 56)))
+
+
+def _pairing(n: int, schemes: list[dict], rows: list[list], bar_w: float) -> tuple[list[dict], float, float]:
     totals = [sum(bus_bandwidth_factor(c, n) * e for c, e, _ in s["forward"] + s["backward"]) for s in schemes]
-    unit = BAR_W / (max(totals) or 1.0)
+    unit = bar_w / (max(totals) or 1.0)
     nodes = [rect(PAD, PAD, 14, 12, {"class": "seg-comm"}), text(PAD + 20, PAD + 10, label("fig.rp_fwd"), "dimtext"),
              rect(PAD + 120, PAD, 14, 12, {"class": "seg-bwd"}), text(PAD + 140, PAD + 10, label("fig.rp_bwd"), "dimtext")]
     y = PAD + 30
@@ -211,5 +216,4 @@ def figure_row_pairing(n: int, schemes: list[dict], rows: list[list]) -> dict:
         nodes.append(text(PAD, bar_y + 34, row[3], "num dimtext", **{"data-key": f"sent.{s['name']}"}))
         nodes.append(text(PAD + NUM_CHAR * len(row[3]) + 6, bar_y + 34, label("fig.rp_elements"), "dimtext"))
         y = bar_y + 46
-    title = label("fig.rp_title", tp=fmt.integer(n))
-    return single("row-pairing", title, nodes, PAD * 2 + BAR_W + 56, y - 4)
+    return nodes, PAD * 2 + bar_w + 56, y - 4

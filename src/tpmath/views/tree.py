@@ -408,9 +408,10 @@ def figure_svg(title: Any, body: list[dict], width: float, height: float, desc: 
                       "role": "img", "class": ("fig " + cls).strip(), "focusable": "false"}, head + body)
 
 
-# The widest drawing a phone column shows legibly (a 320–390 px screen: numbers stay ≥ 9 px),
+# The widest phone drawing: the column of a 320 px screen (280 px), so a phone shows it at its
+# natural size and its 12 px Chinese text stays 12 px (issue 25 item 4);
 # and the widest one a desktop column holds at its natural size.
-NARROW_W = 380.0
+NARROW_W = 280.0
 WIDE_W = 720.0
 
 
