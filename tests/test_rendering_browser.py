@@ -246,20 +246,29 @@ FIGURE_TEXT = """([han]) => [...document.querySelectorAll('svg.fig text')]
     })"""
 
 
-# 1280 px only: on a phone the figures still shrink to the column (a 380 px drawing in a 280 px
-# column: 12 px text is drawn at about 9 px); keeping them at their natural size there made them
-# scroll sideways, which needs every figure to be a keyboard-focusable region (not done yet).
-@pytest.mark.parametrize("width", [1280])
+# A phone drawing is at most a 320 px screen's column wide (tree.NARROW_W = 280), so a phone shows
+# it at its natural size and its 12 px text stays 12 px.  These figures have no such drawing yet
+# (a fixed geometry wider than 280 px, shrunk to the column on a phone): listed, so the list can
+# only shrink -- a listed figure whose Chinese text reaches 12 px fails the test until it is removed.
+PHONE_TOO_WIDE = {"ring", "mismatch", "vocab-ce", "vocab-extras", "sp-ln"}
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 def test_chinese_in_figures_is_at_least_12px_and_upright(open_page, width):
-    seen = 0
+    seen, still_small = 0, set()
     for slug in SLUGS:
         texts = open_page("zh", slug, width).evaluate(FIGURE_TEXT, [HAN])
         small = [(t["fig"], t["text"], round(t["px"], 1)) for t in texts if t["px"] < 11.95]
+        if width < 640:
+            still_small |= {f for f, _, _ in small if f in PHONE_TOO_WIDE}
+            small = [s for s in small if s[0] not in PHONE_TOO_WIDE]
         assert not small, f"zh/{slug} at {width} px: {small[:6]}"
         slanted = [(t["fig"], t["text"]) for t in texts if t["style"] != "normal"]
         assert not slanted, f"zh/{slug}: synthetic italics on {slanted[:6]}"
         seen += len(texts)
     assert seen > 100
+    if width == 320:
+        assert still_small == PHONE_TOO_WIDE, f"now at least 12 px: {PHONE_TOO_WIDE - still_small}"
 
 
 QUOTES = """() => {
