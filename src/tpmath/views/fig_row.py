@@ -214,6 +214,11 @@ def _pairing(n: int, schemes: list[dict], rows: list[list], bar_w: float) -> tup
             bwd, x = _segments(s["backward"], n, x, bar_y, unit, "seg-bwd", 18, f"{s['name']}.backward")
             nodes += fwd + bwd + [text(x + 6, bar_y + 13, row[4], "num em", **{"data-key": f"ratio.{s['name']}"})]
         nodes.append(text(PAD, bar_y + 34, row[3], "num dimtext", **{"data-key": f"sent.{s['name']}"}))
-        nodes.append(text(PAD + NUM_CHAR * len(row[3]) + 6, bar_y + 34, label("fig.rp_elements"), "dimtext"))
-        y = bar_y + 46
+        if bar_w < BAR_W:        # a phone drawing: the words under the count (they would not fit beside it)
+            nodes.append(text(PAD, bar_y + 49, label("fig.rp_elements"), "dimtext"))
+            y = bar_y + 61
+        else:                    # the count is 12 px (dimtext), not the 11 px NUM_CHAR measures
+            nodes.append(text(PAD + NUM_CHAR * 12 / 11 * len(row[3]) + 6, bar_y + 34, label("fig.rp_elements"),
+                              "dimtext"))
+            y = bar_y + 46
     return nodes, PAD * 2 + bar_w + 56, y - 4
