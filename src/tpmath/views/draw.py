@@ -19,7 +19,8 @@ The parts, by kind:
   ruled block, rank blocks), :func:`owned_grid` (numbers, each entry tinted by its owner),
   :func:`heat` / :func:`heat_panel` (shaded cells only);
 * arrows and flow: :func:`arrow`, :func:`curve`, :func:`down_arrow`, :func:`arrow_head`,
-  :func:`arrow_panel`, ``Panel``, ``Row`` (a rank's lane), :func:`flow`;
+  :func:`arrow_panel`, ``Panel``, ``Row`` (a rank's lane), :func:`flow`, :func:`chain` (a row of
+  parts joined by arrows, from their widths);
 * the figure: :func:`figure` (panel rows flowed twice), :func:`pair` (any drawing at two
   widths), :func:`single` (one fixed drawing).
 """
@@ -225,6 +226,20 @@ def curve(x1: float, y1: float, x2: float, y2: float, cls: str, head_cls: str | 
         head["a"].update(_attrs(head_cls, rank, owned))
         nodes.append(head)
     return nodes
+
+
+def chain(x0: float, parts: Iterable[tuple[str, float, float]]) -> tuple[dict, tuple]:
+    """A row of parts laid left to right from ``x0``: ``parts`` are (name, width, gap after it).
+    Returns the left edge of every part and the arrows joining each to the next, as
+    (start x, name of the part it points at): a flow diagram is its parts' sizes, not coordinates."""
+    left, arrows, x, prev_right = {}, [], x0, None
+    for name, width, gap in parts:
+        if prev_right is not None:
+            arrows.append((prev_right, name))
+        left[name] = x
+        prev_right = x + width
+        x = prev_right + gap
+    return left, tuple(arrows)
 
 
 # ---------------------------------------------------------------- grids

@@ -23,7 +23,7 @@ import numpy as np
 from .. import attention as att
 from .. import fmt
 from .. import layer as lay
-from .draw import (CAP_H as CAP, NARROW_W, Panel, Row, arrow_head, arrow_panel, circle, figure, group,
+from .draw import (CAP_H as CAP, NARROW_W, Panel, Row, arrow_head, arrow_panel, chain, circle, figure, group,
                    heat_panel, label, lane_badge, line, mid_text, n, op_box, pair, path, rank_attrs, rank_name, rect, rows2,
                    single, text)
 
@@ -255,7 +255,8 @@ def _range(ids) -> str:
     return f"{fmt.integer(ids[0])}–{fmt.integer(ids[-1])}"
 
 
-LAYER_BASE, LAYER_WIDE = 376.0, 600.0     # the x positions below are for a LAYER_BASE-wide drawing
+LAYER_BASE, LAYER_WIDE = 376.0, 600.0
+_STACK_W = 100          # the parallel region (one box per rank)     # the x positions below are for a LAYER_BASE-wide drawing
 
 
 def figure_layer(res: lay.LayerResult, cfg: att.Config, direction: str) -> dict:
@@ -283,11 +284,12 @@ def _layer_nodes(res: lay.LayerResult, cfg: att.Config, fwd: bool, k: float) -> 
     return nodes, y + 24
 
 
-# x positions (left edges) on a 376-wide drawing; the desktop and phone ones stretch them by k
-_X = {"in": 4, "ln": 34, "f": 84, "stack": 118, "g": 232, "b": 266, "add": 318, "out": 344}
+# One row of the layer on a 376-wide drawing (the desktop and phone ones stretch it by k): each part's
+# width and the arrow's length after it; ⊕ (add) is placed by its centre, 10 px from its right.
+_X, _ARROWS = chain(4, (("in", 20, 10), ("ln", 36, 14), ("f", 20, 14), ("stack", _STACK_W, 14), ("g", 20, 14),
+                        ("b", 36, 16), ("add", 10, 16), ("out", 0, 0)))
 # the operator boxes' keys (x positions, data-part names) and the letters shown in them (Korthikanti et al.'s)
 _OP_SYMBOL = {"f": "f", "g": "f̄"}
-_ARROWS = ((24, "ln"), (70, "f"), (104, "stack"), (218, "g"), (252, "b"), (302, "add"), (328, "out"))
 
 
 def _block(y0: float, h: float, ln: str, stack: list, bias: str, name_in: str, name_out: str, part: str,
@@ -320,7 +322,7 @@ def _block(y0: float, h: float, ln: str, stack: list, bias: str, name_in: str, n
         nodes.append(text(x[key] + 10, top + h + 14, label("fig.layer_ar" if active else "fig.layer_id"),
                           "a-small" if active else "a-small dimtext", "middle"))
     bh = (h - 8 - (tp - 1) * 4) / tp                            # the parallel region: one box per rank
-    sw = (_ARROWS[3][0] - _X["stack"]) * k
+    sw = _STACK_W * k
     for r, label_ in enumerate(stack):
         yy = top + 4 + r * (bh + 4)
         nodes.append(rect(x["stack"], yy, sw, bh, rank_attrs(r, "a-hbox"), rx="3"))
