@@ -346,7 +346,8 @@ def rows2(a) -> np.ndarray:
     return a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a.reshape(1, -1) if a.ndim < 2 else a
 
 
-def heat(m, rank: int | None, cell: float, scale: float | None = None, bad=None, masked=None) -> tuple[list, float, float]:
+def heat(m, rank: int | None, cell: float, scale: float | None = None, bad=None,
+         masked=None) -> tuple[list, float, float]:
     """A matrix as shaded cells without numbers (a heat grid); ``bad`` marks cells off the reference,
     ``masked`` cells a causal mask removed (drawn empty)."""
     a = rows2(m)

@@ -24,8 +24,8 @@ from .. import attention as att
 from .. import fmt
 from .. import layer as lay
 from .draw import (CAP_H as CAP, NARROW_W, Panel, Row, arrow_head, arrow_panel, chain, circle, figure, group,
-                   heat_panel, label, lane_badge, line, mid_text, n, op_box, pair, path, rank_attrs, rank_name, rect, rows2,
-                   single, text)
+                   heat_panel, label, lane_badge, line, mid_text, n, op_box, pair, path, rank_attrs, rank_name, rect,
+                   rows2, single, text)
 
 HEAT = 16.0          # a cell of a probability heat grid (S × S, up to 6 × 6)
 HEAT_Y = 12.0        # a cell of an output / gradient heat grid (S × D, up to 6 × 16)
@@ -255,8 +255,8 @@ def _range(ids) -> str:
     return f"{fmt.integer(ids[0])}–{fmt.integer(ids[-1])}"
 
 
-LAYER_BASE, LAYER_WIDE = 376.0, 600.0
-_STACK_W = 100          # the parallel region (one box per rank)     # the x positions below are for a LAYER_BASE-wide drawing
+LAYER_BASE, LAYER_WIDE = 376.0, 600.0     # the x positions below are for a LAYER_BASE-wide drawing
+_STACK_W = 100          # the parallel region (one box per rank)
 
 
 def figure_layer(res: lay.LayerResult, cfg: att.Config, direction: str) -> dict:

@@ -17,7 +17,7 @@ from ..schedules import bus_bandwidth_factor
 from .. import fmt
 from ..row_linear import ColumnLinearResult, RowLinearResult
 from .draw import (CELL_H, LABEL_H, NARROW_W, NUM_CHAR, PAD, TEXT_CHAR, Panel, Row, cell_width, coll_panel, figure,
-                   grid_panel, heading, label, lane_badge, pair, rect, single, text)
+                   grid_panel, heading, label, lane_badge, pair, rect, text)
 
 GAP = 10.0              # tree.flow's gap between panels
 CAPTION_W = 170.0       # the width a translated caption above a merged result may take

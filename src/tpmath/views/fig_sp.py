@@ -27,8 +27,8 @@ import numpy as np
 from .. import sp_layer as core
 from .. import fmt
 from ..memory import MemoryResult
-from .draw import (CELL_H, NARROW_W, Panel, Row, arrow_head, arrow_panel, badge, circle, figure,
-                   group, label, lane_badge, line, matrix_panel, mid_text, moved, n, op_box, pair, path, rank_attrs, rect, text)
+from .draw import (CELL_H, NARROW_W, Panel, Row, arrow_head, arrow_panel, badge, circle, figure, group, label,
+                   lane_badge, line, matrix_panel, mid_text, moved, n, op_box, pair, path, rank_attrs, rect, text)
 
 CELL = 12.0            # one entry of a token map
 ARROW = 14.0           # a horizontal arrow between two blocks of a column
