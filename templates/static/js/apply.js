@@ -33,11 +33,14 @@ function dropBlank(el) {
   }
 }
 
-// The JSON of the element tree a figure, its drawings and their groups were last made from: a
-// part whose tree did not change is not walked at all (a stage change lights another step of
-// one drawing; the others, and most groups, stay as they are).
+// The JSON of the element tree a figure, its drawings and their groups were last made from (a
+// table: its body, rows and grid cells, which morphTree reaches at depths 0-2 as tables start at
+// -2): a part whose tree did not change is not walked at all (a stage change lights another step
+// of one drawing; the others, and most groups, stay as they are; a change of a few cells of a
+// table of grids keeps its other rows and grids).
 const treeOf = new WeakMap();
 const KEYED_DEPTH = 2;
+const TABLE_DEPTH = -2;
 
 /** Make the element `old` (in the page) equal to the element tree `node` (validated): like morph,
  * but straight from the tree -- only the elements of a changed shape are built.  `keyed`: within
@@ -46,7 +49,7 @@ const KEYED_DEPTH = 2;
 function morphTree(old, node, svg, cue, depth, keyed = null) {
   const inSvg = svg || node.t === "svg";
   const kids = "x" in node ? null : node.c || [];
-  const key = kids && kids.length && depth <= KEYED_DEPTH ? JSON.stringify(node) : null;
+  const key = kids && kids.length && depth >= 0 && depth <= KEYED_DEPTH ? JSON.stringify(node) : null;
   if (key !== null && treeOf.get(old) === key) return;
   if (kids && kids.length && old.childNodes.length !== old.childElementCount) dropBlank(old);
   if (old.localName !== node.t ||
@@ -182,8 +185,8 @@ function valid(kind, name, node) {
 }
 
 /** Tables are element trees (tpmath/views/table.py: the whole div.table-wrap), morphed into the
- * page like figures; at depth -1 so that each row is a keyed part (treeOf): a row whose tree did
- * not change is not walked.  A table the result lacks is hidden (the parts `keep` names stay). */
+ * page like figures, from TABLE_DEPTH: see treeOf.  A table the result lacks is hidden (the parts
+ * `keep` names stay as they are). */
 function applyTables(demo, tables, cue, keep) {
   const seen = new Set(keep);
   for (const [name, node] of Object.entries(tables)) {
@@ -191,9 +194,7 @@ function applyTables(demo, tables, cue, keep) {
     if (!valid("table", name, node)) continue;
     const table = findIn(demo, "data-table", name);
     if (table) {
-      const box = boxOf(table);
-      if (box.hidden) treeOf.delete(box);   // hidden since: not as last made
-      morphTree(box, node, false, cue, -1);   // (also shows it again: a built table has no `hidden`)
+      morphTree(boxOf(table), node, false, cue, TABLE_DEPTH);   // (also shows it again: a tree has no `hidden`)
     } else {   // a table the static page did not have (another control state): after the last one
       const fresh = build(node);
       const all = demo.querySelectorAll("table[data-table]");
