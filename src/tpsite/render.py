@@ -7,7 +7,9 @@ key missing from the string tables is a build error naming the page being render
 A demo block is rendered from ``tpmath.views.render(NAME, None, lang)`` (the default
 control values) and ``tpmath.views.sections()[NAME].controls``, with exactly the DOM of
 ARCHITECTURE.md so that ``templates/static/app.js`` can later replace the same tables
-and values with live results.  Cells that are ``{"key", "args"}`` dicts are translated.
+and values with live results.  Cells that are ``{"key", "args"}`` dicts are translated; tables
+and figures are element trees (``tpmath.views.table``, ``tpmath.views.tree``) serialised by
+:func:`tree_html`.
 """
 
 from __future__ import annotations
@@ -104,12 +106,6 @@ def json_script(data: Any) -> Markup:
 
 # ---------------------------------------------------------------- demo blocks
 
-def _table_cell(cell: Any, t: Translator) -> dict:
-    """A body/foot cell: its content and whether it is prose (a translated sentence,
-    set in the text font) or a formatted value (monospace, aligned digits)."""
-    return {"content": t.cell(cell), "prose": isinstance(cell, dict) and "key" in cell}
-
-
 def tree_html(node: dict, t: Translator) -> Markup:
     """An element tree (ARCHITECTURE.md, "Element trees") as markup: the same elements, in the
     same order, with the same attributes as the page's JavaScript builds from the same tree."""
@@ -117,7 +113,7 @@ def tree_html(node: dict, t: Translator) -> Markup:
     try:
         tree.check(node)
     except tree.TreeError as err:
-        raise BuildError(f"figure or grid tree: {err}", t.where) from None
+        raise BuildError(f"figure, table or grid tree: {err}", t.where) from None
     return Markup(_node_html(node, t))
 
 
@@ -178,6 +174,8 @@ SYMLOG_STEPS = 100      # positions either side of 0 on a symlog slider (keyboar
 
 def demo_model(section, result: dict, t: Translator, results_url: str | None = None) -> dict:
     """Plain data for the ``demo_block`` macro (everything already translated)."""
+    from tpmath.i18n import option      # importable once build.py put src/ on the path
+    from tpmath.views import table      # a table record -> its element tree, as the worker sends it
     name = result["section"]
     current = result.get("controls", {})
     states = result.get("control_state", {})
@@ -189,11 +187,10 @@ def demo_model(section, result: dict, t: Translator, results_url: str | None = N
         options = []
         for opt in c.options:
             opt_value = _attr_value(opt)
-            key = f"opt.{_key_part(c.name)}.{_key_part(opt_value)}"
-            text = t(key) if t.has(key) else opt_value
-            if opt_value in off:
-                text = t("site.option_off", label=text, why=t.cell(off[opt_value]))
-            options.append({"value": opt_value, "label": text, "selected": opt_value == value,
+            # its label, built here once: shipped as data-label, which js/demo.js shows too
+            label = t.cell(option(c.name, opt_value))
+            text = t("site.option_off", label=label, why=t.cell(off[opt_value])) if opt_value in off else label
+            options.append({"value": opt_value, "name": label, "label": text, "selected": opt_value == value,
                             "disabled": opt_value in off})
         if c.kind == "select" and not any(o["selected"] for o in options):
             raise BuildError(f"section {name!r}: default {value!r} of control {c.name!r} is not "
@@ -210,21 +207,7 @@ def demo_model(section, result: dict, t: Translator, results_url: str | None = N
                          "why": t.cell(state["why"]) if disabled and state.get("why") is not None else ""})
     values = [{"name": k, "label": t(f"value.{_key_part(k)}"), "text": t.cell(v)}
               for k, v in result.get("values", {}).items()]
-    order = list(section.tables) + [k for k in result.get("tables", {}) if k not in section.tables]
-    tables = []
-    for tname in order:
-        spec = result.get("tables", {}).get(tname)
-        if spec is None:
-            continue
-        columns = [t.cell(c) if isinstance(c, dict) else t(c) for c in spec.get("columns", [])]
-        caption = spec.get("caption")
-        tables.append({
-            "name": tname,
-            "caption": "" if caption is None else (t.cell(caption) if isinstance(caption, dict) else t(caption)),
-            "columns": columns,
-            "rows": [[_table_cell(c, t) for c in row] for row in spec.get("rows", [])],
-            "foot": [[_table_cell(c, t) for c in row] for row in spec.get("foot", [])],
-        })
+    tables = [tree_html(node, t) for node in table.trees(section, result).values()]
     notes = [{"name": k, "text": t.cell(v)} for k, v in result.get("notes", {}).items()]
     figures = [tree_html(node, t) for _, node in sorted(result.get("figures", {}).items())]
     return {"name": name, "controls": controls, "values": values, "tables": tables, "notes": notes,

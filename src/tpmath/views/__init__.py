@@ -44,6 +44,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import ranks
+from . import table
 from ..errors import TPMathError
 from ..errors import name as field_name
 from ..i18n import joined, option
@@ -210,10 +211,13 @@ def render(section: str, controls: dict | None = None, lang: str = "en") -> dict
 
 
 def render_json(section: str, controls_json: str, lang: str) -> str:
-    """Worker entry point: JSON in, JSON out; a TPMathError becomes ``{"ok": false}``."""
+    """Worker entry point: JSON in, JSON out; a TPMathError becomes ``{"ok": false}``.  The
+    tables go as element trees (``views.table``: the page morphs them in like figures)."""
     try:
         controls = json.loads(controls_json)
-        return json.dumps({"ok": True, "result": render(section, controls, lang)}, ensure_ascii=False)
+        result = render(section, controls, lang)
+        result["tables"] = table.trees(_section(section), result)
+        return json.dumps({"ok": True, "result": result}, ensure_ascii=False)
     except TPMathError as err:
         out = {"ok": False, "error": err.cell, "field": err.field}
         state = getattr(err, "control_state", None)   # a view's control state for the refused values

@@ -33,11 +33,13 @@ from .. import fmt
 
 SVG_TAGS = frozenset({"svg", "g", "rect", "line", "path", "polygon", "circle", "text", "tspan",
                       "title", "desc"})
-HTML_TAGS = frozenset({"figure", "figcaption", "span", "table", "tbody", "tr", "td", "sub"})
+HTML_TAGS = frozenset({"figure", "figcaption", "span", "table", "tbody", "tr", "td", "sub",
+                       "div", "caption", "thead", "tfoot", "th"})   # the last five: views/table.py
 ATTRS = frozenset({
     "class", "data-rank", "data-key", "data-part", "role", "aria-hidden", "aria-label", "id",
     "viewBox", "width", "height", "x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "r", "rx", "d",
     "points", "transform", "text-anchor", "dominant-baseline", "focusable",
+    "scope", "tabindex", "aria-labelledby",     # tables (views/table.py)
 })
 MAX_RANKS = 8           # the palette has eight rank colours (R0 … R7)
 SHADES = 5              # v0 … v4: |value| / max |value| in five steps

@@ -4,7 +4,7 @@
  * table rows straight from their element trees, named parts of a drawing matched by name), and
  * whatever text changed is marked for a moment (the "what changed" cue, cue.js). */
 
-import { cellText, keyText, tr } from "./i18n.js";
+import { cellText, tr } from "./i18n.js";
 import { build, TreeError, validate } from "./tree.js";
 import { markChanged } from "./cue.js";
 import { idle } from "./layout.js";
@@ -26,101 +26,6 @@ function setTexts(scope, attr, map, cue) {
   }
 }
 
-/** A table body/foot cell: element tree ({el}), translated sentence ({key}: prose) or a value. */
-function fillCell(cell, value) {
-  if (value !== null && typeof value === "object" && value.el) {
-    cell.appendChild(build(value.el));
-  } else {
-    const prose = value !== null && typeof value === "object" && typeof value.key === "string";
-    if (prose && cell.tagName === "TD") cell.className = "prose";   // as templates/demo.html
-    cell.textContent = cellText(value);
-  }
-}
-
-/** Cell `j` of a body or foot row (the first one is the row's header). */
-function buildCell(value, j) {
-  const cell = document.createElement(j === 0 ? "th" : "td");
-  if (j === 0) cell.setAttribute("scope", "row");
-  fillCell(cell, value);
-  return cell;
-}
-
-function buildRow(row) {
-  const tr = document.createElement("tr");
-  row.forEach((value, j) => tr.appendChild(buildCell(value, j)));
-  return tr;
-}
-
-/** Make the row `tr` show `row` (as buildRow would build it), straight from the row's values:
- * a grid cell is morphed from its tree, a text cell gets its text; a cell that changes kind
- * (text <-> grid) or a row of another length is built. */
-function morphRow(tr, row, cue) {
-  if (tr.cells.length !== row.length) { morph(tr, buildRow(row), cue); return; }
-  row.forEach((value, j) => {
-    const cell = tr.cells[j];
-    const tree = value !== null && typeof value === "object" && value.el ? value.el : null;
-    if (tree && cell.childElementCount === 1) {
-      if (cell.childNodes.length !== 1) dropBlank(cell);
-      if (cell.childNodes.length === 1 && !cell.hasAttribute("class")) {
-        validate(tree);
-        morphTree(cell.firstElementChild, tree, false, cue, 1);
-        return;
-      }
-    } else if (!tree && cell.childElementCount === 0) {
-      const prose = value !== null && typeof value === "object" && typeof value.key === "string" && cell.tagName === "TD";
-      if (prose ? cell.getAttribute("class") === "prose" : !cell.hasAttribute("class")) {
-        const text = cellText(value);
-        if (cell.textContent !== text) {
-          cell.textContent = text;
-          if (cue) cue.push(cell);
-        }
-        return;
-      }
-    }
-    morph(cell, buildCell(value, j), cue);
-  });
-}
-
-function buildRows(tag, rows) {
-  const part = document.createElement(tag);
-  for (const row of rows || []) part.appendChild(buildRow(row));
-  return part;
-}
-
-// The row specs (JSON) a body or foot in the page was last built from.  A row whose spec did
-// not change keeps its DOM: a control often changes a few cells of a table of grids, and
-// building every grid again (then comparing it) is most of what applying a result costs.
-const builtFrom = new WeakMap();
-
-/** Fill a body or foot with `rows`; only rows whose spec changed are built and replaced. */
-function fillPart(table, tag, rows, cue) {
-  const old = tag === "tbody" ? table.tBodies[0] || null : table.tFoot;
-  const keys = rows.map((row) => JSON.stringify(row));
-  const before = old && builtFrom.get(old);
-  if (before && before.length === keys.length) {
-    keys.forEach((key, i) => {
-      if (key !== before[i]) morphRow(old.rows[i], rows[i], cue);
-    });
-    builtFrom.set(old, keys);
-    return;
-  }
-  const fresh = buildRows(tag, rows);
-  replacePart(table, old, fresh, cue);
-  builtFrom.set(tag === "tbody" ? table.tBodies[0] : table.tFoot, keys);
-}
-
-function buildHead(columns) {
-  const thead = document.createElement("thead");
-  const tr = thead.insertRow();
-  for (const c of columns || []) {
-    const th = document.createElement("th");
-    th.setAttribute("scope", "col");
-    th.textContent = keyText(c);
-    tr.appendChild(th);
-  }
-  return thead;
-}
-
 /** Drop the line breaks the static page has between elements (a built element has none). */
 function dropBlank(el) {
   for (const node of Array.from(el.childNodes)) {
@@ -128,44 +33,14 @@ function dropBlank(el) {
   }
 }
 
-/** Make the element `old` (in the page) equal to `fresh` (built, detached): same elements,
- * attributes and texts, changing only what differs.  A control usually changes a few numbers and
- * shades of a figure or a row of grids; replacing the whole element made the browser style and
- * lay out thousands of elements again, which is most of what a change cost on the main thread.
- * Where the shape differs (another rank count, another stage's layout) the subtree is replaced.
- * Leaves whose text changed go onto `cue` (the "what changed" cue, cue.js). */
-function morph(old, fresh, cue) {
-  if (fresh.childElementCount > 0 && old.childNodes.length !== old.childElementCount) dropBlank(old);
-  if (old.tagName !== fresh.tagName || old.childElementCount !== fresh.childElementCount ||
-      (fresh.childElementCount > 0 && old.childNodes.length !== fresh.childNodes.length)) {
-    markChanged(old, fresh, cue);
-    old.replaceWith(fresh);
-    return;
-  }
-  for (const name of old.getAttributeNames()) if (!fresh.hasAttribute(name)) old.removeAttribute(name);
-  for (const attr of fresh.attributes) {
-    if (old.getAttribute(attr.name) !== attr.value) old.setAttribute(attr.name, attr.value);
-  }
-  if (fresh.childElementCount === 0) {
-    if (old.textContent !== fresh.textContent) {
-      old.textContent = fresh.textContent;
-      if (cue) cue.push(old);
-    }
-    return;
-  }
-  let a = old.firstElementChild, b = fresh.firstElementChild;
-  while (a) {
-    const nextA = a.nextElementSibling, nextB = b.nextElementSibling;   // morph may replace a
-    morph(a, b, cue);
-    a = nextA; b = nextB;
-  }
-}
-
-// The JSON of the element tree a figure, its drawings and their groups were last made from: a
-// part whose tree did not change is not walked at all (a stage change lights another step of
-// one drawing; the others, and most groups, stay as they are).
+// The JSON of the element tree a figure, its drawings and their groups were last made from (a
+// table: its body, rows and grid cells, which morphTree reaches at depths 0-2 as tables start at
+// -2): a part whose tree did not change is not walked at all (a stage change lights another step
+// of one drawing; the others, and most groups, stay as they are; a change of a few cells of a
+// table of grids keeps its other rows and grids).
 const treeOf = new WeakMap();
 const KEYED_DEPTH = 2;
+const TABLE_DEPTH = -2;
 
 /** Make the element `old` (in the page) equal to the element tree `node` (validated): like morph,
  * but straight from the tree -- only the elements of a changed shape are built.  `keyed`: within
@@ -174,7 +49,7 @@ const KEYED_DEPTH = 2;
 function morphTree(old, node, svg, cue, depth, keyed = null) {
   const inSvg = svg || node.t === "svg";
   const kids = "x" in node ? null : node.c || [];
-  const key = kids && kids.length && depth <= KEYED_DEPTH ? JSON.stringify(node) : null;
+  const key = kids && kids.length && depth >= 0 && depth <= KEYED_DEPTH ? JSON.stringify(node) : null;
   if (key !== null && treeOf.get(old) === key) return;
   if (kids && kids.length && old.childNodes.length !== old.childElementCount) dropBlank(old);
   if (old.localName !== node.t ||
@@ -292,68 +167,43 @@ function cueBuilt(fresh, keyed, cue) {
   }
 }
 
-/** Make `old` equal to `fresh` (morph), or put `fresh` where a part of its kind goes. */
-function replacePart(table, old, fresh, cue) {
-  if (old) {
-    morph(old, fresh, cue);
-  } else if (fresh.tagName === "THEAD") {
-    table.insertBefore(fresh, table.caption ? table.caption.nextSibling : table.firstChild);
-  } else if (fresh.tagName === "TBODY") {
-    table.insertBefore(fresh, table.tFoot);
-  } else {
-    table.appendChild(fresh);
-  }
-}
-
-function fillTable(table, spec, cue) {
-  if (spec.caption) {
-    const cap = table.caption || table.createCaption();
-    const text = keyText(spec.caption);
-    if (cap.textContent !== text) cap.textContent = text;
-  }
-  replacePart(table, table.tHead, buildHead(spec.columns), null);
-  fillPart(table, "tbody", spec.rows || [], cue);
-  if (!spec.foot || spec.foot.length === 0) {
-    if (table.tFoot) table.removeChild(table.tFoot);
-  } else {
-    fillPart(table, "tfoot", spec.foot, cue);
-  }
-}
-
 /** The element a table lives in (its scrolling wrapper, when it has one). */
 function boxOf(table) {
   return table.parentElement && table.parentElement.classList.contains("table-wrap") ? table.parentElement : table;
 }
 
+/** Validate a whole tree first: a table or figure is changed whole or not at all. */
+function valid(kind, name, node) {
+  try {
+    validate(node);
+    return true;
+  } catch (err) {
+    if (!(err instanceof TreeError)) throw err;
+    console.error(`tp ${kind} ${name}: ${err.message}; the last good one stays`);
+    return false;
+  }
+}
+
+/** Tables are element trees (tpmath/views/table.py: the whole div.table-wrap), morphed into the
+ * page like figures, from TABLE_DEPTH: see treeOf.  A table the result lacks is hidden (the parts
+ * `keep` names stay as they are). */
 function applyTables(demo, tables, cue, keep) {
   const seen = new Set(keep);
-  for (const [name, spec] of Object.entries(tables)) {
+  for (const [name, node] of Object.entries(tables)) {
     seen.add(name);
-    let table = findIn(demo, "data-table", name);
-    if (!table) {
-      // A table the static page did not have (another control state): after the last one.
-      const wrap = document.createElement("div");
-      wrap.className = "table-wrap";
-      wrap.setAttribute("role", "region");
-      wrap.setAttribute("tabindex", "0");
-      table = document.createElement("table");
-      table.setAttribute("data-table", name);
-      wrap.appendChild(table);
+    if (!valid("table", name, node)) continue;
+    const table = findIn(demo, "data-table", name);
+    if (table) {
+      morphTree(boxOf(table), node, false, cue, TABLE_DEPTH);   // (also shows it again: a tree has no `hidden`)
+    } else {   // a table the static page did not have (another control state): after the last one
+      const fresh = build(node);
       const all = demo.querySelectorAll("table[data-table]");
       const after = all.length ? boxOf(all[all.length - 1]) : null;
-      if (after) after.after(wrap); else demo.appendChild(wrap);
-    }
-    boxOf(table).hidden = false;
-    table.hidden = false;
-    fillTable(table, spec, cue);
-    if (table.caption && boxOf(table) !== table) {   // the region is named by its caption
-      const id = `cap-${demo.getAttribute("data-section")}-${name}`;
-      table.caption.id = id;
-      boxOf(table).setAttribute("aria-labelledby", id);
+      if (after) after.after(fresh); else demo.appendChild(fresh);
     }
   }
   for (const table of demo.querySelectorAll("table[data-table]")) {
-    if (!seen.has(table.getAttribute("data-table"))) { table.hidden = true; boxOf(table).hidden = true; }
+    if (!seen.has(table.getAttribute("data-table"))) boxOf(table).hidden = true;
   }
 }
 
@@ -361,13 +211,7 @@ function applyFigures(demo, figures, cue, keep) {
   const seen = new Set(keep);
   for (const [name, node] of Object.entries(figures)) {
     seen.add(name);
-    try {
-      validate(node);   // the whole tree first: a figure is changed whole or not at all
-    } catch (err) {
-      if (!(err instanceof TreeError)) throw err;
-      console.error(`tp figure ${name}: ${err.message}; the last good figure stays`);
-      continue;
-    }
+    if (!valid("figure", name, node)) continue;
     const old = findIn(demo, "data-figure", name);
     if (old) {
       if (old.hasAttribute("hidden")) treeOf.delete(old);   // hidden since: not as last made

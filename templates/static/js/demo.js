@@ -11,7 +11,7 @@
  * answers every change.  After it failed or stopped for good, the precomputed results still
  * answer; any other change is refused (the controls go back to what the tables show). */
 
-import { cellText, has, pageLang, stringsReady, tr, whenStrings } from "./i18n.js";
+import { cellText, pageLang, stringsReady, tr, whenStrings } from "./i18n.js";
 import { applyResult, markStale } from "./apply.js";
 import { showCue } from "./cue.js";
 import { toSlider, valuesBeside } from "./sliders.js";
@@ -462,12 +462,11 @@ export class Demo {
   }
 }
 
-/** A select's choices: the ones named in `off` disabled, "label (why)"; the others as built. */
+/** A select's choices: the ones named in `off` disabled, "label (why)"; the others their label
+ * (data-label: built once by the builder, tpsite/render.py). */
 function setOptions(select, off) {
-  const key = (v) => v.replace(/-/g, "_");
   for (const opt of select.options) {
-    const k = `opt.${key(select.name)}.${key(opt.value)}`;
-    const label = has(k) ? tr(k) : opt.value;
+    const label = opt.getAttribute("data-label");
     const why = Object.prototype.hasOwnProperty.call(off, opt.value) ? cellText(off[opt.value]) : null;
     const text = why === null ? label : tr("site.option_off", { label, why });
     opt.disabled = why !== null;

@@ -70,11 +70,6 @@ export function cellText(cell) {
   return String(cell);
 }
 
-/** Column headers and captions are i18n keys when they are plain strings. */
-export function keyText(cell) {
-  return cellText(typeof cell === "string" ? { key: cell } : cell);
-}
-
 /** The page language as the views know it ("en", "zh", …: the first subtag of <html lang>). */
 export function pageLang() {
   return (document.documentElement.getAttribute("lang") || "en").toLowerCase().split("-")[0];

@@ -15,10 +15,11 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 
 export const SVG_TAGS = new Set(["svg", "g", "rect", "line", "path", "polygon", "circle", "text", "tspan",
   "title", "desc"]);
-export const HTML_TAGS = new Set(["figure", "figcaption", "span", "table", "tbody", "tr", "td", "sub"]);
+export const HTML_TAGS = new Set(["figure", "figcaption", "span", "table", "tbody", "tr", "td", "sub",
+  "div", "caption", "thead", "tfoot", "th"]);
 export const ATTRS = new Set(["class", "data-rank", "data-key", "data-part", "role", "aria-hidden", "aria-label",
   "id", "viewBox", "width", "height", "x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "r", "rx", "d", "points",
-  "transform", "text-anchor", "dominant-baseline", "focusable"]);
+  "transform", "text-anchor", "dominant-baseline", "focusable", "scope", "tabindex", "aria-labelledby"]);
 const DATA_ATTR = /^data-[a-z0-9-]+$/;
 
 export class TreeError extends Error {}
