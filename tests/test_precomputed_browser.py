@@ -375,3 +375,24 @@ def test_save_data_or_2g_loads_the_runtime_only_when_asked(new_context, site_url
     assert diff("zh vocab-ce", snap, expected("vocab-ce", {"shift": "-2"}, "zh")) == []
     assert errors == []
     ctx.close()
+
+
+def test_a_failed_runtime_clamps_a_step_from_the_precomputed_results_as_live(new_context, site_url):
+    """Issue 25 item 22: ranks 8, step 12, then ranks 2 with no runtime gives the live answer (step
+    clamped to 2, the note saying so), not a refusal that snaps the ranks back."""
+    ctx = new_context()
+    ctx.route("**/pyodide.asm.wasm", lambda route: route.abort())
+    page = ctx.new_page()
+    page.goto(site_url + "zh/index.html")
+    page.wait_for_function("() => document.documentElement.dataset.runtime === 'failed'", timeout=BOOT_TIMEOUT_MS)
+    for change in ({"ranks": "8"}, {"step": "12"}, {"ranks": "2"}):
+        got = page.evaluate(CHANGE_JS, ["ring", change, 5_000])
+        assert got["detail"] == {"section": "ring", "ok": True, "source": "precomputed"}, change
+    sent = {"ranks": "2", "algorithm": "ring", "count": "8", "step": "12"}
+    assert dict((n, v) for n, v, *_ in got["controls"]) == {**sent, "step": "2"}
+    assert got["msg"] == ""                                     # not "the Python is not running"
+    snap = page.evaluate(SNAPSHOT_JS, page.locator('.demo[data-section="ring"]').element_handle())
+    assert diff("ring clamped", snap, expected("ring", sent, "zh")) == []
+    note = page.text_content('[data-note="ring-step-clamped"]')
+    assert "12" in note and CJK.search(note)
+    ctx.close()
