@@ -19,7 +19,10 @@ import { loadedResults, loadResults, lookup } from "./results.js";
 
 const PENDING_AFTER_MS = 100;    // a change not answered by then shows the pending state
 const QUOTED_MAX = 60;           // a link's value longer than this is cut in a note (tpmath.errors.SHORT)
-const BUSY_DIM_MS = 150;         // an answer slower than this dims the block (style.css, data-slow)
+// An answer slower than this dims the block (style.css, data-slow): early enough that the dimmed
+// frame is painted within 100 ms of the change (one frame after the timer), before the pending note.
+const BUSY_DIM_MS = 80;
+const URL_FIELDS_TRIED = 6;      // link values looked up as a preset's fields (2^6 lookups at most; precomputed())
 
 let firstLive = false;
 
@@ -252,7 +255,7 @@ export class Demo {
     const answer = (data) => {
       if (ticket !== this.ticket) return;                  // a later change is being answered
       if (this.runtime.ready) { if (this.dirty) this.request(); return; }   // the runtime took over
-      const payload = data ? lookup(data, controls) : null;
+      const payload = data ? this.precomputed(data, controls) : null;
       if (!payload) { if (this.runtime.final) this.refuse(); else this.setPending(true); return; }
       this.dirty = false;
       this.answer(payload, controls, false);
@@ -372,16 +375,31 @@ export class Demo {
     return key === "runtime.url_ignored" && why ? text + " " + why : text;
   }
 
-  /** The link's values of fields the view then set itself (a preset's): say so, with its reason. */
+  /** The link's values of fields the view then set itself (a preset's): say so (the reason is
+   * beside each field). */
   overriddenNote(state, sent) {
-    const set = [...this.fromUrl].filter((n) => {
-      const s = state[n];
-      return s && s.disabled && typeof s.value === "string" && s.value !== sent[n];
-    });
+    const set = [...this.fromUrl].filter((n) => owns(state, n) && state[n].value !== sent[n]);
     if (!set.length) return "";
-    const why = cellText(state[set[0]].why) || "";
     return tr(set.length > 1 ? "runtime.url_set_by_many" : "runtime.url_set_by",
-      { values: set.map((n) => `${n} = ${sent[n]}`).join(", "), why });
+      { values: set.map((n) => `${n} = ${sent[n]}`).join(", ") });
+  }
+
+  /** The precomputed answer for `controls`, or null.  A link's value for a field the view sets
+   * itself (a preset's) is not in the results' states (the view ignores it); the live answer is
+   * then that of the same form with such fields as the static page has them (the state a reader
+   * reaches by picking the preset): the smallest set of link fields that answer owns. */
+  precomputed(data, controls) {
+    const hit = lookup(data, controls);
+    const names = [...this.fromUrl].filter((n) => controls[n] !== this.defaults[n]);
+    if (hit || !names.length || names.length > URL_FIELDS_TRIED) return hit;
+    const subsets = Array.from({ length: (1 << names.length) - 1 }, (_, i) => names.filter((n, j) => (i + 1) & (1 << j)))
+      .sort((a, b) => a.length - b.length);
+    for (const set of subsets) {
+      const payload = lookup(data, { ...controls, ...Object.fromEntries(set.map((n) => [n, this.defaults[n]])) });
+      const state = payload && payload.ok ? (payload.result || {}).control_state || {} : null;
+      if (state && set.every((n) => owns(state, n))) return payload;
+    }
+    return null;
   }
 
   /** Dim what no longer matches the controls, here and in the figure blocks (apply.js). */
@@ -473,6 +491,12 @@ function setOptions(select, off) {
     opt.disabled = why !== null;
     if (opt.textContent !== text) opt.textContent = text;
   }
+}
+
+/** Whether the view set control `name` itself in `state` (disabled with a value: a preset's field). */
+function owns(state, name) {
+  const s = state[name];
+  return !!s && !!s.disabled && typeof s.value === "string";
 }
 
 function sameValues(a, b) {
