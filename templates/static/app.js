@@ -1,5 +1,5 @@
 /* Live demos: every control re-runs tpmath (core + views) in a Pyodide Web Worker (worker.js, a
- * classic worker: Pyodide uses importScripts).  This entry module wires the parts in js/:
+ * module worker; its messages: js/protocol.js).  This entry module wires the parts in js/:
  *
  *   runtime.js  the worker as a state machine (loading → ready → failed / crashed, bounded restarts;
  *               started when the page is idle, or deferred until asked on Save-Data / 2G)
@@ -42,8 +42,9 @@ function runtimeConfig() {
            snapshot: key && numpy && sha256 ? { key, numpy: new URL(numpy, abs).href, sha256 } : null };
 }
 
-// The controls are inert in the static page (nothing answers them without a script): free them.
-for (const form of document.querySelectorAll("form.controls[inert]")) form.removeAttribute("inert");
+// The controls are disabled in the static page (nothing answers them without a script, and
+// noscript.css says so): enable them.  Each control's own disabled state (the view's) is its own.
+for (const set of document.querySelectorAll("form.controls > fieldset.controls-set[disabled]")) set.disabled = false;
 
 const runtime = new Runtime(runtimeConfig());
 setupStatus(runtime);

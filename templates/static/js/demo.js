@@ -16,6 +16,7 @@ import { applyResult, markStale } from "./apply.js";
 import { showCue } from "./cue.js";
 import { toSlider, valuesBeside } from "./sliders.js";
 import { loadedResults, loadResults, lookup } from "./results.js";
+import { MSG } from "./protocol.js";
 
 const PENDING_AFTER_MS = 100;    // a change not answered by then shows the pending state
 const QUOTED_MAX = 60;           // a link's value longer than this is cut in a note (tpmath.errors.SHORT)
@@ -221,7 +222,7 @@ export class Demo {
       return;
     }
     this.busy(true);
-    this.inflight = this.runtime.send({ type: "render", section: this.name, controls, lang: pageLang(), next },
+    this.inflight = this.runtime.send({ type: MSG.render, section: this.name, controls, lang: pageLang(), next },
       (msg) => this.onReply(msg, controls),
       () => { this.inflight = null; this.request(); });   // lost with its worker: wait for the next
   }
@@ -282,7 +283,7 @@ export class Demo {
    * `shown`: the controls the page just showed from an answer sent ahead (`next` is what is beside
    * them, and replaces what the worker still had to compute). */
   ahead(next, shown = null) {
-    const msg = { type: "ahead", section: this.name, lang: pageLang(), next };
+    const msg = { type: MSG.ahead, section: this.name, lang: pageLang(), next };
     this.runtime.tell(shown ? { ...msg, controls: shown, replace: true } : msg);
   }
 

@@ -22,18 +22,15 @@
  * The readers' programs (pydemo.js) run in a second Runtime made with {page: false}: its own
  * worker, started on the first Run, so a program can change neither the modules the demos use
  * nor how long they wait.  It touches no page attribute, has no request timeout (the reader has
- * Stop: restart()) and makes no memory snapshot. */
+ * Stop: restart()) and makes no memory snapshot.  The messages: js/protocol.js. */
+
+import { MSG, answerKey } from "./protocol.js";
 
 const DOWNLOAD_STALL_MS = 20000;  // no byte of the runtime arrived for this long: the download stalled
 const STAGE_STALL_MS = 60000;     // starting Python / loading numpy (CPU work) took longer than this
 const REQUEST_TIMEOUT_MS = 15000;
 const MAX_RESTARTS = 2;
 const ANSWERS_KEPT = 48;         // answers the worker computed ahead, kept by the page (~50 KB each)
-
-/** The key of an answer: worker.js keys its answers the same way (the controls in form order). */
-function answerKey(section, lang, controls) {
-  return JSON.stringify([section, lang, controls]);
-}
 
 const TRANSITIONS = {
   deferred: ["loading"],
@@ -165,7 +162,7 @@ export class Runtime {
   spawn() {
     const { base, wheel, workerUrl, snapshot } = this.config;
     try {
-      const worker = new Worker(workerUrl);
+      const worker = new Worker(workerUrl, { type: "module" });
       this.worker = worker;
       worker.onmessage = (ev) => { if (worker === this.worker) this.onMessage(ev.data || {}); };
       worker.onerror = (ev) => {
@@ -174,7 +171,7 @@ export class Runtime {
         if (this.booting) this.bootFailed("failed");
         else this.died();
       };
-      worker.postMessage({ type: "boot", base, wheel, snapshot: snapshot || null, reader: !this.page });
+      worker.postMessage({ type: MSG.boot, base, wheel, snapshot: snapshot || null, reader: !this.page });
       this.stage = "download";
       this.watchBoot();
     } catch (err) {
@@ -220,14 +217,14 @@ export class Runtime {
   }
 
   onMessage(msg) {
-    if (msg.type === "progress") {
+    if (msg.type === MSG.progress) {
       if (!this.booting) return;
       this.watchBoot();
       this.loaded = Number(msg.loaded) || 0;
       for (const fn of this.progressListeners) fn(this.loaded);
       return;
     }
-    if (msg.type === "status") {
+    if (msg.type === MSG.status) {
       if (!this.booting) return;
       if (msg.stage !== "failed") this.stage = msg.stage;
       this.watchBoot();
@@ -236,10 +233,10 @@ export class Runtime {
       else if (this.state === "loading") this.to("loading", msg.stage);
       return;
     }
-    if (msg.type === "answer") { this.keep(msg.key, msg.text); return; }
+    if (msg.type === MSG.answer) { this.keep(msg.key, msg.text); return; }
     // A reader's program ran: answers sent before it (they may have arrived after the request
     // went out) are dropped; the worker sends its messages in order.
-    if (msg.type === "output") this.answers.clear();
+    if (msg.type === MSG.output) this.answers.clear();
     const w = this.requests.get(msg.id);
     if (!w) return;
     this.requests.delete(msg.id);
@@ -256,7 +253,7 @@ export class Runtime {
     document.documentElement.setAttribute("data-runtime-boot", ["snapshot", "fallback"].includes(boot) ? boot : "normal");
     this.to("ready", "ready");
     const worker = this.worker;
-    whenIdle(() => { if (worker && worker === this.worker) worker.postMessage({ type: "idle" }); });
+    whenIdle(() => { if (worker && worker === this.worker) worker.postMessage({ type: MSG.idle }); });
   }
 
   /** An answer the worker computed ahead of the reader (worker.js): kept, the oldest dropped. */
@@ -280,7 +277,7 @@ export class Runtime {
   /** Send a request ({type, ...}: an id is added); null when the runtime is not ready. */
   send(msg, reply, lost) {
     if (!this.ready || !this.worker) return null;
-    if (msg.type === "run") this.answers.clear();   // a reader's program may change what tpmath computes
+    if (msg.type === MSG.run) this.answers.clear();   // a reader's program may change what tpmath computes
     const id = this.nextId++;
     const timer = this.page ? setTimeout(() => this.died(), REQUEST_TIMEOUT_MS) : null;
     this.requests.set(id, { reply, lost, timer });
