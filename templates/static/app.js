@@ -119,8 +119,5 @@ runtime.subscribe((state) => {
     warmNearScreen();
   }
   else if (runtime.final) for (const d of demos) d.stop();
-  else for (const d of demos) {   // the pending note names what it waits for
-    if (d.el.getAttribute("data-state") === "pending") d.setPending(true);
-    else d.showMessage();
-  }
+  else for (const d of demos) d.runtimeChanged();   // the pending note names what it waits for
 });

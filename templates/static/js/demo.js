@@ -9,7 +9,22 @@
  * state -- the same payload the worker would send; otherwise the demo is marked
  * data-state="pending" with a note until a result is applied.  Once the runtime is ready it
  * answers every change.  After it failed or stopped for good, the precomputed results still
- * answer; any other change is refused (the controls go back to what the tables show). */
+ * answer; any other change is refused (the controls go back to what the tables show).
+ *
+ * A demo's own state, in one field (`state`), like Runtime's:
+ *
+ *   shown ──a change──▶ asking ──BUSY_DIM_MS──▶ slow
+ *     ▲                   │                      │
+ *     │                   └───────┬──────────────┘
+ *     │                           ▼ not precomputed, the runtime not ready (at once, or
+ *     │                        pending   after PENDING_AFTER_MS)
+ *     └──answer shown, refused────┘ (from any state)
+ *
+ * shown: the tables answer the controls; asking: an answer is awaited (the worker's, the results
+ * file, the strings); slow: awaited for BUSY_DIM_MS (dimmed); pending: waits for the runtime (a
+ * note says so).  paint() writes the block's attributes (and its figure blocks') from it and
+ * nothing reads them back: data-state="pending", aria-busy while an answer is awaited (pending:
+ * unless the runtime waits for the reader), data-slow (the dimming, style.css) when slow or so. */
 
 import { cellText, has, pageLang, stringsReady, tr, whenStrings } from "./i18n.js";
 import { applyResult, markStale } from "./apply.js";
@@ -27,6 +42,13 @@ const URL_FIELDS_TRIED = 6;      // link values looked up as a preset's fields (
 
 let firstLive = false;
 
+const STATES = {
+  shown: ["shown", "asking", "pending"],
+  asking: ["asking", "slow", "pending", "shown"],
+  slow: ["slow", "pending", "shown"],
+  pending: ["pending", "shown"],
+};
+
 /** Whether the control's value `now` lies below `before` on its scale (its options' order, or
  * the number itself): the reader moved it down. */
 function below(el, now, before) {
@@ -43,6 +65,7 @@ export class Demo {
     this.name = el.getAttribute("data-section");
     this.form = el.querySelector("form.controls");
     this.runtime = runtime;
+    this.state = "shown";       // see the module comment (STATES)
     this.inflight = null;       // id of the render in flight
     this.dirty = false;         // controls changed since the last render was sent
     this.cue = false;           // the next result follows a reader's change: show what changed
@@ -51,8 +74,8 @@ export class Demo {
     this.fromUrl = new Set();   // controls set from the link and not yet confirmed by a result
     this.done = null;           // the control values of the last answer (applied or refused)
     this.ticket = 0;            // bumped by every request: a late precomputed lookup is dropped
-    this.shownTicket = 0;       // the ticket of the last change answered (show())
-    this.pendingTimer = null;
+    this.pendingTimer = null;   // PENDING_AFTER_MS after a change not answered at once
+    this.slowTimer = null;      // BUSY_DIM_MS after asking
     this.resultsUrl = el.getAttribute("data-results");
     this.mirrors = [];          // figure blocks elsewhere showing this demo's figure: {el, form}
     this.defaults = this.values();
@@ -107,11 +130,8 @@ export class Demo {
         if (out.textContent !== msg.textContent) out.textContent = msg.textContent;
         out.setAttribute("data-kind", msg.getAttribute("data-kind") || "");
       }
-      for (const attr of ["data-state", "aria-busy", "data-slow"]) {
-        if (this.el.hasAttribute(attr)) m.el.setAttribute(attr, this.el.getAttribute(attr));
-        else m.el.removeAttribute(attr);
-      }
     }
+    this.paint();
   }
 
   /** Set controls (and their sliders) to `values`. */
@@ -128,7 +148,7 @@ export class Demo {
   /** The form's message line: an error, else "waiting for the runtime", else the link note. */
   showMessage(field) {
     const out = this.form.querySelector(".control-msg");
-    const pending = this.el.getAttribute("data-state") === "pending";
+    const pending = this.state === "pending";
     const wait = this.resultsUrl && loadedResults(this.resultsUrl) === undefined ? "runtime.pending_results"
       : this.runtime.deferred ? "runtime.pending_deferred" : "runtime.pending";
     const text = this.error || (pending ? tr(wait) : "") || this.note;
@@ -143,26 +163,55 @@ export class Demo {
     this.syncMirrors();
   }
 
-  /** aria-busy while an answer is awaited; data-slow (the dimming) once it takes BUSY_DIM_MS. */
-  busy(on) {
-    clearTimeout(this.slowTimer);
-    this.slowTimer = null;
-    if (!on) { this.el.removeAttribute("aria-busy"); this.el.removeAttribute("data-slow"); return; }
-    this.el.setAttribute("aria-busy", "true");
-    if (!this.el.hasAttribute("data-slow")) {
-      this.slowTimer = setTimeout(() => { if (this.el.hasAttribute("aria-busy")) this.el.setAttribute("data-slow", ""); },
-        BUSY_DIM_MS);
+  // ---- state ------------------------------------------------------------------------------
+  to(state) {
+    if (!STATES[this.state].includes(state)) {
+      console.error(`tp demo ${this.name}: no transition ${this.state} -> ${state}`);
+      return;
+    }
+    const was = this.state;
+    this.state = state;
+    if (state !== "asking") { clearTimeout(this.slowTimer); this.slowTimer = null; }
+    if (state === "asking" && was !== "asking") {
+      this.slowTimer = setTimeout(() => { this.slowTimer = null; if (this.state === "asking") this.to("slow"); }, BUSY_DIM_MS);
+    }
+    if (state === "shown" || state === "pending") { clearTimeout(this.pendingTimer); this.pendingTimer = null; }
+    this.paint();
+  }
+
+  /** An answer is awaited: asking (a state already waiting stays as it is). */
+  ask() {
+    if (this.state === "shown") this.to("asking");
+  }
+
+  /** The answer was shown or the change refused. */
+  settle() {
+    this.to("shown");
+  }
+
+  /** Waiting for the runtime: the pending note (and, unless it waits for the reader, dimmed). */
+  pend() {
+    this.to("pending");
+    this.showMessage();
+  }
+
+  /** The block's attributes, and its figure blocks', from `state` (never read back). */
+  paint() {
+    const waiting = this.state === "pending" && !this.runtime.deferred;   // busy while the runtime comes
+    const attrs = { "data-state": this.state === "pending" ? "pending" : null,
+      "aria-busy": this.state === "asking" || this.state === "slow" || waiting ? "true" : null,
+      "data-slow": this.state === "slow" || waiting ? "" : null };
+    for (const el of [this.el, ...this.mirrors.map((m) => m.el)]) {
+      for (const [name, value] of Object.entries(attrs)) {
+        if (value === null) el.removeAttribute(name);
+        else if (el.getAttribute(name) !== value) el.setAttribute(name, value);
+      }
     }
   }
 
-  setPending(on) {
-    clearTimeout(this.pendingTimer);
-    this.pendingTimer = null;
-    if (on) {
-      this.el.setAttribute("data-state", "pending");
-      // busy while the runtime comes; not while it waits for the reader to ask for it
-      this.busy(!this.runtime.deferred);
-    } else this.el.removeAttribute("data-state");
+  /** The runtime's state changed (not to ready or failed): the pending note names what it waits for. */
+  runtimeChanged() {
+    this.paint();
     this.showMessage();
   }
 
@@ -188,10 +237,7 @@ export class Demo {
    * advance): say so, and keep controls = tables. */
   refuse() {
     this.dirty = false;
-    this.el.removeAttribute("data-state");
-    clearTimeout(this.pendingTimer);
-    this.pendingTimer = null;
-    this.busy(false);
+    this.settle();
     this.setValues(this.shown);
     this.fromUrl.clear();
     this.error = tr("runtime.static");
@@ -208,8 +254,8 @@ export class Demo {
     this.dirty = false;
     if (sameValues(controls, this.done)) {   // already answered (e.g. the change event ending a drag)
       this.cue = false;
-      this.setPending(false);
-      this.busy(false);
+      this.settle();
+      this.showMessage();
       return;
     }
     const next = this.statesBeside(controls);
@@ -221,7 +267,7 @@ export class Demo {
       this.answer(JSON.parse(kept), controls, true);
       return;
     }
-    this.busy(true);
+    this.ask();
     this.inflight = this.runtime.send({ type: MSG.render, section: this.name, controls, lang: pageLang(), next },
       (msg) => this.onReply(msg, controls),
       () => { this.inflight = null; this.request(); });   // lost with its worker: wait for the next
@@ -257,14 +303,14 @@ export class Demo {
       if (ticket !== this.ticket) return;                  // a later change is being answered
       if (this.runtime.ready) { if (this.dirty) this.request(); return; }   // the runtime took over
       const payload = data ? this.precomputed(data, controls) : null;
-      if (!payload) { if (this.runtime.final) this.refuse(); else this.setPending(true); return; }
+      if (!payload) { if (this.runtime.final) this.refuse(); else this.pend(); return; }
       this.dirty = false;
       this.answer(payload, controls, false);
     };
     this.pendingAfter();
     const data = loadedResults(this.resultsUrl);
     if (data !== undefined || !this.resultsUrl) { answer(data || null); return; }
-    this.busy(true);     // an answer is awaited (the file); dimmed only if it is slow
+    this.ask();     // an answer is awaited (the file); dimmed only if it is slow
     loadResults(this.resultsUrl).then(answer);
   }
 
@@ -272,10 +318,10 @@ export class Demo {
    * are two requests) is still unanswered after PENDING_AFTER_MS: the results file or the strings
    * may be on their way over a slow connection. */
   pendingAfter() {
-    if (this.pendingTimer || this.el.getAttribute("data-state") === "pending") return;
+    if (this.pendingTimer || this.state === "pending") return;
     this.pendingTimer = setTimeout(() => {
       this.pendingTimer = null;
-      if (this.shownTicket !== this.ticket && !this.runtime.ready) this.setPending(true);
+      if (this.state !== "shown" && !this.runtime.ready) this.pend();
     }, PENDING_AFTER_MS);
   }
 
@@ -303,8 +349,9 @@ export class Demo {
    * answered from the precomputed results or refused (controls go back to the tables). */
   stop() {
     this.inflight = null;
-    this.busy(false);
-    if (this.dirty || this.el.getAttribute("data-state") === "pending") this.request();
+    const waited = this.dirty || this.state === "pending";
+    if (this.state !== "pending") this.settle();
+    if (waited) this.request();
     else this.showMessage();
   }
 
@@ -320,6 +367,7 @@ export class Demo {
    * makes it stale (its own answer follows). */
   answer(payload, sent, live) {
     if (stringsReady()) { this.show(payload, sent, live); return; }
+    this.ask();
     const ticket = this.ticket;
     whenStrings().then(() => { if (ticket === this.ticket) this.show(payload, sent, live); });
   }
@@ -327,7 +375,6 @@ export class Demo {
   show(payload, sent, live) {
     if (this.badNumber()) return;               // for values the controls no longer hold
     this.done = sent;
-    this.shownTicket = this.ticket;
     if (!payload.ok && this.fromUrl.size) {        // the link's values are refused together
       this.note = this.ignoredNote([...this.fromUrl].map((n) => [n, sent[n]]), cellText(payload.error));
       this.setValues(Object.fromEntries([...this.fromUrl].map((n) => [n, this.defaults[n]])));
@@ -337,8 +384,7 @@ export class Demo {
       return;
     }
     if (!payload.ok && this.release(payload.field)) { this.done = null; this.request(); return; }
-    this.busy(false);
-    this.setPending(false);
+    this.settle();
     const refused = payload.ok ? (payload.result || {}).refused || null : payload;
     if (payload.ok) {
       const result = payload.result || {};
@@ -439,8 +485,7 @@ export class Demo {
     const lab = el.id ? document.querySelector(`label[for="${el.id}"]`) : null;
     this.dirty = false;
     this.error = tr("site.bad_number", { name: lab ? lab.textContent.trim() : el.name });
-    this.busy(false);
-    this.setPending(false);
+    this.settle();
     this.markStale("all");
     this.showMessage(el.name);
     return true;
