@@ -30,7 +30,7 @@ import { cellText, has, pageLang, stringsReady, tr, whenStrings } from "./i18n.j
 import { applyResult, markStale } from "./apply.js";
 import { showCue } from "./cue.js";
 import { toSlider, valuesBeside } from "./sliders.js";
-import { loadedResults, loadResults, lookup } from "./results.js";
+import { answers } from "./answers.js";
 import { MSG } from "./protocol.js";
 
 const PENDING_AFTER_MS = 100;    // a change not answered by then shows the pending state
@@ -149,7 +149,7 @@ export class Demo {
   showMessage(field) {
     const out = this.form.querySelector(".control-msg");
     const pending = this.state === "pending";
-    const wait = this.resultsUrl && loadedResults(this.resultsUrl) === undefined ? "runtime.pending_results"
+    const wait = this.resultsUrl && answers.loaded(this.resultsUrl) === undefined ? "runtime.pending_results"
       : this.runtime.deferred ? "runtime.pending_deferred" : "runtime.pending";
     const text = this.error || (pending ? tr(wait) : "") || this.note;
     if (out && out.textContent !== text) out.textContent = text;
@@ -217,7 +217,7 @@ export class Demo {
 
   /** The reader is about to use the controls: fetch the precomputed results now (once). */
   prefetch() {
-    if (!this.runtime.ready && this.resultsUrl) loadResults(this.resultsUrl);
+    if (!this.runtime.ready && this.resultsUrl) answers.load(this.resultsUrl);
     // With the runtime ready: have it compute the states one step away now (the section's first
     // one also imports its view module, the slowest answer of a visit).
     this.ahead(this.statesBeside(this.values()));
@@ -259,7 +259,7 @@ export class Demo {
       return;
     }
     const next = this.statesBeside(controls);
-    const kept = this.runtime.kept(this.name, pageLang(), controls);
+    const kept = answers.ahead(this.name, pageLang(), controls);
     if (kept !== undefined) {
       // Computed ahead by the worker: shown in this task, so the control and its result reach the
       // screen in one frame; the worker moves on to the states beside this one.
@@ -308,10 +308,10 @@ export class Demo {
       this.answer(payload, controls, false);
     };
     this.pendingAfter();
-    const data = loadedResults(this.resultsUrl);
+    const data = answers.loaded(this.resultsUrl);
     if (data !== undefined || !this.resultsUrl) { answer(data || null); return; }
     this.ask();     // an answer is awaited (the file); dimmed only if it is slow
-    loadResults(this.resultsUrl).then(answer);
+    answers.load(this.resultsUrl).then(answer);
   }
 
   /** Show the pending state if this change (or a later one: an input event and its change event
@@ -436,13 +436,13 @@ export class Demo {
    * then that of the same form with such fields as the static page has them (the state a reader
    * reaches by picking the preset): the smallest set of link fields that answer owns. */
   precomputed(data, controls) {
-    const hit = lookup(data, controls);
+    const hit = answers.lookup(data, controls);
     const names = [...this.fromUrl].filter((n) => controls[n] !== this.defaults[n]);
     if (hit || !names.length || names.length > URL_FIELDS_TRIED) return hit;
     const subsets = Array.from({ length: (1 << names.length) - 1 }, (_, i) => names.filter((n, j) => (i + 1) & (1 << j)))
       .sort((a, b) => a.length - b.length);
     for (const set of subsets) {
-      const payload = lookup(data, { ...controls, ...Object.fromEntries(set.map((n) => [n, this.defaults[n]])) });
+      const payload = answers.lookup(data, { ...controls, ...Object.fromEntries(set.map((n) => [n, this.defaults[n]])) });
       const state = payload && payload.ok ? (payload.result || {}).control_state || {} : null;
       if (state && set.every((n) => owns(state, n))) return payload;
     }

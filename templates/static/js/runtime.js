@@ -24,13 +24,13 @@
  * nor how long they wait.  It touches no page attribute, has no request timeout (the reader has
  * Stop: restart()) and makes no memory snapshot.  The messages: js/protocol.js. */
 
-import { MSG, answerKey } from "./protocol.js";
+import { MSG } from "./protocol.js";
+import { answers } from "./answers.js";
 
 const DOWNLOAD_STALL_MS = 20000;  // no byte of the runtime arrived for this long: the download stalled
 const STAGE_STALL_MS = 60000;     // starting Python / loading numpy (CPU work) took longer than this
 const REQUEST_TIMEOUT_MS = 15000;
 const MAX_RESTARTS = 2;
-const ANSWERS_KEPT = 48;         // answers the worker computed ahead, kept by the page (~50 KB each)
 
 const TRANSITIONS = {
   deferred: ["loading"],
@@ -73,7 +73,6 @@ export class Runtime {
     this.bootTimer = null;
     this.nextId = 1;
     this.requests = new Map();    // id -> {reply, lost, timer}
-    this.answers = new Map();     // answerKey(...) -> render_json text computed ahead (oldest first)
     this.listeners = [];
     this.progressListeners = [];
     this.loaded = 0;              // bytes of runtime files the worker has received
@@ -153,10 +152,15 @@ export class Runtime {
   restart() {
     if (this.state !== "ready" && this.state !== "restarting") return;
     if (this.worker) { this.worker.terminate(); this.worker = null; }
-    this.answers.clear();
+    this.forget();
     this.to("restarting", "restarting");
     this.dropRequests();
     this.spawn();
+  }
+
+  /** The worker is gone: the answers it sent ahead go with it (answers.js; the page's runtime only). */
+  forget() {
+    if (this.page) answers.forgetAhead();
   }
 
   spawn() {
@@ -191,7 +195,7 @@ export class Runtime {
 
   stopWorker() {
     if (this.worker) { this.worker.terminate(); this.worker = null; }
-    this.answers.clear();   // (a replacement starts from the wheel as built, not as a program left it)
+    this.forget();
     this.dropRequests();
   }
 
@@ -210,7 +214,7 @@ export class Runtime {
     if (this.restarts >= MAX_RESTARTS) { this.to("crashed", "gave_up"); return; }
     this.restarts++;
     if (this.worker) { this.worker.terminate(); this.worker = null; }
-    this.answers.clear();
+    this.forget();
     this.to("restarting", "restarting");
     this.dropRequests();
     this.spawn();
@@ -233,10 +237,7 @@ export class Runtime {
       else if (this.state === "loading") this.to("loading", msg.stage);
       return;
     }
-    if (msg.type === MSG.answer) { this.keep(msg.key, msg.text); return; }
-    // A reader's program ran: answers sent before it (they may have arrived after the request
-    // went out) are dropped; the worker sends its messages in order.
-    if (msg.type === MSG.output) this.answers.clear();
+    if (msg.type === MSG.answer) { if (this.page) answers.keep(msg.key, msg.text); return; }
     const w = this.requests.get(msg.id);
     if (!w) return;
     this.requests.delete(msg.id);
@@ -256,19 +257,6 @@ export class Runtime {
     whenIdle(() => { if (worker && worker === this.worker) worker.postMessage({ type: MSG.idle }); });
   }
 
-  /** An answer the worker computed ahead of the reader (worker.js): kept, the oldest dropped. */
-  keep(key, text) {
-    if (typeof key !== "string" || typeof text !== "string") return;
-    this.answers.delete(key);
-    this.answers.set(key, text);
-    if (this.answers.size > ANSWERS_KEPT) this.answers.delete(this.answers.keys().next().value);
-  }
-
-  /** The kept answer for a section's controls in a language (render_json text), or undefined. */
-  kept(section, lang, controls) {
-    return this.answers.get(answerKey(section, lang, controls));
-  }
-
   /** Post a message that has no answer (dropped unless ready). */
   tell(msg) {
     if (this.ready && this.worker) this.worker.postMessage(msg);
@@ -277,7 +265,6 @@ export class Runtime {
   /** Send a request ({type, ...}: an id is added); null when the runtime is not ready. */
   send(msg, reply, lost) {
     if (!this.ready || !this.worker) return null;
-    if (msg.type === MSG.run) this.answers.clear();   // a reader's program may change what tpmath computes
     const id = this.nextId++;
     const timer = this.page ? setTimeout(() => this.died(), REQUEST_TIMEOUT_MS) : null;
     this.requests.set(id, { reply, lost, timer });
