@@ -4,8 +4,9 @@
  *   runtime.js  the worker as a state machine (loading → ready → failed / crashed, bounded restarts;
  *               started when the page is idle, or deferred until asked on Save-Data / 2G)
  *   status.js   the status sentence, download progress and "load it" button beside each demo
- *   demo.js     one demo block: coalesced requests, messages, control state, pending changes
- *   results.js  precomputed results: discrete changes answered before the runtime is ready
+ *   demo.js     one demo block as a state machine: coalesced requests, messages, control state
+ *   answers.js  the one answer store: precomputed results (results.js) and answers sent ahead
+ *   protocol.js the page–worker messages (worker.js imports it too)
  *   apply.js    results → tables, values, notes, real-ranks block, figures (tree.js builds trees)
  *   cue.js      the "what changed" cue      sliders.js  range sliders beside scrubbed controls
  *   url.js      control values in the query, the reader's place in the language switch
