@@ -215,13 +215,37 @@ def test_a_continuous_change_is_pending_with_a_note_then_shows_the_right_values(
 INPUT_CHANGE_JS = """async ([section, name, value]) => {
   const demo = document.querySelector('.demo[data-section="' + section + '"]');
   const form = demo.querySelector("form.controls");
+  const seen = {};      // ms from the change to the dimming (data-slow) and to the pending state
+  const t0 = performance.now();
+  new MutationObserver(() => {
+    if (demo.hasAttribute("data-slow") && !("slow" in seen)) seen.slow = performance.now() - t0;
+    if (demo.getAttribute("data-state") === "pending" && !("pending" in seen)) seen.pending = performance.now() - t0;
+  }).observe(demo, {attributes: true});
   form.elements[name].value = value;
   form.elements[name].dispatchEvent(new Event("input", {bubbles: true}));
   form.elements[name].dispatchEvent(new Event("change", {bubbles: true}));
   window.__tpRendered = new Promise(resolve => demo.addEventListener("tp-rendered", ev => resolve(ev.detail), {once: true}));
   await new Promise(r => setTimeout(r, 250));
+  window.__tpSeen = seen;
   return {state: demo.getAttribute("data-state"), msg: form.querySelector(".control-msg").textContent,
           busy: demo.getAttribute("aria-busy")};
+}"""
+
+# Whether the demo dims (data-slow) at any moment of a change answered at once.
+NO_FLASH_JS = """async ([section, name, value]) => {
+  const demo = document.querySelector('.demo[data-section="' + section + '"]');
+  const form = demo.querySelector("form.controls");
+  let dimmed = false;
+  const watch = new MutationObserver(() => { dimmed = dimmed || demo.hasAttribute("data-slow"); });
+  watch.observe(demo, {attributes: true});
+  const done = new Promise(resolve => demo.addEventListener("tp-rendered", ev => resolve(ev.detail), {once: true}));
+  form.elements[name].value = value;
+  form.elements[name].dispatchEvent(new Event("input", {bubbles: true}));
+  form.elements[name].dispatchEvent(new Event("change", {bubbles: true}));
+  const detail = await done;
+  await new Promise(r => setTimeout(r, 300));
+  watch.disconnect();
+  return {detail, dimmed};
 }"""
 
 
@@ -236,10 +260,17 @@ def test_a_change_waiting_for_its_results_file_shows_the_pending_state_at_once(n
     before = page.evaluate(PARTS_JS, "mlp")
     got = page.evaluate(INPUT_CHANGE_JS, ["mlp", "tp", "4"])
     assert got == {"state": "pending", "msg": s["runtime.pending_results"], "busy": "true"}
+    # the visible pending state (dimming) comes with the text cue, not 50 ms after it (it was at 150 ms)
+    seen = page.evaluate("() => window.__tpSeen")
+    assert set(seen) == {"slow", "pending"} and seen["slow"] <= seen["pending"], seen
     assert page.evaluate(PARTS_JS, "mlp")["tables"] == before["tables"]      # nothing stale shown as new
     results.release()
     detail = page.evaluate("() => window.__tpRendered")
     assert detail["source"] == "precomputed" and detail["ok"]
+    # an answer given at once (the file is here now) never dims: no flash
+    quick = page.evaluate(NO_FLASH_JS, ["mlp", "tp", "2"])
+    assert quick == {"detail": {"section": "mlp", "ok": True, "source": "precomputed"}, "dimmed": False}
+    page.evaluate(NO_FLASH_JS, ["mlp", "tp", "4"])
     snap = page.evaluate(SNAPSHOT_JS, page.locator('.demo[data-section="mlp"]').element_handle())
     controls = {**before_controls(before), "tp": "4"}
     assert diff(f"{lang} mlp tp=4", snap, expected("mlp", controls, lang)) == []
@@ -374,4 +405,57 @@ def test_save_data_or_2g_loads_the_runtime_only_when_asked(new_context, site_url
     snap = page.evaluate(SNAPSHOT_JS, page.locator('.demo[data-section="vocab-ce"]').element_handle())
     assert diff("zh vocab-ce", snap, expected("vocab-ce", {"shift": "-2"}, "zh")) == []
     assert errors == []
+    ctx.close()
+
+
+def test_a_failed_runtime_clamps_a_step_from_the_precomputed_results_as_live(new_context, site_url):
+    """Issue 25 item 22: ranks 8, step 12, then ranks 2 with no runtime gives the live answer (step
+    clamped to 2, the note saying so), not a refusal that snaps the ranks back."""
+    ctx = new_context()
+    ctx.route("**/pyodide.asm.wasm", lambda route: route.abort())
+    page = ctx.new_page()
+    page.goto(site_url + "zh/index.html")
+    page.wait_for_function("() => document.documentElement.dataset.runtime === 'failed'", timeout=BOOT_TIMEOUT_MS)
+    for change in ({"ranks": "8"}, {"step": "12"}, {"ranks": "2"}):
+        got = page.evaluate(CHANGE_JS, ["ring", change, 5_000])
+        assert got["detail"] == {"section": "ring", "ok": True, "source": "precomputed"}, change
+    sent = {"ranks": "2", "algorithm": "ring", "count": "8", "step": "12"}
+    assert dict((n, v) for n, v, *_ in got["controls"]) == {**sent, "step": "2"}
+    assert got["msg"] == ""                                     # not "the Python is not running"
+    snap = page.evaluate(SNAPSHOT_JS, page.locator('.demo[data-section="ring"]').element_handle())
+    assert diff("ring clamped", snap, expected("ring", sent, "zh")) == []
+    note = page.text_content('[data-note="ring-step-clamped"]')
+    assert "12" in note and CJK.search(note)
+    ctx.close()
+
+
+@pytest.mark.parametrize("lang,path,section,query,ignored", [
+    ("en", "row-parallel.html", "comm-cost", "comm-cost.preset=llama-2-7b&comm-cost.hidden=1234", {"hidden": "1234"}),
+    ("zh", "row-parallel.html", "comm-cost", "comm-cost.preset=llama-2-70b&comm-cost.hidden=1234",
+     {"hidden": "1234"}),
+    ("zh", "sequence-parallel.html", "memory", "memory.preset=gpt-3-175b&memory.layers=7&memory.vocab=9",
+     {"layers": "7", "vocab": "9"}),
+])
+def test_a_link_value_for_a_preset_field_is_ignored_with_a_note_without_the_runtime(new_context, site_url, lang,
+                                                                                     path, section, query, ignored):
+    """Issue 25 item 26: with the runtime failed, a link's value for a field the preset owns got
+    "not computed in advance" and the link's preset was dropped; the precomputed answer is the
+    live one (the preset's values) and the note says the value was ignored because a preset owns it."""
+    ctx = new_context()
+    ctx.route("**/pyodide.asm.wasm", lambda route: route.abort())
+    page = ctx.new_page()
+    page.goto(f"{site_url}{lang}/{path}?{query}")
+    page.wait_for_function("() => document.documentElement.dataset.runtime === 'failed'", timeout=BOOT_TIMEOUT_MS)
+    page.wait_for_function("(s) => document.querySelector('.demo[data-section=\"' + s + '\"] .control-msg')"
+                           ".getAttribute('data-kind') === 'note'", arg=section, timeout=10_000)
+    parts = page.evaluate(PARTS_JS, section)
+    key = "runtime.url_set_by_many" if len(ignored) > 1 else "runtime.url_set_by"
+    assert parts["msg"] == strings(lang)[key].format(values=", ".join(f"{n} = {v}" for n, v in ignored.items()))
+    sent = {**{n: v for n, v, *_ in parts["controls"]}, **ignored}
+    sent["preset"] = query.split("preset=")[1].split("&")[0]
+    snap = page.evaluate(SNAPSHOT_JS, page.locator(f'.demo[data-section="{section}"]').element_handle())
+    assert diff(f"{lang} {section} {query}", snap, expected(section, sent, lang)) == []   # the live answer
+    for name in ignored:                                  # the preset's values, greyed
+        value, disabled = next((v, d) for n, v, d, _ in parts["controls"] if n == name)
+        assert disabled and value == views.render(section, sent, lang)["control_state"][name]["value"]
     ctx.close()

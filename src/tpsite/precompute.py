@@ -10,7 +10,10 @@ Which states.  A page's form is a path: the reader changes one control, the sect
 and its ``control_state`` may set other fields (a preset fills its fields, a clamped step moves
 back).  So the states are found by walking that graph from the form the static page shows:
 from a form, every *discrete* control that is enabled there is set to each of its values; the
-form those values send is a state; its answer gives the next form.
+form those values send is a state; its answer gives the next form.  A form's refused choices
+(options disabled with a reason) are states too: a control keeps such a value when the reader
+reaches the form by changing another one, and the view's answer (a clamp and its note) is the
+live one.
 
 - discrete: a select, or a number whose min/max/step allow at most ``NUMBER_VALUES_MAX`` values;
   other numbers (continuous or huge ranges) keep the value the form holds;
@@ -200,6 +203,19 @@ def walk(section, render, lang: str, starts=((),), depth_limit: int | None = Non
         if fkey in seen_forms:
             continue
         seen_forms.add(fkey)
+        # A value this form refuses as a choice of an enabled control (an option disabled with its
+        # reason) is still what that control holds when the reader reaches the form by changing
+        # another one (the ring's step 12, then ranks 2): the view's answer -- clamp and note --
+        # is kept for each, at any depth, so the page gives it without the runtime too.
+        for c in section.controls:
+            if choices[c.name] is None or c.name in disabled:
+                continue
+            for v in choices[c.name]:
+                if (c.name, v) in disabled:
+                    key = state_key(section, {**form, c.name: v})
+                    if key not in answers:
+                        answers[key] = answer({**form, c.name: v})
+                        order.append(key)
         if depth_limit is not None and depth >= depth_limit:
             continue
         for c in section.controls:

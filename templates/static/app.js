@@ -1,11 +1,12 @@
 /* Live demos: every control re-runs tpmath (core + views) in a Pyodide Web Worker (worker.js, a
- * classic worker: Pyodide uses importScripts).  This entry module wires the parts in js/:
+ * module worker; its messages: js/protocol.js).  This entry module wires the parts in js/:
  *
  *   runtime.js  the worker as a state machine (loading → ready → failed / crashed, bounded restarts;
  *               started when the page is idle, or deferred until asked on Save-Data / 2G)
  *   status.js   the status sentence, download progress and "load it" button beside each demo
- *   demo.js     one demo block: coalesced requests, messages, control state, pending changes
- *   results.js  precomputed results: discrete changes answered before the runtime is ready
+ *   demo.js     one demo block as a state machine: coalesced requests, messages, control state
+ *   answers.js  the one answer store: precomputed results (results.js) and answers sent ahead
+ *   protocol.js the page–worker messages (worker.js imports it too)
  *   apply.js    results → tables, values, notes, real-ranks block, figures (tree.js builds trees)
  *   cue.js      the "what changed" cue      sliders.js  range sliders beside scrubbed controls
  *   url.js      control values in the query, the reader's place in the language switch
@@ -42,8 +43,9 @@ function runtimeConfig() {
            snapshot: key && numpy && sha256 ? { key, numpy: new URL(numpy, abs).href, sha256 } : null };
 }
 
-// The controls are inert in the static page (nothing answers them without a script): free them.
-for (const form of document.querySelectorAll("form.controls[inert]")) form.removeAttribute("inert");
+// The controls are disabled in the static page (nothing answers them without a script, and
+// noscript.css says so): enable them.  Each control's own disabled state (the view's) is its own.
+for (const set of document.querySelectorAll("form.controls > fieldset.controls-set[disabled]")) set.disabled = false;
 
 const runtime = new Runtime(runtimeConfig());
 setupStatus(runtime);
@@ -118,8 +120,5 @@ runtime.subscribe((state) => {
     warmNearScreen();
   }
   else if (runtime.final) for (const d of demos) d.stop();
-  else for (const d of demos) {   // the pending note names what it waits for
-    if (d.el.getAttribute("data-state") === "pending") d.setPending(true);
-    else d.showMessage();
-  }
+  else for (const d of demos) d.runtimeChanged();   // the pending note names what it waits for
 });

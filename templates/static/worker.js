@@ -1,35 +1,12 @@
-/* The in-browser Python: Pyodide 0.27.7 + numpy 2.0.2 + the tpmath wheel, in a Web Worker.
- *
- * Protocol (see ARCHITECTURE.md):
- *   page -> worker  {type: "boot", base, wheel, snapshot, reader}   first message: runtime base URL, wheel URL
- *                   (absolute), snapshot {key, numpy, sha256} or null (see "Memory snapshot" below);
- *                   reader: true for the worker that runs readers' programs (pydemo.js): it
- *                   restores a stored snapshot but makes none
- *                   {type: "render", id, section, controls, lang, next}   next: the states one
- *                   step from `controls` (a list of control objects, likeliest first), computed
- *                   ahead while the worker is idle (see "Ahead of the reader" below)
- *                   {type: "ahead", section, lang, next, replace?, controls?}   compute `next`
- *                   ahead (the reader reaches for a demo's controls; with `replace`: the page
- *                   showed `controls` from an answer sent ahead, `next` is what is beside it)
- *                   {type: "run", id, code}
- *                   {type: "idle"}   the page is idle after ready: store the snapshot made by this boot
- *   worker -> page  {type: "status", stage: "download"|"python"|"numpy"|"ready"|"failed", detail, boot}
- *                   boot (with "ready"): "snapshot" (restored), "fallback" (a stored snapshot was
- *                   not usable: normal boot) or "normal"
- *                   {type: "progress", loaded}   bytes of runtime files received so far (during boot)
- *                   {type: "result", id, section, text}   text = views.render_json(...) (JSON)
- *                   {type: "output", id, stdout, cut, input, error}   cut: characters of output not
- *                   kept (OUTPUT_MAX); input: the program asked for input()
- *                   {type: "answer", key, text}   a state computed ahead (key: [section, lang, controls] as JSON)
- * Requests that arrive during boot wait for it; the page sends at most one render per section at a time.
- */
-"use strict";
+/* The in-browser Python: Pyodide 0.27.7 + numpy 2.0.2 + the tpmath wheel, in a module worker
+ * (new Worker(url, {type: "module"})).  Its messages: js/protocol.js, imported by both sides. */
+import { MSG, answerKey } from "./js/protocol.js";
 
 let booted = null;        // Promise<pyodide> once "boot" arrived
 let renderJson = null;    // tpmath.views.render_json (a PyProxy)
 
 function status(stage, detail, boot) {
-  self.postMessage({ type: "status", stage: stage, detail: detail || "", boot: boot || "" });
+  self.postMessage({ type: MSG.status, stage: stage, detail: detail || "", boot: boot || "" });
 }
 
 /* Watch the boot's fetches (Pyodide streams its big files itself): tee each body and count it on
@@ -46,7 +23,7 @@ function watchDownloads(names, onDone) {
   const finish = () => { if (!done) { done = true; onDone(); } };
   const report = () => {
     timer = null;
-    if (loaded !== sent) { sent = loaded; self.postMessage({ type: "progress", loaded: loaded }); }
+    if (loaded !== sent) { sent = loaded; self.postMessage({ type: MSG.progress, loaded: loaded }); }
   };
   self.fetch = async function (input, init) {
     const resp = await realFetch(input, init);
@@ -71,12 +48,13 @@ function watchDownloads(names, onDone) {
   return { stage: finish, stop: () => { self.fetch = realFetch; finish(); } };
 }
 
-/* pyodide.js and pyodide.asm.js (1.3 MB) would arrive by importScripts, which blocks the worker
- * until the whole file is in: no chunk can be counted meanwhile, and on a slow connection the bar
- * sat at 0 for as long as the slowest of the files downloading beside it.  So both are fetched
- * (through the watched fetch: every chunk counts) and then run from the fetched bytes (a blob:
- * URL; importScripts of it is local and quick).  If a CSP sent with worker.js refuses blob:
- * scripts, importScripts of the file's own URL (from the HTTP cache by then) is the fallback. */
+/* pyodide.js and pyodide.asm.js (1.3 MB) are fetched (through the watched fetch: every chunk
+ * counts; an import of the URL would show nothing until the whole file was in, and on a slow
+ * connection the bar sat at 0 meanwhile) and then run from the fetched bytes: import() of a blob:
+ * URL, local and quick (a module worker has no importScripts).  Both are classic scripts that set
+ * globalThis.loadPyodide / _createPyodideModule, which they also do when run as a module.  If a
+ * CSP sent with worker.js refuses blob: scripts, import() of the file's own URL (from the HTTP
+ * cache by then) is the fallback. */
 function fetchScript(url) {
   const blob = fetch(url).then((resp) => {
     if (!resp.ok) throw new Error(url.split("/").pop() + ": HTTP " + resp.status);
@@ -87,17 +65,17 @@ function fetchScript(url) {
 }
 
 async function runScript(script) {
-  const local = URL.createObjectURL(await script.blob);
+  const local = URL.createObjectURL(new Blob([await script.blob], { type: "text/javascript" }));
   try {
-    importScripts(local);
+    await import(local);
   } catch (err) {
-    importScripts(script.url);
+    await import(script.url);
   } finally {
     URL.revokeObjectURL(local);
   }
 }
 
-/* loadPyodide skips its own importScripts of pyodide.asm.js when _createPyodideModule exists (the
+/* loadPyodide skips its own load of pyodide.asm.js when _createPyodideModule exists (the
  * way Pyodide lets a page load that file itself).  A stand-in waits for the fetched file, runs it
  * (it defines the real function) and calls that: loadPyodide still starts the wasm, stdlib and
  * lock-file downloads at once, beside this one, as it did. */
@@ -272,7 +250,7 @@ const AHEAD_MAX = 48;        // states waiting to be computed ahead (a few ms ea
 const answers = new Map();
 
 function answer(section, controls, lang) {
-  const key = JSON.stringify([section, lang, controls]);
+  const key = answerKey(section, lang, controls);
   let text = answers.get(key);
   if (text === undefined) {
     text = renderJson(section, JSON.stringify(controls), lang);
@@ -304,7 +282,7 @@ function computeAhead() {
   try {
     // To the page too: a reader's change to this state is then shown in the change's own task,
     // without a round trip to the worker (runtime.js keeps the latest few).
-    self.postMessage({ type: "answer", key: JSON.stringify(next), text: answer(next[0], next[2], next[1]) });
+    self.postMessage({ type: MSG.answer, key: answerKey(...next), text: answer(next[0], next[2], next[1]) });
   } catch (err) { /* asked for, it reports */ }
   aheadTimer = setTimeout(computeAhead, 0);
 }
@@ -327,7 +305,7 @@ function render(msg) {
     text = JSON.stringify({ ok: false, error: String(err && err.message ? err.message : err).trim().split("\n").pop(),
                             field: null, internal: true });
   }
-  self.postMessage({ type: "result", id: msg.id, section: msg.section, text: text });
+  self.postMessage({ type: MSG.result, id: msg.id, section: msg.section, text: text });
   planAhead(msg, true);
 }
 
@@ -388,12 +366,12 @@ function run(pyodide, msg) {
     pyodide.setStdout({ batched: () => {} });
     pyodide.setStderr({ batched: () => {} });
   }
-  self.postMessage({ type: "output", id: msg.id, stdout: sink.text(), cut: sink.cut(), input: asked, error: error });
+  self.postMessage({ type: MSG.output, id: msg.id, stdout: sink.text(), cut: sink.cut(), input: asked, error: error });
 }
 
 self.onmessage = async (event) => {
   const msg = event.data || {};
-  if (msg.type === "boot") {
+  if (msg.type === MSG.boot) {
     if (booted) return;
     booted = boot(msg.base, msg.wheel, msg.snapshot, msg.reader === true);
     booted.catch((err) => status("failed", String(err && err.message ? err.message : err)));
@@ -402,8 +380,8 @@ self.onmessage = async (event) => {
   if (!booted) return;
   let pyodide;
   try { pyodide = await booted; } catch (err) { return; }  // "failed" already reported
-  if (msg.type === "render") render(msg);
-  else if (msg.type === "ahead") planAhead(msg, msg.replace === true);
-  else if (msg.type === "run") run(pyodide, msg);
-  else if (msg.type === "idle") storeSnapshot().catch((err) => console.info("tp runtime: memory snapshot not stored: " + String(err)));
+  if (msg.type === MSG.render) render(msg);
+  else if (msg.type === MSG.ahead) planAhead(msg, msg.replace === true);
+  else if (msg.type === MSG.run) run(pyodide, msg);
+  else if (msg.type === MSG.idle) storeSnapshot().catch((err) => console.info("tp runtime: memory snapshot not stored: " + String(err)));
 };

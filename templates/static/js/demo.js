@@ -9,19 +9,45 @@
  * state -- the same payload the worker would send; otherwise the demo is marked
  * data-state="pending" with a note until a result is applied.  Once the runtime is ready it
  * answers every change.  After it failed or stopped for good, the precomputed results still
- * answer; any other change is refused (the controls go back to what the tables show). */
+ * answer; any other change is refused (the controls go back to what the tables show).
+ *
+ * A demo's own state, in one field (`state`), like Runtime's:
+ *
+ *   shown ──a change──▶ asking ──BUSY_DIM_MS──▶ slow
+ *     ▲                   │                      │
+ *     │                   └───────┬──────────────┘
+ *     │                           ▼ not precomputed, the runtime not ready (at once, or
+ *     │                        pending   after PENDING_AFTER_MS)
+ *     └──answer shown, refused────┘ (from any state)
+ *
+ * shown: the tables answer the controls; asking: an answer is awaited (the worker's, the results
+ * file, the strings); slow: awaited for BUSY_DIM_MS (dimmed); pending: waits for the runtime (a
+ * note says so).  paint() writes the block's attributes (and its figure blocks') from it and
+ * nothing reads them back: data-state="pending", aria-busy while an answer is awaited (pending:
+ * unless the runtime waits for the reader), data-slow (the dimming, style.css) when slow or so. */
 
 import { cellText, pageLang, stringsReady, tr, whenStrings } from "./i18n.js";
 import { applyResult, markStale } from "./apply.js";
 import { showCue } from "./cue.js";
 import { toSlider, valuesBeside } from "./sliders.js";
-import { loadedResults, loadResults, lookup } from "./results.js";
+import { answers } from "./answers.js";
+import { MSG } from "./protocol.js";
 
 const PENDING_AFTER_MS = 100;    // a change not answered by then shows the pending state
 const QUOTED_MAX = 60;           // a link's value longer than this is cut in a note (tpmath.errors.SHORT)
-const BUSY_DIM_MS = 150;         // an answer slower than this dims the block (style.css, data-slow)
+// An answer slower than this dims the block (style.css, data-slow): early enough that the dimmed
+// frame is painted within 100 ms of the change (one frame after the timer), before the pending note.
+const BUSY_DIM_MS = 80;
+const URL_FIELDS_TRIED = 6;      // link values looked up as a preset's fields (2^6 lookups at most; precomputed())
 
 let firstLive = false;
+
+const STATES = {
+  shown: ["shown", "asking", "pending"],
+  asking: ["asking", "slow", "pending", "shown"],
+  slow: ["slow", "pending", "shown"],
+  pending: ["pending", "shown"],
+};
 
 /** Whether the control's value `now` lies below `before` on its scale (its options' order, or
  * the number itself): the reader moved it down. */
@@ -39,6 +65,7 @@ export class Demo {
     this.name = el.getAttribute("data-section");
     this.form = el.querySelector("form.controls");
     this.runtime = runtime;
+    this.state = "shown";       // see the module comment (STATES)
     this.inflight = null;       // id of the render in flight
     this.dirty = false;         // controls changed since the last render was sent
     this.cue = false;           // the next result follows a reader's change: show what changed
@@ -47,8 +74,8 @@ export class Demo {
     this.fromUrl = new Set();   // controls set from the link and not yet confirmed by a result
     this.done = null;           // the control values of the last answer (applied or refused)
     this.ticket = 0;            // bumped by every request: a late precomputed lookup is dropped
-    this.shownTicket = 0;       // the ticket of the last change answered (show())
-    this.pendingTimer = null;
+    this.pendingTimer = null;   // PENDING_AFTER_MS after a change not answered at once
+    this.slowTimer = null;      // BUSY_DIM_MS after asking
     this.resultsUrl = el.getAttribute("data-results");
     this.mirrors = [];          // figure blocks elsewhere showing this demo's figure: {el, form}
     this.defaults = this.values();
@@ -103,11 +130,8 @@ export class Demo {
         if (out.textContent !== msg.textContent) out.textContent = msg.textContent;
         out.setAttribute("data-kind", msg.getAttribute("data-kind") || "");
       }
-      for (const attr of ["data-state", "aria-busy", "data-slow"]) {
-        if (this.el.hasAttribute(attr)) m.el.setAttribute(attr, this.el.getAttribute(attr));
-        else m.el.removeAttribute(attr);
-      }
     }
+    this.paint();
   }
 
   /** Set controls (and their sliders) to `values`. */
@@ -124,8 +148,8 @@ export class Demo {
   /** The form's message line: an error, else "waiting for the runtime", else the link note. */
   showMessage(field) {
     const out = this.form.querySelector(".control-msg");
-    const pending = this.el.getAttribute("data-state") === "pending";
-    const wait = this.resultsUrl && loadedResults(this.resultsUrl) === undefined ? "runtime.pending_results"
+    const pending = this.state === "pending";
+    const wait = this.resultsUrl && answers.loaded(this.resultsUrl) === undefined ? "runtime.pending_results"
       : this.runtime.deferred ? "runtime.pending_deferred" : "runtime.pending";
     const text = this.error || (pending ? tr(wait) : "") || this.note;
     if (out && out.textContent !== text) out.textContent = text;
@@ -139,32 +163,61 @@ export class Demo {
     this.syncMirrors();
   }
 
-  /** aria-busy while an answer is awaited; data-slow (the dimming) once it takes BUSY_DIM_MS. */
-  busy(on) {
-    clearTimeout(this.slowTimer);
-    this.slowTimer = null;
-    if (!on) { this.el.removeAttribute("aria-busy"); this.el.removeAttribute("data-slow"); return; }
-    this.el.setAttribute("aria-busy", "true");
-    if (!this.el.hasAttribute("data-slow")) {
-      this.slowTimer = setTimeout(() => { if (this.el.hasAttribute("aria-busy")) this.el.setAttribute("data-slow", ""); },
-        BUSY_DIM_MS);
+  // ---- state ------------------------------------------------------------------------------
+  to(state) {
+    if (!STATES[this.state].includes(state)) {
+      console.error(`tp demo ${this.name}: no transition ${this.state} -> ${state}`);
+      return;
+    }
+    const was = this.state;
+    this.state = state;
+    if (state !== "asking") { clearTimeout(this.slowTimer); this.slowTimer = null; }
+    if (state === "asking" && was !== "asking") {
+      this.slowTimer = setTimeout(() => { this.slowTimer = null; if (this.state === "asking") this.to("slow"); }, BUSY_DIM_MS);
+    }
+    if (state === "shown" || state === "pending") { clearTimeout(this.pendingTimer); this.pendingTimer = null; }
+    this.paint();
+  }
+
+  /** An answer is awaited: asking (a state already waiting stays as it is). */
+  ask() {
+    if (this.state === "shown") this.to("asking");
+  }
+
+  /** The answer was shown or the change refused. */
+  settle() {
+    this.to("shown");
+  }
+
+  /** Waiting for the runtime: the pending note (and, unless it waits for the reader, dimmed). */
+  pend() {
+    this.to("pending");
+    this.showMessage();
+  }
+
+  /** The block's attributes, and its figure blocks', from `state` (never read back). */
+  paint() {
+    const waiting = this.state === "pending" && !this.runtime.deferred;   // busy while the runtime comes
+    const attrs = { "data-state": this.state === "pending" ? "pending" : null,
+      "aria-busy": this.state === "asking" || this.state === "slow" || waiting ? "true" : null,
+      "data-slow": this.state === "slow" || waiting ? "" : null };
+    for (const el of [this.el, ...this.mirrors.map((m) => m.el)]) {
+      for (const [name, value] of Object.entries(attrs)) {
+        if (value === null) el.removeAttribute(name);
+        else if (el.getAttribute(name) !== value) el.setAttribute(name, value);
+      }
     }
   }
 
-  setPending(on) {
-    clearTimeout(this.pendingTimer);
-    this.pendingTimer = null;
-    if (on) {
-      this.el.setAttribute("data-state", "pending");
-      // busy while the runtime comes; not while it waits for the reader to ask for it
-      this.busy(!this.runtime.deferred);
-    } else this.el.removeAttribute("data-state");
+  /** The runtime's state changed (not to ready or failed): the pending note names what it waits for. */
+  runtimeChanged() {
+    this.paint();
     this.showMessage();
   }
 
   /** The reader is about to use the controls: fetch the precomputed results now (once). */
   prefetch() {
-    if (!this.runtime.ready && this.resultsUrl) loadResults(this.resultsUrl);
+    if (!this.runtime.ready && this.resultsUrl) answers.load(this.resultsUrl);
     // With the runtime ready: have it compute the states one step away now (the section's first
     // one also imports its view module, the slowest answer of a visit).
     this.ahead(this.statesBeside(this.values()));
@@ -184,10 +237,7 @@ export class Demo {
    * advance): say so, and keep controls = tables. */
   refuse() {
     this.dirty = false;
-    this.el.removeAttribute("data-state");
-    clearTimeout(this.pendingTimer);
-    this.pendingTimer = null;
-    this.busy(false);
+    this.settle();
     this.setValues(this.shown);
     this.fromUrl.clear();
     this.error = tr("runtime.static");
@@ -204,12 +254,12 @@ export class Demo {
     this.dirty = false;
     if (sameValues(controls, this.done)) {   // already answered (e.g. the change event ending a drag)
       this.cue = false;
-      this.setPending(false);
-      this.busy(false);
+      this.settle();
+      this.showMessage();
       return;
     }
     const next = this.statesBeside(controls);
-    const kept = this.runtime.kept(this.name, pageLang(), controls);
+    const kept = answers.ahead(this.name, pageLang(), controls);
     if (kept !== undefined) {
       // Computed ahead by the worker: shown in this task, so the control and its result reach the
       // screen in one frame; the worker moves on to the states beside this one.
@@ -217,8 +267,8 @@ export class Demo {
       this.answer(JSON.parse(kept), controls, true);
       return;
     }
-    this.busy(true);
-    this.inflight = this.runtime.send({ type: "render", section: this.name, controls, lang: pageLang(), next },
+    this.ask();
+    this.inflight = this.runtime.send({ type: MSG.render, section: this.name, controls, lang: pageLang(), next },
       (msg) => this.onReply(msg, controls),
       () => { this.inflight = null; this.request(); });   // lost with its worker: wait for the next
   }
@@ -252,26 +302,26 @@ export class Demo {
     const answer = (data) => {
       if (ticket !== this.ticket) return;                  // a later change is being answered
       if (this.runtime.ready) { if (this.dirty) this.request(); return; }   // the runtime took over
-      const payload = data ? lookup(data, controls) : null;
-      if (!payload) { if (this.runtime.final) this.refuse(); else this.setPending(true); return; }
+      const payload = data ? this.precomputed(data, controls) : null;
+      if (!payload) { if (this.runtime.final) this.refuse(); else this.pend(); return; }
       this.dirty = false;
       this.answer(payload, controls, false);
     };
     this.pendingAfter();
-    const data = loadedResults(this.resultsUrl);
+    const data = answers.loaded(this.resultsUrl);
     if (data !== undefined || !this.resultsUrl) { answer(data || null); return; }
-    this.busy(true);     // an answer is awaited (the file); dimmed only if it is slow
-    loadResults(this.resultsUrl).then(answer);
+    this.ask();     // an answer is awaited (the file); dimmed only if it is slow
+    answers.load(this.resultsUrl).then(answer);
   }
 
   /** Show the pending state if this change (or a later one: an input event and its change event
    * are two requests) is still unanswered after PENDING_AFTER_MS: the results file or the strings
    * may be on their way over a slow connection. */
   pendingAfter() {
-    if (this.pendingTimer || this.el.getAttribute("data-state") === "pending") return;
+    if (this.pendingTimer || this.state === "pending") return;
     this.pendingTimer = setTimeout(() => {
       this.pendingTimer = null;
-      if (this.shownTicket !== this.ticket && !this.runtime.ready) this.setPending(true);
+      if (this.state !== "shown" && !this.runtime.ready) this.pend();
     }, PENDING_AFTER_MS);
   }
 
@@ -279,7 +329,7 @@ export class Demo {
    * `shown`: the controls the page just showed from an answer sent ahead (`next` is what is beside
    * them, and replaces what the worker still had to compute). */
   ahead(next, shown = null) {
-    const msg = { type: "ahead", section: this.name, lang: pageLang(), next };
+    const msg = { type: MSG.ahead, section: this.name, lang: pageLang(), next };
     this.runtime.tell(shown ? { ...msg, controls: shown, replace: true } : msg);
   }
 
@@ -299,8 +349,9 @@ export class Demo {
    * answered from the precomputed results or refused (controls go back to the tables). */
   stop() {
     this.inflight = null;
-    this.busy(false);
-    if (this.dirty || this.el.getAttribute("data-state") === "pending") this.request();
+    const waited = this.dirty || this.state === "pending";
+    if (this.state !== "pending") this.settle();
+    if (waited) this.request();
     else this.showMessage();
   }
 
@@ -316,6 +367,7 @@ export class Demo {
    * makes it stale (its own answer follows). */
   answer(payload, sent, live) {
     if (stringsReady()) { this.show(payload, sent, live); return; }
+    this.ask();
     const ticket = this.ticket;
     whenStrings().then(() => { if (ticket === this.ticket) this.show(payload, sent, live); });
   }
@@ -323,7 +375,6 @@ export class Demo {
   show(payload, sent, live) {
     if (this.badNumber()) return;               // for values the controls no longer hold
     this.done = sent;
-    this.shownTicket = this.ticket;
     if (!payload.ok && this.fromUrl.size) {        // the link's values are refused together
       this.note = this.ignoredNote([...this.fromUrl].map((n) => [n, sent[n]]), cellText(payload.error));
       this.setValues(Object.fromEntries([...this.fromUrl].map((n) => [n, this.defaults[n]])));
@@ -333,8 +384,7 @@ export class Demo {
       return;
     }
     if (!payload.ok && this.release(payload.field)) { this.done = null; this.request(); return; }
-    this.busy(false);
-    this.setPending(false);
+    this.settle();
     const refused = payload.ok ? (payload.result || {}).refused || null : payload;
     if (payload.ok) {
       const result = payload.result || {};
@@ -372,16 +422,31 @@ export class Demo {
     return key === "runtime.url_ignored" && why ? text + " " + why : text;
   }
 
-  /** The link's values of fields the view then set itself (a preset's): say so, with its reason. */
+  /** The link's values of fields the view then set itself (a preset's): say so (the reason is
+   * beside each field). */
   overriddenNote(state, sent) {
-    const set = [...this.fromUrl].filter((n) => {
-      const s = state[n];
-      return s && s.disabled && typeof s.value === "string" && s.value !== sent[n];
-    });
+    const set = [...this.fromUrl].filter((n) => owns(state, n) && state[n].value !== sent[n]);
     if (!set.length) return "";
-    const why = cellText(state[set[0]].why) || "";
     return tr(set.length > 1 ? "runtime.url_set_by_many" : "runtime.url_set_by",
-      { values: set.map((n) => `${n} = ${sent[n]}`).join(", "), why });
+      { values: set.map((n) => `${n} = ${sent[n]}`).join(", ") });
+  }
+
+  /** The precomputed answer for `controls`, or null.  A link's value for a field the view sets
+   * itself (a preset's) is not in the results' states (the view ignores it); the live answer is
+   * then that of the same form with such fields as the static page has them (the state a reader
+   * reaches by picking the preset): the smallest set of link fields that answer owns. */
+  precomputed(data, controls) {
+    const hit = answers.lookup(data, controls);
+    const names = [...this.fromUrl].filter((n) => controls[n] !== this.defaults[n]);
+    if (hit || !names.length || names.length > URL_FIELDS_TRIED) return hit;
+    const subsets = Array.from({ length: (1 << names.length) - 1 }, (_, i) => names.filter((n, j) => (i + 1) & (1 << j)))
+      .sort((a, b) => a.length - b.length);
+    for (const set of subsets) {
+      const payload = answers.lookup(data, { ...controls, ...Object.fromEntries(set.map((n) => [n, this.defaults[n]])) });
+      const state = payload && payload.ok ? (payload.result || {}).control_state || {} : null;
+      if (state && set.every((n) => owns(state, n))) return payload;
+    }
+    return null;
   }
 
   /** Dim what no longer matches the controls, here and in the figure blocks (apply.js). */
@@ -420,8 +485,7 @@ export class Demo {
     const lab = el.id ? document.querySelector(`label[for="${el.id}"]`) : null;
     this.dirty = false;
     this.error = tr("site.bad_number", { name: lab ? lab.textContent.trim() : el.name });
-    this.busy(false);
-    this.setPending(false);
+    this.settle();
     this.markStale("all");
     this.showMessage(el.name);
     return true;
@@ -472,6 +536,12 @@ function setOptions(select, off) {
     opt.disabled = why !== null;
     if (opt.textContent !== text) opt.textContent = text;
   }
+}
+
+/** Whether the view set control `name` itself in `state` (disabled with a value: a preset's field). */
+function owns(state, name) {
+  const s = state[name];
+  return !!s && !!s.disabled && typeof s.value === "string";
 }
 
 function sameValues(a, b) {

@@ -11,6 +11,7 @@
 
 import { Runtime } from "./runtime.js";
 import { tr } from "./i18n.js";
+import { MSG } from "./protocol.js";
 
 const blocks = [];
 let programs = null;      // the readers' Runtime, created by the first Run
@@ -133,7 +134,7 @@ function send(b) {
   b.queued = null;
   b.inflight = true;
   used = true;
-  programs.send({ type: "run", code }, (msg) => {
+  programs.send({ type: MSG.run, code }, (msg) => {
     done(b);
     setOutput(b, (msg.stdout || "") + (msg.error || ""), msg.error ? "error" : "live", outputNotes(msg));
   }, () => {

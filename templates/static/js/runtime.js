@@ -22,18 +22,15 @@
  * The readers' programs (pydemo.js) run in a second Runtime made with {page: false}: its own
  * worker, started on the first Run, so a program can change neither the modules the demos use
  * nor how long they wait.  It touches no page attribute, has no request timeout (the reader has
- * Stop: restart()) and makes no memory snapshot. */
+ * Stop: restart()) and makes no memory snapshot.  The messages: js/protocol.js. */
+
+import { MSG } from "./protocol.js";
+import { answers } from "./answers.js";
 
 const DOWNLOAD_STALL_MS = 20000;  // no byte of the runtime arrived for this long: the download stalled
 const STAGE_STALL_MS = 60000;     // starting Python / loading numpy (CPU work) took longer than this
 const REQUEST_TIMEOUT_MS = 15000;
 const MAX_RESTARTS = 2;
-const ANSWERS_KEPT = 48;         // answers the worker computed ahead, kept by the page (~50 KB each)
-
-/** The key of an answer: worker.js keys its answers the same way (the controls in form order). */
-function answerKey(section, lang, controls) {
-  return JSON.stringify([section, lang, controls]);
-}
 
 const TRANSITIONS = {
   deferred: ["loading"],
@@ -76,7 +73,6 @@ export class Runtime {
     this.bootTimer = null;
     this.nextId = 1;
     this.requests = new Map();    // id -> {reply, lost, timer}
-    this.answers = new Map();     // answerKey(...) -> render_json text computed ahead (oldest first)
     this.listeners = [];
     this.progressListeners = [];
     this.loaded = 0;              // bytes of runtime files the worker has received
@@ -156,16 +152,21 @@ export class Runtime {
   restart() {
     if (this.state !== "ready" && this.state !== "restarting") return;
     if (this.worker) { this.worker.terminate(); this.worker = null; }
-    this.answers.clear();
+    this.forget();
     this.to("restarting", "restarting");
     this.dropRequests();
     this.spawn();
   }
 
+  /** The worker is gone: the answers it sent ahead go with it (answers.js; the page's runtime only). */
+  forget() {
+    if (this.page) answers.forgetAhead();
+  }
+
   spawn() {
     const { base, wheel, workerUrl, snapshot } = this.config;
     try {
-      const worker = new Worker(workerUrl);
+      const worker = new Worker(workerUrl, { type: "module" });
       this.worker = worker;
       worker.onmessage = (ev) => { if (worker === this.worker) this.onMessage(ev.data || {}); };
       worker.onerror = (ev) => {
@@ -174,7 +175,7 @@ export class Runtime {
         if (this.booting) this.bootFailed("failed");
         else this.died();
       };
-      worker.postMessage({ type: "boot", base, wheel, snapshot: snapshot || null, reader: !this.page });
+      worker.postMessage({ type: MSG.boot, base, wheel, snapshot: snapshot || null, reader: !this.page });
       this.stage = "download";
       this.watchBoot();
     } catch (err) {
@@ -194,7 +195,7 @@ export class Runtime {
 
   stopWorker() {
     if (this.worker) { this.worker.terminate(); this.worker = null; }
-    this.answers.clear();   // (a replacement starts from the wheel as built, not as a program left it)
+    this.forget();
     this.dropRequests();
   }
 
@@ -213,21 +214,21 @@ export class Runtime {
     if (this.restarts >= MAX_RESTARTS) { this.to("crashed", "gave_up"); return; }
     this.restarts++;
     if (this.worker) { this.worker.terminate(); this.worker = null; }
-    this.answers.clear();
+    this.forget();
     this.to("restarting", "restarting");
     this.dropRequests();
     this.spawn();
   }
 
   onMessage(msg) {
-    if (msg.type === "progress") {
+    if (msg.type === MSG.progress) {
       if (!this.booting) return;
       this.watchBoot();
       this.loaded = Number(msg.loaded) || 0;
       for (const fn of this.progressListeners) fn(this.loaded);
       return;
     }
-    if (msg.type === "status") {
+    if (msg.type === MSG.status) {
       if (!this.booting) return;
       if (msg.stage !== "failed") this.stage = msg.stage;
       this.watchBoot();
@@ -236,10 +237,7 @@ export class Runtime {
       else if (this.state === "loading") this.to("loading", msg.stage);
       return;
     }
-    if (msg.type === "answer") { this.keep(msg.key, msg.text); return; }
-    // A reader's program ran: answers sent before it (they may have arrived after the request
-    // went out) are dropped; the worker sends its messages in order.
-    if (msg.type === "output") this.answers.clear();
+    if (msg.type === MSG.answer) { if (this.page) answers.keep(msg.key, msg.text); return; }
     const w = this.requests.get(msg.id);
     if (!w) return;
     this.requests.delete(msg.id);
@@ -256,20 +254,7 @@ export class Runtime {
     document.documentElement.setAttribute("data-runtime-boot", ["snapshot", "fallback"].includes(boot) ? boot : "normal");
     this.to("ready", "ready");
     const worker = this.worker;
-    whenIdle(() => { if (worker && worker === this.worker) worker.postMessage({ type: "idle" }); });
-  }
-
-  /** An answer the worker computed ahead of the reader (worker.js): kept, the oldest dropped. */
-  keep(key, text) {
-    if (typeof key !== "string" || typeof text !== "string") return;
-    this.answers.delete(key);
-    this.answers.set(key, text);
-    if (this.answers.size > ANSWERS_KEPT) this.answers.delete(this.answers.keys().next().value);
-  }
-
-  /** The kept answer for a section's controls in a language (render_json text), or undefined. */
-  kept(section, lang, controls) {
-    return this.answers.get(answerKey(section, lang, controls));
+    whenIdle(() => { if (worker && worker === this.worker) worker.postMessage({ type: MSG.idle }); });
   }
 
   /** Post a message that has no answer (dropped unless ready). */
@@ -280,7 +265,6 @@ export class Runtime {
   /** Send a request ({type, ...}: an id is added); null when the runtime is not ready. */
   send(msg, reply, lost) {
     if (!this.ready || !this.worker) return null;
-    if (msg.type === "run") this.answers.clear();   // a reader's program may change what tpmath computes
     const id = this.nextId++;
     const timer = this.page ? setTimeout(() => this.died(), REQUEST_TIMEOUT_MS) : null;
     this.requests.set(id, { reply, lost, timer });
