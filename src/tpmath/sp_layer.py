@@ -450,7 +450,8 @@ def sharded_block(inp: dict, o: dict) -> tuple[list[SpRank], SpOutputs, list[SpC
             rk["G_gamma"], rk["G_beta"] = G_gamma, G_beta
     assembled = SpOutputs(
         Y=np.concatenate([rk["Y"] for rk in ranks], axis=1),             # (B, S, D) only to compare
-        loss=float(sum(rk["loss_partial"] for rk in ranks)),
+        # in rank order, one add at a time: Python 3.12's sum() (Pyodide) compensates float sums, 3.11's does not
+        loss=float(total_fixed(np.array([rk["loss_partial"] for rk in ranks]))),
         G_X=np.concatenate([rk["G_X"] for rk in ranks], axis=1),
         G_gamma=ranks[0]["G_gamma"], G_beta=ranks[0]["G_beta"],          # what rank 0 would step with
         G_W1=np.concatenate([rk["G_W1"] for rk in ranks], axis=1),       # (D, F)
