@@ -16,10 +16,10 @@ The float64 ``*_fixed`` kernels do the same for the pages that print a measured 
 error (attention, transformer layer, sequence parallelism): that error is rounding noise
 (1e−16 … 1e−14), so its digits are whatever the summation order and the math library
 made them, and they differed between the build (OpenBLAS, x86 SIMD ``exp``/``tanh``) and
-the browser (plain loops, musl; and Python 3.12's compensated ``sum()``) in 51 of 134
-results measured.  Built from IEEE
-operations only (+ − × ÷, ``rint``, ``ldexp``: each exactly rounded), they give the same
-bits in CPython and Pyodide, so the page can print the measured error itself.
+the browser (plain loops, musl libm, Python 3.12's compensated ``sum()``) in 51 of 134
+results measured.  Built from IEEE operations only (+ − × ÷, ``rint``, ``ldexp``: each
+exactly rounded), they give the same bits in CPython and Pyodide, so the page can print
+the measured error itself.
 
 Letters: a (…, M, K) @ b (…, K, N) → (…, M, N); leading axes broadcast (rank stacks).
 """
