@@ -237,3 +237,21 @@ def test_message_files_parse_and_match_the_build_rule():
         tomllib.loads(path.read_text(encoding="utf-8"))
     assert set(i18n.languages()) == {p.name for p in (ROOT / "content").iterdir()
                                      if p.is_dir() and p.name not in ("i18n", "demos")}
+
+
+def test_a_latin_term_and_its_full_width_gloss_are_joined_in_headers_and_captions():
+    """Issue 25 item 4: Chromium may break before a full-width bracket, so «rank（卡）» or
+    «P（每行…）» could lose its gloss to the next line of a table header or caption; the strings of
+    the col, cap and label tables (row headers are labels) join the two with a word joiner
+    (U+2060), as the build does in the h1."""
+    import re
+    from tpsite.content import load_strings
+    loose = re.compile(r"[A-Za-z0-9_)\]}][（【「《]")
+    checked = 0
+    for lang in ("en", "zh"):
+        strings = load_strings(ROOT / "content" / "i18n", lang)[0]
+        for key, text in strings.items():
+            if key.startswith(("col.", "cap.", "label.")):     # headers, captions, row headers
+                checked += 1
+                assert not loose.search(text), (lang, key, text)
+    assert checked > 200

@@ -159,3 +159,29 @@ def test_one_record_per_topic_drives_the_real_runner():
         given = {o.dest for o in topic.options}
         parsed = {a.dest for a in sub.choices[name]._actions} - {"help", "backend", "json"}
         assert parsed == given
+
+
+@pytest.mark.parametrize("lang, ok, bad", [
+    ("en", "<\u00a01e\u221215 (tolerance 7.0e\u221212) \u2713", "3.1e\u22123 (tolerance 7.0e\u221212) \u2717"),
+    ("zh", "<\u00a01e\u221215\uff08\u5bb9\u5dee 7.0e\u221212\uff09\u2713", "3.1e\u22123\uff08\u5bb9\u5dee 7.0e\u221212\uff09\u2717"),
+])
+def test_a_check_line_prints_the_measured_difference_with_the_tolerance_beside_it(lang, ok, bad):
+    """Issue 25 item 5: the real-ranks check printed "< 8e−12 ✓", the tolerance, not the difference."""
+    from tpmath.ranks.output import verdict
+    assert i18n.text(verdict(4.4e-16, 7e-12), lang) == ok
+    assert i18n.text(verdict(3.1e-3, 7e-12), lang) == bad
+
+
+def test_the_check_block_shows_each_measured_error_of_the_core():
+    """Each check line's number is the max |TP − one process| of its result (measured here from the
+    sharded run and a tp = 1 run), whatever its tolerance: with a mistake some are large, some noise."""
+    from tpmath import attention as att
+    p = ranks.plan("attention", {"mistake": "scale-local-width"})
+    _, check = ranks.expected(p)
+    c = p["cfg"]
+    res = att.run_attention(c.tp, c.heads, c.kv_heads, c.seq, c.batch, c.hidden, 0, c.causal, c.mistake)
+    one = att.run_attention(1, c.heads, c.kv_heads, c.seq, c.batch, c.hidden, 0, c.causal)
+    for name, cell in check:
+        key = i18n.text(name).split()[-1]
+        independent = float(np.max(np.abs(np.asarray(getattr(res.sharded, key)) - np.asarray(getattr(one.sharded, key)))))
+        assert i18n.text(cell).startswith(fmt.err(independent) + " "), (key, i18n.text(cell), independent)

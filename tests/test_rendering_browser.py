@@ -346,6 +346,53 @@ def test_chinese_headers_and_titles_break_only_between_words(open_page, width):
     assert checked > 1000
 
 
+WORD_BREAKS = r"""() => {
+    // Table headers (th) and captions: a line may not start inside a word.  A "word" here: two
+    // Latin letters or digits in a row ("Lo/gits"), or a Latin term and the full-width bracket of
+    // its gloss right after it ("rank/（卡）", "P/（每行…）").  Breaks at spaces, punctuation or
+    // between two Chinese words stay allowed (Chinese ones: the test above).
+    const pair = /[A-Za-z0-9_][A-Za-z0-9_]|[A-Za-z0-9_)\]][（【「《]/;
+    const out = [];
+    let checked = 0;
+    const range = document.createRange();
+    for (const el of document.querySelectorAll('main :is(th, caption)')) {
+        if (!el.getClientRects().length) continue;
+        const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        let n;
+        while ((n = walker.nextNode())) {
+            if (n.parentElement.closest('math, svg, table table')) continue;
+            const s = n.data;
+            for (let i = 0; i + 1 < s.length; i++) {
+                let j = i + 1;
+                while (j < s.length && s[j] === '\u2060') j++;      // the joiner itself is invisible
+                if (j >= s.length || !pair.test(s[i] + s[j])) continue;
+                range.setStart(n, i); range.setEnd(n, i + 1);
+                const a = range.getBoundingClientRect();
+                range.setStart(n, j); range.setEnd(n, j + 1);
+                const b = range.getBoundingClientRect();
+                if (!a.height || !b.height) continue;
+                checked++;
+                if (b.top > a.top + a.height / 2) out.push(s.slice(Math.max(0, i - 8), i + 1) + '/' + s.slice(j, j + 8));
+            }
+        }
+    }
+    return {out, checked};
+}"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_table_headers_and_captions_keep_words_whole(open_page, lang, width):
+    """Issue 25 item 4: a Latin word followed by a full-width bracket broke in headers and captions
+    («rank/（卡）»); no header or caption line starts inside a word, in either language."""
+    checked = 0
+    for slug in SLUGS:
+        res = open_page(lang, slug, width).evaluate(WORD_BREAKS)
+        assert not res["out"], f"{lang}/{slug} at {width} px: {res['out'][:8]}"
+        checked += res["checked"]
+    assert checked > 1000
+
+
 # ---------------------------------------------------------------- the operators' bars
 
 BAR_BOXES = """() => [...document.querySelectorAll('main mover')].filter(m =>

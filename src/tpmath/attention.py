@@ -61,6 +61,7 @@ import numpy as np
 
 from .collectives import reduce_all
 from .errors import TPMathError
+from .kernels import exp_fixed, matmul_fixed as mm, total_fixed  # same bits in CPython and Pyodide
 from .i18n import Text, option
 from .record import fields_of
 from .validate import as_choice, as_flag, as_int
@@ -283,11 +284,11 @@ def example_inputs(seed: Any, cfg: Config) -> dict[str, np.ndarray]:
 
 def matmul_op(x: np.ndarray, W: np.ndarray):
     """y = x W over the last axis: x (…, I), W (I, O) -> (…, O)."""
-    y = x @ W
+    y = mm(x, W)
 
     def back(g):                                              # g (…, O)
-        G_x = g @ W.T                                         # (…, I)
-        G_W = x.reshape(-1, x.shape[-1]).T @ g.reshape(-1, g.shape[-1])   # (I, O): every row adds
+        G_x = mm(g, W.T)                                        # (…, I)
+        G_W = mm(x.reshape(-1, x.shape[-1]).T, g.reshape(-1, g.shape[-1]))   # (I, O): every row adds
         return G_x, G_W
     return y, back
 
@@ -325,11 +326,11 @@ def repeat_kv_op(kv: np.ndarray, heads: int):
 
 def scores_op(q: np.ndarray, k: np.ndarray, scale: float):
     """A = q kᵀ · scale: (B, n, S, E), (B, n, S, E) -> (B, n, S, S)."""
-    a = (q @ k.swapaxes(-1, -2)) * scale
+    a = mm(q, k.swapaxes(-1, -2)) * scale
 
     def back(g):
         g = g * scale
-        return g @ k, g.swapaxes(-1, -2) @ q                  # G_q, G_k (B, n, S, E)
+        return mm(g, k), mm(g.swapaxes(-1, -2), q)                 # G_q, G_k (B, n, S, E)
     return a, back
 
 
@@ -337,7 +338,7 @@ def softmax_op(a: np.ndarray, causal: bool):
     """P = softmax(A) along the keys; causal: key j > query i has A = −∞, so P = 0."""
     if causal:
         a = np.where(np.tri(a.shape[-1], dtype=bool), a, -np.inf)   # row i keeps keys 0..i
-    e = np.exp(a - a.max(axis=-1, keepdims=True))              # the diagonal keeps every row finite
+    e = exp_fixed(a - a.max(axis=-1, keepdims=True))              # the diagonal keeps every row finite
     p = e / e.sum(axis=-1, keepdims=True)
 
     def back(g):
@@ -348,10 +349,10 @@ def softmax_op(a: np.ndarray, causal: bool):
 
 def weighted_sum_op(p: np.ndarray, v: np.ndarray):
     """O = P V: (B, n, S, S), (B, n, S, E) -> (B, n, S, E)."""
-    o = p @ v
+    o = mm(p, v)
 
     def back(g):
-        return g @ v.swapaxes(-1, -2), p.swapaxes(-1, -2) @ g   # G_p, G_v
+        return mm(g, v.swapaxes(-1, -2)), mm(p.swapaxes(-1, -2), g)  # G_p, G_v
     return o, back
 
 
@@ -406,7 +407,7 @@ def reference_attention(inputs: dict, heads: int, kv_heads: int, causal: bool) -
     E = inputs["W_q"].shape[1] // heads
     values, back = attention_forward(X, *(inputs[w] for w in WEIGHTS), heads, kv_heads, 1 / math.sqrt(E), causal)
     grads = back(G)
-    return AttentionOutputs(Y=values["Y"], loss=np.sum(values["Y"] * G), **{k: grads[k] for k in RESULT_KEYS[2:]})
+    return AttentionOutputs(Y=values["Y"], loss=total_fixed(values["Y"] * G), **{k: grads[k] for k in RESULT_KEYS[2:]})
 
 
 # ---------------------------------------------------------------------- communication
@@ -536,7 +537,7 @@ def sharded_attention(inputs: dict, cfg: Config) -> dict:
     for r, ((q, kv), (vals, _), g) in enumerate(zip(heads, runs, grads)):
         rec = {"rank": r, "q_heads": q, "kv_heads": kv, **shards[r], "X_in": X_in[r],
                **{k: vals[k] for k in ("Q", "K", "V", "scores", "probs", "context")},
-               "Y_partial": vals["Y"], "Y": Y[r], "loss": np.sum(Y[r] * G), "G_Y": G_Y[r],
+               "Y_partial": vals["Y"], "Y": Y[r], "loss": total_fixed(Y[r] * G), "G_Y": G_Y[r],
                **{k: g[k] for k in ("G_context", "G_probs", "G_scores", "G_Q", "G_K", "G_V", "G_W_q", "G_W_o")},
                "G_W_k_partial": g["G_W_k"], "G_W_v_partial": g["G_W_v"], "G_W_k": G_W_k[r], "G_W_v": G_W_v[r],
                "G_X_partial": g["G_X"], "G_X": G_X[r]}

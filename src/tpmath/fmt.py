@@ -96,25 +96,6 @@ def within(x: Any, tol: float) -> str:
     return f"<\u00a0{mant}e{exp}".replace("-", MINUS)
 
 
-# Rounding noise of a float64 result: at most a few dozen units in the last place of its largest
-# value (12 were measured over every setting of the attention, layer and SP demos), and its digits
-# differ between CPython and WebAssembly (BLAS vs plain loops: another summation order).
-NOISE_ULPS = 64
-EPS64 = 2.220446049250313e-16
-
-
-def noise_floor(scale: Any) -> float:
-    """The largest rounding noise of a float64 result whose values reach |scale| (at least 1)."""
-    return NOISE_ULPS * EPS64 * max(1.0, abs(float(scale)))
-
-
-def measured(x: Any, scale: Any) -> str:
-    """A measured error of a result whose values reach |scale|: its two digits once it is more
-    than rounding noise, else "< the noise floor" (one significant digit, rounded up), the same
-    in CPython and in Pyodide.  Not the check's tolerance: that one has its own column."""
-    return within(x, noise_floor(scale))
-
-
 def vec(v: Any, decimals: int = 4) -> str:
     """A 1-D array as ``[a, b, c]``."""
     return "[" + ", ".join(num(x, decimals) for x in np.asarray(v).ravel()) + "]"

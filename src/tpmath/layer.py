@@ -39,6 +39,7 @@ import numpy as np
 
 from . import attention as att
 from .attention import F_OP, G_OP, AttentionComm, Config, attention_forward, matmul_op
+from .kernels import tanh_fixed, total_fixed  # same bits in CPython and Pyodide (the measured errors shown)
 from .validate import as_int, check_divides
 
 LN_EPS = 1e-5                  # torch.nn.LayerNorm's default
@@ -176,7 +177,7 @@ def layer_norm_op(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float
 
 def gelu_op(z: np.ndarray):
     """GeLU, tanh approximation: ½ z (1 + tanh(√(2/π) (z + 0.044715 z³)))."""
-    t = np.tanh(GELU_C * (z + 0.044715 * z ** 3))
+    t = tanh_fixed(GELU_C * (z + 0.044715 * (z * z * z)))
     y = 0.5 * z * (1.0 + t)
 
     def back(g):
@@ -246,7 +247,7 @@ def reference_layer(p: dict, heads: int, kv_heads: int, causal: bool) -> LayerOu
     G_Yatt, G_b_o = b_bo(G_H1)
     ga = b_at(G_Yatt)
     G_X_ln, G_gamma1, G_beta1 = b_ln1(ga["G_X"])
-    return LayerOutputs(Y=Y, loss=np.sum(Y * G), G_X=G_H1 + G_X_ln, G_gamma1=G_gamma1, G_beta1=G_beta1,
+    return LayerOutputs(Y=Y, loss=total_fixed(Y * G), G_X=G_H1 + G_X_ln, G_gamma1=G_gamma1, G_beta1=G_beta1,
                         G_W_q=ga["G_W_q"], G_W_k=ga["G_W_k"], G_W_v=ga["G_W_v"], G_W_o=ga["G_W_o"],
                         G_b_o=G_b_o, G_gamma2=G_gamma2, G_beta2=G_beta2, G_W1=G_W1, G_b1=G_b1,
                         G_W2=G_W2, G_b2=G_b2)
@@ -312,7 +313,7 @@ def sharded_layer(p: dict, cfg: Config, F: int) -> dict:
         rec = {"rank": r, "q_heads": q, "kv_heads": kv, "ffn_cols": [r * Fr, (r + 1) * Fr],
                **sh[r], "W1": W1[r], "b1": b1[r], "W2": W2[r],
                "A1": A1[r], "Y_attn_partial": at[r][0]["Y"], "H1": H1[r], "A2": A2[r], "Z": zb[r][0],
-               "M": m[r][0], "Y_mlp_partial": y2[r][0], "Y": Y[r], "loss": np.sum(Y[r] * G),
+               "M": m[r][0], "Y_mlp_partial": y2[r][0], "Y": Y[r], "loss": total_fixed(Y[r] * G),
                "G_W_q": ga[r]["G_W_q"], "G_W_o": ga[r]["G_W_o"], "G_W_k": G_W_k[r], "G_W_v": G_W_v[r],
                "G_W1": g_z[r][1], "G_b1": g_b1[r][1], "G_W2": g_y2[r][1],
                "G_A2_partial": g_z[r][0], "G_A1_partial": ga[r]["G_X"], "G_X": G_X[r],

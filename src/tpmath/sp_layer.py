@@ -71,6 +71,7 @@ import numpy as np
 
 from .collectives import REGISTRY, reduce_all
 from .errors import TPMathError
+from .kernels import matmul_fixed as mm, tanh_fixed, total_fixed  # same bits in CPython and Pyodide
 from .validate import as_choice, as_float, as_int, check_divides
 from .i18n import option
 
@@ -306,24 +307,29 @@ def layer_norm_backward(gy: np.ndarray, cache: dict, gamma: np.ndarray) -> tuple
     return gx, (gy * xhat).sum(axis=lead), gy.sum(axis=lead)
 
 
+def _tokens(x: np.ndarray) -> np.ndarray:
+    """(B, S, n) as (B·S, n): a weight gradient sums over every token of every sequence."""
+    return x.reshape(-1, x.shape[-1])
+
+
 def mlp_forward(A: np.ndarray, W1: np.ndarray, W2: np.ndarray, keep_h: np.ndarray | None, p: float) -> dict:
     """The TP region on one rank (or on one device with the full weights)."""
-    Z = A @ W1                      # (B, S, F/T)  column parallel: every token, own columns
-    H = np.tanh(Z)                  # (B, S, F/T)  elementwise: stays local
+    Z = mm(A, W1)                   # (B, S, F/T)  column parallel: every token, own columns
+    H = tanh_fixed(Z)               # (B, S, F/T)  elementwise: stays local
     Hd = apply_dropout(H, keep_h, p)
-    O = Hd @ W2                     # (B, S, D)    row parallel: partial sum over own F/T
+    O = mm(Hd, W2)                  # (B, S, D)    row parallel: partial sum over own F/T
     return {"Z": Z, "H": H, "Hd": Hd, "O_partial": O}
 
 
 def mlp_backward(A: np.ndarray, W1: np.ndarray, W2: np.ndarray, fwd: dict, G_O: np.ndarray,
                  keep_h: np.ndarray | None, p: float) -> dict:
     """Backward of :func:`mlp_forward` from the full dL/dO (B, S, D)."""
-    G_Hd = G_O @ W2.T                                   # (B, S, F/T)
-    G_W2 = np.einsum("bsf,bsd->fd", fwd["Hd"], G_O)     # (F/T, D) own rows, complete locally
+    G_Hd = mm(G_O, W2.T)                                # (B, S, F/T)
+    G_W2 = mm(_tokens(fwd["Hd"]).T, _tokens(G_O))   # (F/T, D) own rows, complete locally
     G_H = apply_dropout(G_Hd, keep_h, p)                # same mask, same scale
     G_Z = G_H * (1.0 - fwd["H"] ** 2)                   # tanh' = 1 − H²
-    G_W1 = np.einsum("bsd,bsf->df", A, G_Z)             # (D, F/T) own columns, complete locally
-    G_A = G_Z @ W1.T                                    # (B, S, D) partial: a sum over ranks completes it
+    G_W1 = mm(_tokens(A).T, _tokens(G_Z))           # (D, F/T) own columns, complete locally
+    G_A = mm(G_Z, W1.T)                                 # (B, S, D) partial: a sum over ranks completes it
     return {"G_Hd": G_Hd, "G_H": G_H, "G_Z": G_Z, "G_W1": G_W1, "G_W2": G_W2, "G_A_partial": G_A}
 
 
@@ -367,7 +373,7 @@ def reference_block(inp: dict, masks: dict, p: float) -> SpOutputs:
     Y = X + apply_dropout(f["O_partial"], masks["O"], p)                # (B, S, D)
     b = mlp_backward(A, W1, W2, f, apply_dropout(G, masks["O"], p), masks["H"], p)
     G_X_ln, G_gamma, G_beta = layer_norm_backward(b["G_A_partial"], ln, gamma)
-    return SpOutputs(Y=Y, loss=float(np.sum(Y * G)), G_X=G + G_X_ln, G_gamma=G_gamma, G_beta=G_beta,
+    return SpOutputs(Y=Y, loss=float(total_fixed(Y * G)), G_X=G + G_X_ln, G_gamma=G_gamma, G_beta=G_beta,
                      G_W1=b["G_W1"], G_W2=b["G_W2"])
 
 
@@ -422,7 +428,7 @@ def sharded_block(inp: dict, o: dict) -> tuple[list[SpRank], SpOutputs, list[SpC
     for rk, O in zip(ranks, reduce_scatter_seq([rk["O_partial"] for rk in ranks])):   # ḡ: ReduceScatter
         rk["O"] = O                                                     # (B, Sl, D)
         rk["Y"] = rk["X"] + apply_dropout(O, rk["keep_O"], p)           # (B, Sl, D) dropout + residual, local
-        rk["loss_partial"] = float(np.sum(rk["Y"] * rk["G_Y"]))
+        rk["loss_partial"] = float(total_fixed(rk["Y"] * rk["G_Y"]))
     # ---- backward (the collectives swap: ḡ's backward gathers, g's backward reduce-scatters)
     G_O_full = all_gather_seq([apply_dropout(rk["G_Y"], rk["keep_O"], p) for rk in ranks])   # (B, S, D) ḡ'
     if o["backward_input"] == "regather":     # Megatron kept only A_r: gather it again for G_W1
@@ -444,7 +450,8 @@ def sharded_block(inp: dict, o: dict) -> tuple[list[SpRank], SpOutputs, list[SpC
             rk["G_gamma"], rk["G_beta"] = G_gamma, G_beta
     assembled = SpOutputs(
         Y=np.concatenate([rk["Y"] for rk in ranks], axis=1),             # (B, S, D) only to compare
-        loss=float(sum(rk["loss_partial"] for rk in ranks)),
+        # in rank order, one add at a time: Python 3.12's sum() (Pyodide) compensates float sums, 3.11's does not
+        loss=float(total_fixed(np.array([rk["loss_partial"] for rk in ranks]))),
         G_X=np.concatenate([rk["G_X"] for rk in ranks], axis=1),
         G_gamma=ranks[0]["G_gamma"], G_beta=ranks[0]["G_beta"],          # what rank 0 would step with
         G_W1=np.concatenate([rk["G_W1"] for rk in ranks], axis=1),       # (D, F)
@@ -501,7 +508,7 @@ def plain_tp_block(inp: dict, o: dict, masks: dict) -> dict:
     G_X_ln, G_gamma, G_beta = layer_norm_backward(G_A, ln, gamma)      # full on every rank: no reduce
     n = B * S * D
     return {
-        "Y": Y, "loss": float(np.sum(Y * G)), "G_X": G + G_X_ln, "G_gamma": G_gamma, "G_beta": G_beta,
+        "Y": Y, "loss": float(total_fixed(Y * G)), "G_X": G + G_X_ln, "G_gamma": G_gamma, "G_beta": G_beta,
         "G_W1": np.concatenate([b["G_W1"] for b in bw], axis=1), "G_W2": np.concatenate([b["G_W2"] for b in bw]),
         "comm": [SpComm(phase="forward", collective="all-reduce", elements=n, operator="f̄", tensor="O"),
                  SpComm(phase="backward", collective="all-reduce", elements=n, operator="f", tensor="G_A")],

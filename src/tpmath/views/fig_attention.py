@@ -31,11 +31,11 @@ HEAT = 16.0          # a cell of a probability heat grid (S × S, up to 6 × 6)
 HEAT_Y = 12.0        # a cell of an output / gradient heat grid (S × D, up to 6 × 16)
 
 
-def _err_line(err: float, tol: float, ref: np.ndarray):
+def _err_line(err: float, tol: float):
     """“= reference · err …” or the warning “≠ reference · err …” under a result."""
     if err <= tol:
-        return label("fig.matches_ref", err=fmt.measured(err, np.max(np.abs(ref)))), "dimtext"
-    return label("fig.att_off_ref", err=fmt.measured(err, np.max(np.abs(ref)))), "a-warn"
+        return label("fig.matches_ref", err=fmt.err(err)), "dimtext"
+    return label("fig.att_off_ref", err=fmt.err(err)), "a-warn"
 
 
 # ------------------------------------------------------------------------------ head map
@@ -141,7 +141,7 @@ def _leave_row(res: att.AttentionResult, cfg: att.Config, yscale: float) -> list
     Y, ref = res.sharded.Y, res.reference.Y
     err, tol = res.max_abs_err["Y"], res.tolerances["Y"]
     bad = np.abs(rows2(Y) - rows2(ref)) > tol
-    line, cls = _err_line(err, tol, ref)
+    line, cls = _err_line(err, tol)
     y = heat_panel(Y, label("fig.every_rank", name="Y"), None, "Y", HEAT_Y, yscale,
                    bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=150)
     return [box, arrow_panel(None, w=30, h=44), y]
@@ -218,7 +218,7 @@ def _gx_merge(res: att.AttentionResult, cfg: att.Config, swapped: bool, gscale: 
     GX, ref = res.sharded.G_X, res.reference.G_X
     err, tol = res.max_abs_err["G_X"], res.tolerances["G_X"]
     bad = np.abs(rows2(GX) - rows2(ref)) > tol
-    line, cls = _err_line(err, tol, ref)
+    line, cls = _err_line(err, tol)
     return [box, arrow_panel(None, w=30, h=44),
             heat_panel(GX, label("fig.every_rank", name="G_X"), None, "G_X", HEAT_Y, gscale,
                        bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=150)]
@@ -234,7 +234,7 @@ def _kv_merge(res: att.AttentionResult, cfg: att.Config, kscale: float) -> list[
     GK, ref = res.sharded.G_W_k, res.reference.G_W_k
     err, tol = res.max_abs_err["G_W_k"], res.tolerances["G_W_k"]
     bad = np.abs(GK - ref).T > tol
-    line, cls = _err_line(err, tol, ref)
+    line, cls = _err_line(err, tol)
     spread = res.replica_spread["G_W_k"]
     panels = [box, arrow_panel(None, w=30, h=44),
               heat_panel(np.asarray(GK).T, label("fig.att_gwk"), None, "G_W_k", HEAT_Y, kscale,

@@ -360,8 +360,7 @@ def figure_ln(res: core.SpLayerResult) -> dict:
             ref = res.reference
             err = max(float(np.max(np.abs(getattr(res.sharded, k) - getattr(ref, k)))) for k in ("G_gamma", "G_beta"))
             tol = min(res.tolerances[k] for k in ("G_gamma", "G_beta"))
-            top = max(float(np.max(np.abs(getattr(ref, k)))) for k in ("G_gamma", "G_beta"))
-            check_text = label("fig.matches_ref" if err <= tol else "fig.sp_off_ref", err=fmt.measured(err, top))
+            check_text = label("fig.matches_ref" if err <= tol else "fig.sp_off_ref", err=fmt.err(err))
             out.append([box, arrow_panel(None, w=30, h=2 * CELL_H + 18),
                         matrix_panel(res.sharded.G_gamma, label("fig.every_rank", name="G_γ"),
                                      None, "G_gamma", scale, shape=check_text),
