@@ -76,10 +76,10 @@ class _Timer:
 
 # ---------------------------------------------------------------- phases
 
-def prepare_pages(content: Content) -> dict[tuple[str, str], Prepared]:
-    """Cut shortcodes and formulas out of every page, convert the formulas."""
+def prepare_pages(content: Content, keys=None) -> dict[tuple[str, str], Prepared]:
+    """Cut shortcodes and formulas out of every page (or of the pages ``keys``), convert the formulas."""
     out = {}
-    for key in sorted(content.pages):
+    for key in sorted(content.pages if keys is None else keys):
         page = content.pages[key]
         text, shortcodes = markdown_ext.extract_shortcodes(page.body, page.path, page.body_line)
         text, formulas = mathml.extract(text, page.path, page.body_line)
@@ -242,9 +242,10 @@ def _restore_toc(tokens: list[dict], mathml_list: list[str]) -> list[dict]:
              "children": _restore_toc(tok["children"], mathml_list)} for tok in tokens]
 
 
-def convert_markdown(content: Content, prepared: dict) -> None:
-    """Markdown -> HTML; heading ids must be equal across translations."""
-    for key in sorted(prepared):
+def convert_markdown(content: Content, prepared: dict, keys=None) -> None:
+    """Markdown -> HTML (of the pages ``keys``, default all); heading ids must be equal across
+    translations."""
+    for key in sorted(prepared if keys is None else keys):
         prep = prepared[key]
         t = content.strings[prep.page.lang]
         labels = {"permalink": t.get("site.permalink_named", "{heading}"), "cite": t.get("site.cite", "[{n}]")}
@@ -473,10 +474,23 @@ def swap_into(tmp: Path, out: Path) -> None:
 
 # ---------------------------------------------------------------- entry point
 
+@dataclass
+class Built:
+    """What :func:`rebuild_pages` (``--watch``) reuses of the last full build."""
+
+    content: Content
+    prepared: dict
+    env: object
+    results: dict
+    out: Path
+    page_args: tuple       # render_site's arguments after ``out``
+
+
 def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None,
           templates_dir: str | Path | None = None, runtime: str = "local",
-          quiet: bool = True, base_url: str | None = None) -> dict:
-    """Build the whole site into ``out_dir``; return per-phase timings (seconds) and counts.
+          quiet: bool = True, base_url: str | None = None, keep: bool = False) -> dict:
+    """Build the whole site into ``out_dir``; return per-phase timings (seconds) and counts
+    (``keep``: and ``"built"``, a :class:`Built` for :func:`rebuild_pages`).
 
     Everything is written into a temporary sibling directory first; only a complete
     build replaces ``out_dir`` (a failed build leaves the previous site untouched).
@@ -518,10 +532,10 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
         with timer.phase("publish"):
             previews = publish_assets(content, prepared, tmp, templates)
         with timer.phase("render"):
+            page_args = ({"pyodide": base, "wheel": wheel_url, "sizes": runtime_sizes, "snapshot": snapshot,
+                          "strings": strings_paths}, csp_header(csp_extra), site, previews)
             try:
-                n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel_url, "sizes": runtime_sizes,
-                                                                "snapshot": snapshot, "strings": strings_paths},
-                                     csp_header(csp_extra), site, previews)
+                n_html = render_site(content, prepared, env, tmp, *page_args)
             except jinja2.TemplateError as err:
                 raise template_error(err, templates) from err
         with timer.phase("publish"):
@@ -540,6 +554,8 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
              "results": results_report}
     result = {"timings": {k: round(v, 4) for k, v in timer.times.items()}, **stats,
               "out": str(out)}
+    if keep:
+        result["built"] = Built(content, prepared, env, results, out, page_args)
     if not quiet:
         if site.base is None:
             print(publish.NO_BASE_NOTE)
@@ -548,3 +564,30 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
               f"{display_path(out)} in {total:.2f} s (" +
               ", ".join(f"{k} {v:.2f}" for k, v in timer.times.items()) + ")")
     return result
+
+
+def _demos(prep: Prepared) -> list:
+    """What a page's blocks are computed from (its shortcodes, without their line numbers)."""
+    return [(sc.kind, sc.name, sc.controls) for sc in prep.shortcodes]
+
+
+def rebuild_pages(built: Built) -> list[tuple[str, str]] | None:
+    """After an edit to pages' Markdown: those pages again (every page's HTML rewritten in
+    place: a title is in every page's navigation); returns the (lang, slug) of the pages that
+    changed.  None: the edit changed more than text and formulas (a page added or removed, a
+    demo's shortcode: results files and preview images depend on them): build everything.
+    A BuildError leaves ``built`` and the served site as they were."""
+    content = content_mod.load_content(built.content.root)
+    if set(content.pages) != set(built.content.pages) or content.strings != built.content.strings:
+        return None
+    keys = [k for k, page in content.pages.items()
+            if (page.meta, page.body) != (built.content.pages[k].meta, built.content.pages[k].body)]
+    fresh = prepare_pages(content, keys)
+    if any(_demos(fresh[k]) != _demos(built.prepared[k]) for k in keys):
+        return None
+    compute_blocks(content, fresh, built.env, ROOT / "src", built.results)
+    prepared = {**built.prepared, **fresh}
+    convert_markdown(content, prepared, keys)
+    render_site(content, prepared, built.env, built.out, *built.page_args)
+    built.content, built.prepared = content, prepared
+    return keys
