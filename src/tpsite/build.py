@@ -76,17 +76,21 @@ class _Timer:
 
 # ---------------------------------------------------------------- phases
 
-def prepare_pages(content: Content, keys=None) -> dict[tuple[str, str], Prepared]:
-    """Cut shortcodes and formulas out of every page (or of the pages ``keys``), convert the formulas."""
-    out = {}
-    for key in sorted(content.pages if keys is None else keys):
-        page = content.pages[key]
-        text, shortcodes = markdown_ext.extract_shortcodes(page.body, page.path, page.body_line)
-        text, formulas = mathml.extract(text, page.path, page.body_line)
-        prep = Prepared(page=page, text=text, formulas=formulas, shortcodes=shortcodes)
-        prep.mathml = mathml.convert_all(formulas, page.path)
-        out[key] = prep
-    return out
+def prepare_pages(content: Content) -> dict[tuple[str, str], Prepared]:
+    """Cut shortcodes and formulas out of every page, convert the formulas."""
+    return {key: prepare_page(content.pages[key]) for key in sorted(content.pages)}
+
+
+def prepare_page(page: Page, known: dict | None = None) -> Prepared:
+    """One page's shortcodes and formulas cut out, the formulas converted (``known``: MathML
+    already made, by (latex, display))."""
+    text, shortcodes = markdown_ext.extract_shortcodes(page.body, page.path, page.body_line)
+    text, formulas = mathml.extract(text, page.path, page.body_line)
+    known = known or {}
+    new = [f for f in formulas if (f.latex, f.display) not in known]
+    known = {**known, **dict(zip(((f.latex, f.display) for f in new), mathml.convert_all(new, page.path)))}
+    return Prepared(page=page, text=text, formulas=formulas, shortcodes=shortcodes,
+                    mathml=[known[(f.latex, f.display)] for f in formulas])
 
 
 def _views_module():
@@ -582,10 +586,14 @@ def rebuild_pages(built: Built) -> list[tuple[str, str]] | None:
         return None
     keys = [k for k, page in content.pages.items()
             if (page.meta, page.body) != (built.content.pages[k].meta, built.content.pages[k].body)]
-    fresh = prepare_pages(content, keys)
-    if any(_demos(fresh[k]) != _demos(built.prepared[k]) for k in keys):
-        return None
-    compute_blocks(content, fresh, built.env, ROOT / "src", built.results)
+    fresh = {}
+    for k in keys:
+        old = built.prepared[k]
+        fresh[k] = prepare_page(content.pages[k], {(f.latex, f.display): m for f, m in zip(old.formulas, old.mathml)})
+        if _demos(fresh[k]) != _demos(old):
+            return None
+        # The same shortcodes, strings, templates and views: the same demo blocks and figures.
+        fresh[k].blocks, fresh[k].figures = old.blocks, old.figures
     prepared = {**built.prepared, **fresh}
     convert_markdown(content, prepared, keys)
     render_site(content, prepared, built.env, built.out, *built.page_args)

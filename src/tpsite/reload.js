@@ -5,7 +5,7 @@
   const sent = document.currentScript.dataset.version;
   const poll = () => fetch("/__watch__/version", { cache: "no-store" })
     .then((resp) => (resp.ok ? resp.text() : sent))
-    .then((version) => { if (version !== sent) location.reload(); else setTimeout(poll, 200); })
+    .then((version) => { if (version !== sent) location.reload(); else setTimeout(poll, 100); })
     .catch(() => setTimeout(poll, 1000));     // the server restarting: try again
   poll();
 })();

@@ -179,7 +179,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         super().end_headers()
 
     def log_message(self, fmt: str, *args) -> None:
-        if self.server.verbose and not self.path.startswith(WATCH_VERSION):   # polled 5 times a second
+        if self.server.verbose and not self.path.startswith(WATCH_VERSION):   # polled 10 times a second
             super().log_message(fmt, *args)
 
 

@@ -1,6 +1,6 @@
 """``python build.py --serve --watch``: rebuild on save, reload the open page.
 
-Every 0.2 s the modification times of content/, templates/ and src/tpmath/ are compared
+Every 0.1 s the modification times of content/, templates/ and src/tpmath/ are compared
 (standard library only).  An edit to pages' Markdown renders those pages again in place
 (:func:`tpsite.build.rebuild_pages`, well under a second); anything else (templates, strings,
 Python demos, views, the core) is a full build, with tpmath imported afresh.  A failed build
@@ -22,7 +22,7 @@ from . import serve
 from .build import ROOT, build, rebuild_pages
 from .errors import BuildError
 
-POLL_S = 0.2
+POLL_S = 0.1
 
 
 def snapshot(roots) -> dict[str, tuple[int, int]]:
