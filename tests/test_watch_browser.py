@@ -160,11 +160,16 @@ def _step(w: Watcher, capsys) -> str:
 
 
 def test_a_page_edit_renders_that_page_in_place(watcher, capsys):
+    """The page again, and every file as a full build of the edited content writes it (a new
+    formula's character is in the math font's subset too)."""
     capsys.readouterr()
-    _append(watcher.tmp / "content" / "zh" / "index.md", "\n\n新加的一句。\n")
+    _append(watcher.tmp / "content" / "zh" / "index.md", "\n\n新加的一句：$\\aleph_0$。\n")
     out = _step(watcher, capsys)
     assert "rebuilt zh/index in" in out
-    assert "新加的一句。" in (watcher.tmp / "site" / "zh" / "index.html").read_text(encoding="utf-8")
+    assert "新加的一句" in (watcher.tmp / "site" / "zh" / "index.html").read_text(encoding="utf-8")
+    build(watcher.tmp / "plain", content_dir=watcher.tmp / "content", templates_dir=watcher.tmp / "templates",
+          runtime="none")
+    assert tree_hashes(watcher.tmp / "site") == tree_hashes(watcher.tmp / "plain")
 
 
 def test_a_template_edit_builds_everything(watcher, capsys):
@@ -187,3 +192,21 @@ def test_a_string_edit_builds_everything(watcher, capsys):
     out = _step(watcher, capsys)
     assert re.search(r"built \d+ pages", out)
     assert "Edited site title" in (watcher.tmp / "site" / "en" / "index.html").read_text(encoding="utf-8")
+
+
+def test_a_new_demo_on_a_page_builds_everything(watcher, capsys):
+    """A shortcode changes what the results files and preview images hold: not a page-only edit."""
+    capsys.readouterr()
+    _append(watcher.tmp / "content" / "en" / "index.md", "\n\n{{demo mlp}}\n")
+    _append(watcher.tmp / "content" / "zh" / "index.md", "\n\n{{demo mlp}}\n")
+    out = _step(watcher, capsys)
+    assert re.search(r"built \d+ pages", out) and "rebuilt" not in out
+    assert 'data-section="mlp"' in (watcher.tmp / "site" / "en" / "index.html").read_text(encoding="utf-8")
+
+
+def test_a_python_demo_edit_runs_it_again(watcher, capsys):
+    capsys.readouterr()
+    (watcher.tmp / "content" / "demos" / "hello.py").write_text('print("edited demo says", 6 * 7)\n', encoding="utf-8")
+    out = _step(watcher, capsys)
+    assert re.search(r"built \d+ pages", out)
+    assert "edited demo says 42" in (watcher.tmp / "site" / "en" / "index.html").read_text(encoding="utf-8")

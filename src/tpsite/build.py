@@ -597,5 +597,6 @@ def rebuild_pages(built: Built) -> list[tuple[str, str]] | None:
     prepared = {**built.prepared, **fresh}
     convert_markdown(content, prepared, keys)
     render_site(content, prepared, built.env, built.out, *built.page_args)
+    fonts.install_math_font(built.out)      # a formula may use a character the subset lacks
     built.content, built.prepared = content, prepared
     return keys
