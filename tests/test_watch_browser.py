@@ -141,7 +141,7 @@ def test_the_built_files_are_those_of_a_build_without_watch(watching, tmp_path):
 
 @pytest.fixture
 def watcher(tmp_path):
-    content = make_content(tmp_path / "content")
+    content = make_content(tmp_path / "content", strings_from_repo=True)    # the strings of any demo
     templates = tmp_path / "templates"
     shutil.copytree(ROOT / "templates", templates)
     w = Watcher(str(tmp_path / "site"), str(content), str(templates), runtime="none")
