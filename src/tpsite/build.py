@@ -463,8 +463,9 @@ def publish_assets(content: Content, prepared: dict, out: Path, templates: Path)
 
 def swap_into(tmp: Path, out: Path) -> None:
     """Replace ``out`` by the finished ``tmp`` directory (same file system): two renames, so
-    ``out`` is missing for ~10 µs (measured: median 10, max 20; a request then gets a 404; ``--watch`` reloads a page only
-    after the swap, and the published site is uploaded, not swapped)."""
+    ``out`` is missing for ~10 µs (benchmarks/RESULTS.md; a request then gets a 404), which the
+    dev server can afford: ``--watch`` reloads a page only after the swap, and the published
+    site is uploaded, never swapped."""
     if out.is_symlink() or out.is_file():
         raise BuildError("output path exists and is not a directory", out)
     if not out.exists():
@@ -582,7 +583,8 @@ def rebuild_pages(built: Built) -> list[tuple[str, str]] | None:
     demo's shortcode: results files and preview images depend on them): build everything.
     A BuildError leaves ``built`` and the served site as they were."""
     content = content_mod.load_content(built.content.root)
-    if set(content.pages) != set(built.content.pages) or content.strings != built.content.strings:
+    if (set(content.pages) != set(built.content.pages) or content.slugs() != built.content.slugs()
+            or content.strings != built.content.strings):    # the sitemap, the shared preview images
         return None
     keys = [k for k, page in content.pages.items()
             if (page.meta, page.body) != (built.content.pages[k].meta, built.content.pages[k].body)]
