@@ -4,7 +4,7 @@ Pipeline (see :mod:`tpsite.build`): read every content file and string table
 (:mod:`tpsite.content`), convert all formulas to MathML (:mod:`tpsite.mathml`),
 compute every demo through the same view functions the browser runs
 (:mod:`tpmath.views`), turn Markdown into HTML (:mod:`tpsite.markdown_ext`), render
-Jinja templates (:mod:`tpsite.render`) and swap the result into ``site/`` atomically.
+Jinja templates (:mod:`tpsite.render`) and swap the result into ``site/``.
 """
 
 from .errors import BuildError

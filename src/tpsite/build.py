@@ -1,4 +1,4 @@
-"""Build the site: read everything, then render, then swap into ``site/`` atomically.
+"""Build the site: read everything, then render, then swap into ``site/``.
 
 Phases (timed; :func:`build` returns the timings for benchmarks):
 
@@ -18,7 +18,6 @@ Output (deterministic: sorted iteration, no timestamps)::
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import hashlib
 import importlib
@@ -79,15 +78,19 @@ class _Timer:
 
 def prepare_pages(content: Content) -> dict[tuple[str, str], Prepared]:
     """Cut shortcodes and formulas out of every page, convert the formulas."""
-    out = {}
-    for key in sorted(content.pages):
-        page = content.pages[key]
-        text, shortcodes = markdown_ext.extract_shortcodes(page.body, page.path, page.body_line)
-        text, formulas = mathml.extract(text, page.path, page.body_line)
-        prep = Prepared(page=page, text=text, formulas=formulas, shortcodes=shortcodes)
-        prep.mathml = mathml.convert_all(formulas, page.path)
-        out[key] = prep
-    return out
+    return {key: prepare_page(content.pages[key]) for key in sorted(content.pages)}
+
+
+def prepare_page(page: Page, known: dict | None = None) -> Prepared:
+    """One page's shortcodes and formulas cut out, the formulas converted (``known``: MathML
+    already made, by (latex, display))."""
+    text, shortcodes = markdown_ext.extract_shortcodes(page.body, page.path, page.body_line)
+    text, formulas = mathml.extract(text, page.path, page.body_line)
+    known = known or {}
+    new = [f for f in formulas if (f.latex, f.display) not in known]
+    known = {**known, **dict(zip(((f.latex, f.display) for f in new), mathml.convert_all(new, page.path)))}
+    return Prepared(page=page, text=text, formulas=formulas, shortcodes=shortcodes,
+                    mathml=[known[(f.latex, f.display)] for f in formulas])
 
 
 def _views_module():
@@ -243,9 +246,10 @@ def _restore_toc(tokens: list[dict], mathml_list: list[str]) -> list[dict]:
              "children": _restore_toc(tok["children"], mathml_list)} for tok in tokens]
 
 
-def convert_markdown(content: Content, prepared: dict) -> None:
-    """Markdown -> HTML; heading ids must be equal across translations."""
-    for key in sorted(prepared):
+def convert_markdown(content: Content, prepared: dict, keys=None) -> None:
+    """Markdown -> HTML (of the pages ``keys``, default all); heading ids must be equal across
+    translations."""
+    for key in sorted(prepared if keys is None else keys):
         prep = prepared[key]
         t = content.strings[prep.page.lang]
         labels = {"permalink": t.get("site.permalink_named", "{heading}"), "cite": t.get("site.cite", "[{n}]")}
@@ -455,31 +459,17 @@ def publish_assets(content: Content, prepared: dict, out: Path, templates: Path)
     return previews
 
 
-# ---------------------------------------------------------------- atomic swap
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically exchange two directories (Linux renameat2 RENAME_EXCHANGE)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    AT_FDCWD, RENAME_EXCHANGE = -100, 2
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    return fn(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
-
+# ---------------------------------------------------------------- the swap
 
 def swap_into(tmp: Path, out: Path) -> None:
-    """Replace ``out`` by the finished ``tmp`` directory (same file system)."""
+    """Replace ``out`` by the finished ``tmp`` directory (same file system): two renames, so
+    ``out`` is missing for ~10 µs (benchmarks/RESULTS.md; a request then gets a 404), which the
+    dev server can afford: ``--watch`` reloads a page only after the swap, and the published
+    site is uploaded, never swapped."""
     if out.is_symlink() or out.is_file():
         raise BuildError("output path exists and is not a directory", out)
     if not out.exists():
         os.rename(tmp, out)
-        return
-    if _exchange(tmp, out):                      # tmp now holds the old site
-        shutil.rmtree(tmp)
         return
     old = out.with_name(out.name + ".old-" + tmp.name.rsplit("-", 1)[-1])
     os.rename(out, old)
@@ -489,10 +479,23 @@ def swap_into(tmp: Path, out: Path) -> None:
 
 # ---------------------------------------------------------------- entry point
 
+@dataclass
+class Built:
+    """What :func:`rebuild_pages` (``--watch``) reuses of the last full build."""
+
+    content: Content
+    prepared: dict
+    env: object
+    results: dict
+    out: Path
+    page_args: tuple       # render_site's arguments after ``out``
+
+
 def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None,
           templates_dir: str | Path | None = None, runtime: str = "local",
-          quiet: bool = True, base_url: str | None = None) -> dict:
-    """Build the whole site into ``out_dir``; return per-phase timings (seconds) and counts.
+          quiet: bool = True, base_url: str | None = None, keep: bool = False) -> dict:
+    """Build the whole site into ``out_dir``; return per-phase timings (seconds) and counts
+    (``keep``: and ``"built"``, a :class:`Built` for :func:`rebuild_pages`).
 
     Everything is written into a temporary sibling directory first; only a complete
     build replaces ``out_dir`` (a failed build leaves the previous site untouched).
@@ -534,10 +537,10 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
         with timer.phase("publish"):
             previews = publish_assets(content, prepared, tmp, templates)
         with timer.phase("render"):
+            page_args = ({"pyodide": base, "wheel": wheel_url, "sizes": runtime_sizes, "snapshot": snapshot,
+                          "strings": strings_paths}, csp_header(csp_extra), site, previews)
             try:
-                n_html = render_site(content, prepared, env, tmp, {"pyodide": base, "wheel": wheel_url, "sizes": runtime_sizes,
-                                                                "snapshot": snapshot, "strings": strings_paths},
-                                     csp_header(csp_extra), site, previews)
+                n_html = render_site(content, prepared, env, tmp, *page_args)
             except jinja2.TemplateError as err:
                 raise template_error(err, templates) from err
         with timer.phase("publish"):
@@ -556,6 +559,8 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
              "results": results_report}
     result = {"timings": {k: round(v, 4) for k, v in timer.times.items()}, **stats,
               "out": str(out)}
+    if keep:
+        result["built"] = Built(content, prepared, env, results, out, page_args)
     if not quiet:
         if site.base is None:
             print(publish.NO_BASE_NOTE)
@@ -564,3 +569,36 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
               f"{display_path(out)} in {total:.2f} s (" +
               ", ".join(f"{k} {v:.2f}" for k, v in timer.times.items()) + ")")
     return result
+
+
+def _demos(prep: Prepared) -> list:
+    """What a page's blocks are computed from (its shortcodes, without their line numbers)."""
+    return [(sc.kind, sc.name, sc.controls) for sc in prep.shortcodes]
+
+
+def rebuild_pages(built: Built) -> list[tuple[str, str]] | None:
+    """After an edit to pages' Markdown: those pages again (every page's HTML rewritten in
+    place: a title is in every page's navigation); returns the (lang, slug) of the pages that
+    changed.  None: the edit changed more than text and formulas (a page added or removed, a
+    demo's shortcode: results files and preview images depend on them): build everything.
+    A BuildError leaves ``built`` and the served site as they were."""
+    content = content_mod.load_content(built.content.root)
+    if (set(content.pages) != set(built.content.pages) or content.slugs() != built.content.slugs()
+            or content.strings != built.content.strings):    # the sitemap, the shared preview images
+        return None
+    keys = [k for k, page in content.pages.items()
+            if (page.meta, page.body) != (built.content.pages[k].meta, built.content.pages[k].body)]
+    fresh = {}
+    for k in keys:
+        old = built.prepared[k]
+        fresh[k] = prepare_page(content.pages[k], {(f.latex, f.display): m for f, m in zip(old.formulas, old.mathml)})
+        if _demos(fresh[k]) != _demos(old):
+            return None
+        # The same shortcodes, strings, templates and views: the same demo blocks and figures.
+        fresh[k].blocks, fresh[k].figures = old.blocks, old.figures
+    prepared = {**built.prepared, **fresh}
+    convert_markdown(content, prepared, keys)
+    render_site(content, prepared, built.env, built.out, *built.page_args)
+    fonts.install_math_font(built.out)      # a formula may use a character the subset lacks
+    built.content, built.prepared = content, prepared
+    return keys

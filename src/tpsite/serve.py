@@ -71,6 +71,10 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
 
     def send_head(self):
         """Files as SimpleHTTPRequestHandler sends them, or gzip-compressed when the client accepts it."""
+        if self.server.watch is not None:
+            watched = self._watch_head()
+            if watched is not None:
+                return watched
         path = self.translate_path(self.path)
         ctype = self.guess_type(path)
         if (os.path.isdir(path) or not os.path.isfile(path) or not ctype.startswith(COMPRESSIBLE)
@@ -88,6 +92,32 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Vary", "Accept-Encoding")
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Last-Modified", self.date_time_string(int(st.st_mtime)))
+        self.end_headers()
+        return io.BytesIO(body)
+
+    def _watch_head(self):
+        """``--watch``: the reload script, the build's number, and every page with the script
+        added before ``</body>`` (the files in the site are never changed)."""
+        url = urllib.parse.urlsplit(self.path).path
+        if url == WATCH_VERSION:
+            return self._send_bytes(str(self.server.watch.version).encode(), "text/plain; charset=utf-8")
+        if url == WATCH_SCRIPT:
+            return self._send_bytes(RELOAD_JS.read_bytes(), "text/javascript")
+        path = self.translate_path(self.path)
+        if os.path.isdir(path):
+            path = os.path.join(path, "index.html")
+        if not path.endswith(".html") or not os.path.isfile(path):
+            return None
+        with open(path, "rb") as fh:
+            page = fh.read()
+        tag = f'<script src="{WATCH_SCRIPT}" data-version="{self.server.watch.version}"></script>'.encode()
+        at = page.rfind(b"</body>")
+        return self._send_bytes(page[:at] + tag + page[at:] if at >= 0 else page + tag, "text/html; charset=utf-8")
+
+    def _send_bytes(self, body: bytes, ctype: str):
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         return io.BytesIO(body)
 
@@ -149,13 +179,26 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         super().end_headers()
 
     def log_message(self, fmt: str, *args) -> None:
-        if self.server.verbose:
+        if self.server.verbose and not self.path.startswith(WATCH_VERSION):   # polled 10 times a second
             super().log_message(fmt, *args)
+
+
+# build.py --serve --watch: the script every page gets, and the build number it polls.
+WATCH_SCRIPT = "/__watch__/reload.js"
+WATCH_VERSION = "/__watch__/version"
+RELOAD_JS = Path(__file__).with_name("reload.js")
+
+
+class WatchState:
+    """The number of the build being served (``--watch``: one more after every rebuild)."""
+
+    version = 0
 
 
 class SiteServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     verbose = True
+    watch: WatchState | None = None
 
     def handle_error(self, request, client_address) -> None:
         """A browser closing a connection mid-download is normal, not worth a traceback."""
@@ -165,14 +208,16 @@ class SiteServer(http.server.ThreadingHTTPServer):
 
 
 def make_server(site_dir: str | Path, host: str = "127.0.0.1", port: int = 8000,
-                verbose: bool = True) -> SiteServer:
-    """A server for ``site_dir`` (port 0 picks a free port: see ``server.server_address``)."""
+                verbose: bool = True, watch: WatchState | None = None) -> SiteServer:
+    """A server for ``site_dir`` (port 0 picks a free port: see ``server.server_address``);
+    ``watch``: pages reload when its version changes."""
     site_dir = Path(site_dir).resolve()
     if not (site_dir / "index.html").is_file():
         raise FileNotFoundError(f"{site_dir}/index.html does not exist: build the site first")
     handler = functools.partial(SiteHandler, directory=str(site_dir))
     server = SiteServer((host, port), handler)
     server.verbose = verbose
+    server.watch = watch
     threading.Thread(target=_prewarm, args=(site_dir,), daemon=True).start()
     return server
 

@@ -32,13 +32,9 @@ All numbers are formatted with :mod:`tpmath.fmt`.
 
 from __future__ import annotations
 
-import ast
 import importlib
-import importlib.util
 import json
-import pkgutil
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -50,26 +46,19 @@ from ..errors import name as field_name
 from ..i18n import joined, option
 from ..validate import as_float, as_int
 
-def _section_index() -> dict[str, str]:
-    """{section: module} for every ``SECTIONS = {"name": …}`` literal of this package's modules.
-
-    Read from the modules' source rather than by importing them, so a render imports only the
-    module it needs (in the browser, importing every view module at boot costs a noticeable
-    part of a second); :func:`sections` checks the result against the imported modules.
-    """
-    index: dict[str, str] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        origin = importlib.util.find_spec(f"{__name__}.{info.name}").origin
-        tree = ast.parse(Path(origin).read_text(encoding="utf-8"))
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SECTIONS" for t in node.targets):
-                for key in node.value.keys:
-                    index[key.value] = info.name
-    return index
-
-
-# Which module defines each section (generated from the sources, see _section_index).
-SECTION_MODULES = _section_index()
+# Which module defines each section, so a render imports only the module it needs (in the
+# browser, importing every view module at boot costs a noticeable part of a second).  Written
+# out, not discovered: tests/test_cli_main.py checks it against every module's SECTIONS.
+SECTION_MODULES = {
+    "attention": "attention", "layer": "attention", "qkv-layout": "attention",
+    "backward": "backward", "dp-tp": "backward", "precision": "backward",
+    "collectives": "collectives", "mismatch": "collectives", "ring": "collectives",
+    "comm-cost": "comm",
+    "mlp": "mlp",
+    "row-linear": "row", "row-backward": "row", "row-pairing": "row",
+    "sp-layer": "sp", "memory": "sp",
+    "vocab-ce": "vocab", "vocab-extras": "vocab", "vocab-head": "vocab",
+}
 VIEW_MODULES = tuple(sorted(set(SECTION_MODULES.values())))
 
 
