@@ -123,3 +123,21 @@ def new_context(browser, request_log):
     yield make
     for ctx in contexts:
         ctx.close()
+
+
+# ---- tables a test hands to the end of the run (tests/test_benchmarks.py: the benchmark table)
+# A test records ``record_property("benchmark_table", text)``; the text is printed once the run
+# ends, after the summary.  Through the report, so it also reaches the log from a pytest-xdist
+# worker, whose own output pytest does not show.
+_TABLES: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        _TABLES.extend(value for name, value in report.user_properties if name == "benchmark_table")
+
+
+def pytest_terminal_summary(terminalreporter):
+    for text in _TABLES:
+        terminalreporter.write_sep("-", "benchmarks/run.py --smoke")
+        terminalreporter.write_line(text)
