@@ -509,9 +509,23 @@ def control_latency(browser, base: str, count: int) -> dict:
     return out
 
 
-def run(site: Path, quick: bool) -> dict:
+# Repetitions of each measurement in each mode of run.py: the full run (RESULTS.md's figures),
+# --quick (rough figures in a few minutes) and --smoke (each measurement at its smallest: the
+# harness runs and fills every row; what tests/test_benchmarks.py runs).
+REPS = {
+    "full": {"first_paint": 20, "time_to_live": 5, "snapshot_cost": 5, "control": 100, "new_states": 100,
+             "reader": 40, "precomputed": 60},
+    "quick": {"first_paint": 3, "time_to_live": 2, "snapshot_cost": 2, "control": 20, "new_states": 20,
+              "reader": 12, "precomputed": 20},
+    "smoke": {"first_paint": 1, "time_to_live": 1, "snapshot_cost": 1, "control": 2, "new_states": 2,
+              "reader": 4, "precomputed": 2},
+}
+
+
+def run(site: Path, mode: str = "full") -> dict:
     from playwright.sync_api import sync_playwright
 
+    n = REPS[mode]
     prepare(site)
     server, base = start_server(site)
     try:
@@ -519,14 +533,14 @@ def run(site: Path, quick: bool) -> dict:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
             try:
                 result = {
-                    "first_paint": first_paint(browser, base, 3 if quick else 20),
-                    "time_to_live": time_to_live(browser, base, 2 if quick else 5),
-                    "snapshot_cost": snapshot_cost(browser, base, 2 if quick else 5),
-                    "control_latency": control_latency(browser, base, 20 if quick else 100),
-                    "new_state_latency": new_state_latency(browser, base, 20 if quick else 100),
-                    "new_state_settled": new_state_latency(browser, base, 20 if quick else 100, SETTLE_MS),
-                    "reader_pace": reader_latency(browser, base, 12 if quick else 40),
-                    "precomputed_latency": precomputed_latency(browser, base, 20 if quick else 60),
+                    "first_paint": first_paint(browser, base, n["first_paint"]),
+                    "time_to_live": time_to_live(browser, base, n["time_to_live"]),
+                    "snapshot_cost": snapshot_cost(browser, base, n["snapshot_cost"]),
+                    "control_latency": control_latency(browser, base, n["control"]),
+                    "new_state_latency": new_state_latency(browser, base, n["new_states"]),
+                    "new_state_settled": new_state_latency(browser, base, n["new_states"], SETTLE_MS),
+                    "reader_pace": reader_latency(browser, base, n["reader"]),
+                    "precomputed_latency": precomputed_latency(browser, base, n["precomputed"]),
                 }
             finally:
                 browser.close()
@@ -534,4 +548,5 @@ def run(site: Path, quick: bool) -> dict:
         server.shutdown()
         server.server_close()
     result["cache_control"] = CACHE_CONTROL
+    result["mode"] = mode
     return result

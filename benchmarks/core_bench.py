@@ -126,11 +126,20 @@ def bench_vocab_ce(reps: int, dtype: str = "float64", sizes: dict = CE_SIZES) ->
     return block
 
 
-def run(quick: bool, dtype: str = "float64") -> dict:
-    reps = 2 if quick else 7
-    return {"mlp": bench_mlp(reps, dtype), "vocab_ce": bench_vocab_ce(reps, dtype), "reps": reps}
+# --smoke (tests/test_benchmarks.py): the same code at a size that takes milliseconds; the vocab
+# stays GPT-2's so Megatron's padding (50257 -> 51200 at tp 8) is still what is checked.
+SMOKE_SIZES = ({"batch": 4, "d_model": 64, "d_ff": 256, "tp": 8},
+               {"vocab": 50257, "positions": 8, "tp": 8, "multiple": 128})
+
+
+def run(mode: str = "full", dtype: str = "float64") -> dict:
+    """Repetitions per mode of run.py: full 7, --quick 2, --smoke 1 (at SMOKE_SIZES)."""
+    reps = {"full": 7, "quick": 2, "smoke": 1}[mode]
+    mlp_sizes, ce_sizes = SMOKE_SIZES if mode == "smoke" else (MLP_SIZES, CE_SIZES)
+    return {"mlp": bench_mlp(reps, dtype, mlp_sizes), "vocab_ce": bench_vocab_ce(reps, dtype, ce_sizes),
+            "reps": reps}
 
 
 if __name__ == "__main__":
     import json
-    print(json.dumps(run("--quick" in sys.argv), indent=1))
+    print(json.dumps(run("quick" if "--quick" in sys.argv else "full"), indent=1))

@@ -123,13 +123,15 @@ def best_of(runs: list[dict]) -> dict:
     return max(runs, key=lambda r: (r["scores"]["performance"] or 0, -(r["metrics"]["lcp_ms"] or 0)))
 
 
-def bench(quick: bool) -> dict:
-    """Build, serve and measure: every page three times (``quick``: page 1 once, to check the harness)."""
+def bench(mode: str = "full") -> dict:
+    """Build, serve and measure: every page three times (--quick and --smoke: page 1 once, to check
+    the harness)."""
+    short = mode != "full"
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="tp-lighthouse-site-") as tmp:
         site = Path(tmp) / "site"
         build_published(site, port)
-        return run(site, 1 if quick else 3, ["en/index.html"] if quick else None, port)
+        return run(site, 1 if short else 3, ["en/index.html"] if short else None, port)
 
 
 def run(site: Path, runs: int = 3, pages: list[str] | None = None, port: int = 0) -> dict:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmarks: what readers and maintainers feel, each next to its baseline in the same run.
 
-    python3 benchmarks/run.py [--quick] [--out benchmarks/results/latest.json] [--only SECTION ...]
+    python3 benchmarks/run.py [--quick | --smoke] [--out benchmarks/results/latest.json] [--only SECTION ...]
 
 Sections (see each module's docstring for exactly what is measured):
 
@@ -23,8 +23,10 @@ Sections (see each module's docstring for exactly what is measured):
   lighthouse   (7) Lighthouse 12, mobile preset: scores, FCP, LCP, TBT, CLS of every page in both
                languages, best of three runs (--quick: page 1 once)          -> lighthouse_bench.py
 
-Prints a table and writes JSON.  --quick: a few repetitions (for CI: checks the benchmarks
-still run; its figures are rough).  Timings are never asserted anywhere.
+Prints a table and writes JSON.  --quick: a few repetitions (its figures are rough, a few
+minutes).  --smoke: every measurement once at its smallest, under a minute on an idle machine:
+what tests/test_benchmarks.py runs to check that the harness works and fills every row of the
+table (its figures mean nothing).  Timings are never asserted anywhere.
 """
 
 from __future__ import annotations
@@ -154,8 +156,11 @@ def table(results: dict) -> str:
                      f"in process {_spread(bd['in_process'], 1, ' s')}", phases, "≤ 2 s", _ok(bd.get("meets_target"))))
     core = results.get("core")
     if core:
-        for key, label in (("mlp", "MLP 64×4096×16384 tp 8, fwd+bwd"), ("vocab_ce", "vocab CE 512×50257 tp 8")):
+        for key in ("mlp", "vocab_ce"):
             c = core[key]
+            z = c["sizes"]   # (--smoke runs smaller sizes)
+            label = (f"MLP {z['batch']}×{z['d_model']}×{z['d_ff']} tp {z['tp']}, fwd+bwd" if key == "mlp"
+                     else f"vocab CE {z['positions']}×{z['vocab']} tp {z['tp']}")
             pk = c["peak_bytes"]
             rows.append((f"(6) {label}", _spread(c["subject"], 1, " s"), _spread(c["baseline"], 1, " s"),
                          f"{_spread(c['ratio'])}; peak mem {pk['subject'] / 2**20:.0f} / {pk['baseline'] / 2**20:.0f}"
@@ -179,7 +184,10 @@ def table(results: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a few repetitions only (CI)")
+    speed = parser.add_mutually_exclusive_group()
+    speed.add_argument("--quick", action="store_true", help="a few repetitions only (rough figures)")
+    speed.add_argument("--smoke", action="store_true",
+                       help="each measurement once at its smallest: checks the harness (tests/test_benchmarks.py)")
     parser.add_argument("--out", default=str(HERE / "results" / "latest.json"), help="JSON output file")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS),
                         help="run only these sections")
@@ -190,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     import site_bench
 
     t0 = time.perf_counter()
-    results: dict = {"quick": args.quick, "sections": args.only,
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    results: dict = {"mode": mode, "quick": mode != "full", "sections": args.only,
                      "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                                  "platform": platform.platform(),
                                  "load_avg_start": list(os.getloadavg())},
@@ -210,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         results.setdefault("section_seconds", {})[name] = round(time.perf_counter() - s0, 2)
 
     if "build" in args.only:
-        section("build", lambda: site_bench.bench_build(2 if args.quick else 7))
-        if not args.quick:   # cold: every state of every section computed (seconds, not CI's business)
+        section("build", lambda: site_bench.bench_build({"full": 7, "quick": 2, "smoke": 1}[mode]))
+        if mode == "full":   # cold: every state of every section computed (seconds, not CI's business)
             section("precompute", lambda: site_bench.bench_precompute(3))
     if "bytes" in args.only or "browser" in args.only:
         with tempfile.TemporaryDirectory(prefix="tp-bench-site-") as tmp:
@@ -221,13 +230,13 @@ def main(argv: list[str] | None = None) -> int:
                 section("bytes", lambda: site_bench.bench_bytes(site))
             if "browser" in args.only:
                 import browser_bench
-                section("browser", lambda: browser_bench.run(site, args.quick))
+                section("browser", lambda: browser_bench.run(site, mode))
     if "lighthouse" in args.only:
         import lighthouse_bench
-        section("lighthouse", lambda: lighthouse_bench.bench(args.quick))
+        section("lighthouse", lambda: lighthouse_bench.bench(mode))
     if "core" in args.only:
         import core_bench
-        section("core", lambda: core_bench.run(args.quick, args.dtype))
+        section("core", lambda: core_bench.run(mode, args.dtype))
 
     results["machine"]["load_avg_end"] = list(os.getloadavg())
     results["total_seconds"] = round(time.perf_counter() - t0, 1)
@@ -235,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     print(table(results))
-    print(f"\n{'quick' if args.quick else 'full'} run, {results['total_seconds']} s, "
+    print(f"\n{mode} run, {results['total_seconds']} s, "
           f"load average {results['machine']['load_avg_start'][0]:.1f} → {results['machine']['load_avg_end'][0]:.1f}"
           f" on {os.cpu_count()} CPUs; JSON: {out}")
     if failures:

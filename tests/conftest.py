@@ -7,8 +7,10 @@ pages where they can.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import http.server
+import os
 import subprocess
 import sys
 import threading
@@ -23,13 +25,26 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 
 
-@pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    """``python build.py --runtime local`` into a temporary directory (the real site/ is untouched)."""
-    out = tmp_path_factory.mktemp("site") / "site"
+def _build_local(out: Path) -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "build.py"), "--runtime", "local", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"build failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """``python build.py --runtime local`` into a temporary directory (the real site/ is untouched).
+    Under pytest-xdist (``-n``) the workers share one build: the first one builds it under a lock
+    in the run's common temporary directory; the tests only read it."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        out = tmp_path_factory.mktemp("site") / "site"
+        _build_local(out)
+        return out
+    out = tmp_path_factory.getbasetemp().parent / "built-site"
+    with open(out.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "index.html").is_file():   # build.py swaps a finished site in at once
+            _build_local(out)
     return out
 
 
@@ -123,3 +138,21 @@ def new_context(browser, request_log):
     yield make
     for ctx in contexts:
         ctx.close()
+
+
+# ---- tables a test hands to the end of the run (tests/test_benchmarks.py: the benchmark table)
+# A test records ``record_property("benchmark_table", text)``; the text is printed once the run
+# ends, after the summary.  Through the report, so it also reaches the log from a pytest-xdist
+# worker, whose own output pytest does not show.
+_TABLES: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        _TABLES.extend(value for name, value in report.user_properties if name == "benchmark_table")
+
+
+def pytest_terminal_summary(terminalreporter):
+    for text in _TABLES:
+        terminalreporter.write_sep("-", "benchmarks/run.py --smoke")
+        terminalreporter.write_line(text)

@@ -1,5 +1,6 @@
-"""Smoke test of benchmarks/run.py --quick: it runs, exits 0, prints its table and writes JSON
-with every section filled.  No timing is asserted (the machine is shared; figures are noisy)."""
+"""Smoke test of benchmarks/run.py --smoke (every measurement once, at its smallest): it runs,
+exits 0, prints its table and writes JSON with every section filled.  No timing is asserted (the
+machine is shared; figures are noisy).  The full run and --quick stay commands (README)."""
 
 from __future__ import annotations
 
@@ -21,17 +22,16 @@ def _positive(x) -> bool:
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
+def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench") / "latest.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--smoke", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1800)   # a loaded machine: minutes
     return proc, out
 
 
-def test_quick_run_exits_0_and_prints_the_table(quick_run, capsys):
-    proc, out = quick_run
-    with capsys.disabled():   # CI's log shows the quick benchmark table (one run serves both)
-        print("\n" + proc.stdout)
+def test_smoke_run_exits_0_and_prints_the_table(smoke_run, record_property):
+    proc, out = smoke_run
+    record_property("benchmark_table", proc.stdout)   # printed at the end of the run (conftest.py)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for label in ("(1) time to live tables, cold", "(1) time to live tables, warm",
                   "(1s) time to ready, repeat visit from the memory snapshot", "(2) control latency: stage",
@@ -42,30 +42,33 @@ def test_quick_run_exits_0_and_prints_the_table(quick_run, capsys):
     assert out.is_file()
 
 
-def test_json_has_every_section_with_numbers(quick_run):
-    proc, out = quick_run
+def test_json_has_every_section_with_numbers(smoke_run):
+    proc, out = smoke_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())
-    assert data["quick"] is True and "errors" not in data
+    assert data["mode"] == "smoke" and "errors" not in data
     br = data["browser"]
     for visit in ("cold", "warm", "snapshot", "snapshot_ready"):
         block = br["time_to_live"][visit]
-        assert block["subject"]["n"] == block["baseline"]["n"] == block["ratio"]["n"] >= 2
+        assert block["subject"]["n"] == block["baseline"]["n"] == block["ratio"]["n"] >= 1
         assert all(_positive(v) for v in block["samples"]["subject"] + block["samples"]["baseline"])
     for kind in ("stage", "tp", "shards", "target", "shift"):
         lat = br["control_latency"][kind]
         assert lat["failures"] == 0
-        assert lat["applied_ms"]["n"] >= 20 and lat["applied_ms"]["p50"] <= lat["applied_ms"]["p95"] <= lat["applied_ms"]["max"]
-    assert br["control_latency"]["calibration_fixed_work_ms"]["n"] == 100
+        assert lat["applied_ms"]["n"] >= 2 and lat["applied_ms"]["p50"] <= lat["applied_ms"]["p95"] <= lat["applied_ms"]["max"]
+    assert br["control_latency"]["calibration_fixed_work_ms"]["n"] == 100   # 20 per control kind
     for name in ("stage × tp", "target × shards"):                          # a reader's pace
         pace = br["reader_pace"][name]
         # at a reader's pace the states one step away were computed ahead and sent to the page
-        assert pace["failures"] == 0 and pace["applied_ms"]["n"] == 12 and pace["kept"] >= 6, pace
+        assert pace["failures"] == 0 and pace["applied_ms"]["n"] == 4 and pace["kept"] >= 2, pace
         assert 0 < pace["applied_ms"]["p50"] <= pace["applied_ms"]["p95"] <= pace["applied_ms"]["max"]
     for kind in ("stage", "tp", "collective", "ranks", "shards", "target"):   # answered while loading
         pre = br["precomputed_latency"][kind]
         assert pre["failures"] == 0 and pre["runtime"] == "loading", pre
-        assert pre["applied_ms"]["n"] >= 20 and pre["applied_ms"]["p50"] <= pre["applied_ms"]["p95"]
+        assert pre["applied_ms"]["n"] >= 2 and pre["applied_ms"]["p50"] <= pre["applied_ms"]["p95"]
+    for key in ("new_state_latency", "new_state_settled"):                 # states never computed before
+        for name, row in br[key].items():
+            assert row["failures"] == 0 and row["applied_ms"]["n"] >= 1, (key, name, row)
     assert _positive(br["first_paint"]["ratio"]["median"])
     pages = {p["page"] for p in data["bytes"]["pages"]}
     assert {"en/index.html", "zh/index.html", "en/row-parallel.html", "zh/row-parallel.html"} <= pages
