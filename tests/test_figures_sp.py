@@ -33,7 +33,7 @@ def part(svg: dict, name: str) -> dict:
 
 
 def token_rows(block: dict) -> list[str | None]:
-    """The rank tint of each token row of a drawn block (one rect per token, see fig_sp.Block)."""
+    """The rank tint of each token row of a drawn block (one rect per token, see fig_sp_layer.Block)."""
     rects = [n for n in block["c"] if n["t"] == "rect" and "cell" in n["a"]["class"].split()]
     return [r["a"].get("data-rank") for r in rects]
 

@@ -68,7 +68,7 @@ def _variants(name: str) -> list[str]:
     }[name]
 
 
-# The tensor APIs are called through tpmath.real.collective.call (what `python -m tpmath.real
+# The tensor APIs are called through tpmath.real.collectives.call (what `python -m tpmath.real
 # collective` runs), so this cross-check also covers the real-ranks example; the list APIs here.
 TENSOR_API = {"all_reduce": "all-reduce", "reduce": "reduce", "broadcast": "broadcast",
               "all_gather_into_tensor": "all-gather", "reduce_scatter_tensor": "reduce-scatter",
