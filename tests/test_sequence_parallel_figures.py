@@ -12,10 +12,10 @@ import pytest
 
 from tpmath import sp_layer as core
 from tpmath.views import render
-from tpmath.views import sp as spv
+from tpmath.views import sp_layer as spv
 from tpmath.views.tree import walk
 
-from test_page4 import block   # noqa: E402  the independent numpy block
+from test_sequence_parallel import block   # noqa: E402  the independent numpy block
 
 STEPS = spv.STEP_NAMES
 MINUS = "\u2212"
@@ -117,7 +117,7 @@ def test_layernorm_figure_numbers(tp, mistake):
     fig = res["figures"]["sp-ln"]
     texts = {n["a"]["data-key"]: float(n["x"].replace(MINUS, "-")) for n in walk(fig)
              if n["t"] == "text" and "data-key" in n.get("a", {})}
-    # each rank's partial sums over its tokens, from the block written out in numpy (test_page4)
+    # each rank's partial sums over its tokens, from the block written out in numpy (test_sequence_parallel)
     ref = block(run.inputs)
     xh, G_A = ref["xhat"], ref["G_A"]
     s_l = 8 // tp

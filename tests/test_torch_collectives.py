@@ -31,7 +31,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from tpmath.collectives import collective  # noqa: E402
-from tpmath.real import collective as real_collective  # noqa: E402
+from tpmath.real import collectives as real_collective  # noqa: E402
 from tpmath.real.common import Ctx  # noqa: E402
 
 pytestmark = pytest.mark.torch
