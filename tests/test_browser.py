@@ -171,7 +171,7 @@ def expected(section: str, controls: dict, lang: str) -> dict:
             "rows": [[shown_cell(c, lang) for c in row] for row in spec.get("rows", [])],
             "foot": [[shown_cell(c, lang) for c in row] for row in spec.get("foot", [])],
         }
-    # a part the view refused (views/row.py partial) keeps what the page showed: not compared
+    # a part the view refused (views/row_linear.py partial) keeps what the page showed: not compared
     return {"tables": tables, "values": {k: cell_text(v, lang) for k, v in result["values"].items()},
             "notes": {k: cell_text(v, lang) for k, v in result["notes"].items()},
             "real": result.get("real", []), "stale": result.get("stale") or {}}
@@ -367,7 +367,7 @@ def test_live_tables_equal_cpython_render_for_several_settings(live_pages):
                 assert state["tables"] == before["tables"]
                 continue
             refused = views.render(section, controls, live.lang).get("refused")
-            if refused:     # one layer refused (views/row.py partial): its message, the other layer live
+            if refused:     # one layer refused (views/row_linear.py partial): its message, the other layer live
                 assert state["msg"] == cell_text(refused["error"], live.lang), (section, controls, state["msg"])
             else:
                 assert state["msg"] == "" and state["invalid"] == [], (section, controls, state["msg"])

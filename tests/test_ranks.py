@@ -1,5 +1,5 @@
 """tpmath.ranks without torch: the per-rank records equal the page's tables, the commands
-parse back to the same plan, bad options are TPMathErrors.  (Real runs: test_real_ranks.py.)"""
+parse back to the same plan, bad options are TPMathErrors.  (Real runs: test_real.py.)"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``torchrun -m tpmath.real attention`` on 2 and 4 gloo processes vs the simulated core.
 
-As tests/test_real_ranks.py (whose launcher and parsers this reuses): every rank's printed
+As tests/test_real.py (whose launcher and parsers this reuses): every rank's printed
 lines equal, character for character, what :func:`tpmath.ranks.expected` computes with the
 numpy core; rank 0's comparison with the unsharded computation (PyTorch's
 scaled_dot_product_attention with GQA, one process) passes, or, under a mistake, fails with
@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from test_real_ranks import _argv, _num, _one_error_line, _plain_run, json_ranks, launch, rank_lines  # noqa: E402
+from test_real import _argv, _num, _one_error_line, _plain_run, json_ranks, launch, rank_lines  # noqa: E402
 
 from tpmath import i18n, ranks  # noqa: E402
 from check_lines import assert_same_check  # noqa: E402

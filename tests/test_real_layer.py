@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from test_real_ranks import _argv, _num, _one_error_line, _plain_run, json_ranks, launch, rank_lines  # noqa: E402
+from test_real import _argv, _num, _one_error_line, _plain_run, json_ranks, launch, rank_lines  # noqa: E402
 
 from tpmath import i18n, ranks  # noqa: E402
 from check_lines import assert_same_check  # noqa: E402

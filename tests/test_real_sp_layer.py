@@ -1,7 +1,7 @@
 """``torchrun -m tpmath.real sp-layer`` on 2 and 4 real gloo processes vs the simulated core.
 
 Each rank's printed lines must equal, character for character, what :func:`tpmath.ranks.expected`
-computes with the numpy core (the launch and comparison helpers are test_real_ranks.py's); rank 0's
+computes with the numpy core (the launch and comparison helpers are test_real.py's); rank 0's
 comparison with one unsharded torch process must pass — or, for a mistake, fail exactly as the
 core predicts.  ``--json`` runs compare the full-precision values.
 """
@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from test_real_ranks import _argv, _num, json_ranks, launch, rank_lines  # noqa: E402
+from test_real import _argv, _num, json_ranks, launch, rank_lines  # noqa: E402
 from tpmath import i18n, ranks  # noqa: E402
 from check_lines import assert_same_check  # noqa: E402
 
@@ -77,6 +77,6 @@ def test_json_values_match_the_core(n, given):
 
 
 def test_seq_not_divisible_is_one_error_line_before_any_launch():
-    from test_real_ranks import _one_error_line, _plain_run
+    from test_real import _one_error_line, _plain_run
     line = _one_error_line(_plain_run(["sp-layer", "--tp", "3"]))
     assert "seq=4" in line

@@ -38,8 +38,8 @@ def build_parser(lang: str = i18n.DEFAULT_LANG) -> argparse.ArgumentParser:
     parser.add_argument("--lang", metavar="LANG", default=i18n.DEFAULT_LANG)
     _help_of(parser, "cli", lang, {"lang": {"choices": i18n.languages()}})
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=say_help("cli.command", lang))
-    for mod_name in COMMAND_MODULES:
-        mod = importlib.import_module(f".{mod_name}", __name__)   # a broken command fails here, loudly
+    modules = [importlib.import_module(f".{m}", __name__) for m in COMMAND_MODULES]   # a broken command fails here, loudly
+    for mod in sorted(modules, key=lambda m: m.NAME):   # listed by command name, whatever the module's file name
         args = getattr(mod, "HELP_ARGS", {})
         about = say_help(f"cli.{mod.NAME}.about", lang, **args.get("about", {}))
         epilog = i18n.strings(lang).get(f"cli.{mod.NAME}.epilog")

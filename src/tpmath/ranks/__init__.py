@@ -34,14 +34,14 @@ import numpy as np
 from .. import i18n
 from ..errors import TPMathError
 from ..validate import as_choice, as_flag
-from .collective import NOTHING, TORCH_OPS, collective_call, collective_check, collective_verdict, reference_collective
-from .linear import linear_names, linear_stage_keys
+from .collectives import NOTHING, TORCH_OPS, collective_call, collective_check, collective_verdict, reference_collective
+from .row_linear import linear_names, linear_stage_keys
 from .mismatch import call_text
 from .mlp import MLP_RECORDS, mlp_names
 from .output import (BAD, OK, check_title, format_check, format_output, format_rank, records_json, tolerance,
                      value_text, verdict)
 from .topic import Opt, Topic
-from .vocab import VOCAB_RECORDS, vocab_check, vocab_ids, vocab_names
+from .vocab_ce import VOCAB_RECORDS, vocab_check, vocab_ids, vocab_names
 
 # The helpers the real runner (tpmath.real) shares with the simulation, one import away.
 __all__ = ["BAD", "LAUNCH", "MLP_RECORDS", "MODULE", "NOTHING", "OK", "TOPICS", "TORCH_OPS",

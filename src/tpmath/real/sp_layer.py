@@ -26,7 +26,7 @@ from ..record import fields_of
 from .common import Ctx, max_abs, numpy
 
 # torch 2.13 renamed the two collectives *_single and warns on every call; the examples keep
-# Megatron-LM's names (as tpmath.real.collective does).
+# Megatron-LM's names (as tpmath.real.collectives does).
 warnings.filterwarnings("ignore", category=FutureWarning,
                         message=r"`torch\.distributed\.(all_gather_into_tensor|reduce_scatter_tensor)` is deprecated")
 

@@ -27,7 +27,7 @@ from . import Control, Section, parse_controls
 from . import tree
 from .cells import label, rank, table
 from .fig_collectives import figure_collective, figure_mismatch, output_sources, plan_collective
-from .fig_ring import figure_ring
+from .fig_schedules import figure_ring
 
 RANK_OPTIONS = (2, 3, 4)
 ROOT_OPTIONS = (0, 1, 2, 3)

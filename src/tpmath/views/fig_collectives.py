@@ -340,7 +340,7 @@ def _call_box(r: int, i: int, call: dict, state: str, x: float, y: float) -> dic
              text(x + 8, y + 41, lines[2], "dimtext")]
     if state == "never":
         # the call that is never reached is faded; the words under it that say so are not (they
-        # are read, so they keep their contrast: axe in tests/test_a11y.py)
+        # are read, so they keep their contrast: axe in tests/test_a11y_browser.py)
         nodes = [group(nodes, cls="dim")]
     under = {"wait": ("mm_waits", "warn-t"), "bad": ("mm_differ", "warn-t"), "never": ("mm_never", "dimtext")}
     if state in under:

@@ -30,7 +30,7 @@ from . import Control, Section, parse_controls
 from . import tree
 from .cells import label
 from .. import fmt
-from .fig_row import figure_row_backward, figure_row_linear, figure_row_pairing
+from .fig_row_linear import figure_row_backward, figure_row_linear, figure_row_pairing
 
 TP_CHOICES = (1, 2, 4)
 PAIRING_TP_CHOICES = (1, 2, 4, 8)

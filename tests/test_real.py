@@ -283,7 +283,7 @@ def test_missing_torch_is_one_clear_error():
 
 def test_core_and_site_never_import_torch():
     code = ("import sys, tpmath, tpmath.ranks, tpmath.views, tpmath.cli, tpsite.build;"
-            "import tpmath.views.mlp, tpmath.views.row, tpmath.views.vocab, tpmath.views.collectives;"
+            "import tpmath.views.mlp, tpmath.views.row_linear, tpmath.views.vocab_ce, tpmath.views.collectives;"
             "print('torch' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), cwd=ROOT)

@@ -29,7 +29,7 @@ from ..errors import TPMathError
 from ..i18n import option
 from . import Control, Section, parse_controls, tree
 from .cells import id_range, label, table
-from .fig_sp import figure_ln, figure_memory, figure_sp
+from .fig_sp_layer import figure_ln, figure_memory, figure_sp
 
 # ------------------------------------------------------------------------------ sp-layer
 

@@ -93,4 +93,4 @@ def vocab_check(loss: float, ref_loss: float, grad: Any, ref_grad: Any, dtype: s
 TOPICS = (Topic("vocab-ce", opts(
     ("shards", "2"), ("target", None), ("shift", "0"), ("label-smoothing", "0"), ("ignore-index", "-100"),
     ("dtype", "float64"), ("logits", None),
-), _plan_vocab, _expected_vocab, real_module="vocab"),)
+), _plan_vocab, _expected_vocab, real_module="vocab_ce"),)

@@ -81,6 +81,6 @@ def _expected_linear(p: dict) -> tuple[list, list]:
 
 LINEAR_HELP = {"stage": {"choices": LINEAR_STAGES}}
 TOPICS = (Topic("row-linear", _linear_opts(), lambda o: _plan_linear(o, "row"), _expected_linear,
-                real_module="linear", help_args=LINEAR_HELP),
+                real_module="row_linear", help_args=LINEAR_HELP),
           Topic("column-linear", _linear_opts(), lambda o: _plan_linear(o, "column"), _expected_linear,
-                real_module="linear", help_args=LINEAR_HELP),)
+                real_module="row_linear", help_args=LINEAR_HELP),)

@@ -25,7 +25,7 @@ from ..errors import TPMathError
 from . import Control, Section, parse_controls
 from .cells import label
 from .. import fmt
-from .fig_comm import figure_comm_cost
+from .fig_comm_cost import figure_comm_cost
 
 CUSTOM = "custom"
 PRESET_CHOICES = tuple(cc.PRESETS) + (CUSTOM,)

@@ -12,7 +12,7 @@ sum on every rank.  (``loss_parallel`` does not apply: the block's loss is Σ Y 
 cross-entropy over a sharded vocabulary.)
 
 Each world size is one ``torch.multiprocessing.spawn`` on 127.0.0.1 with a hard deadline, as
-in test_torch_distributed.py.
+in test_torch_collectives.py.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from tpmath import TPMathError, views
 from tpmath.row_linear import random_inputs
 from tpmath import fmt
 from tpmath.i18n import text
-from tpmath.views import row as row_views
+from tpmath.views import row_linear as row_views
 
 from grid_cells import printed, rank_row, shown, tint
 from html_tree import as_tree, parse

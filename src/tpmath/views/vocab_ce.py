@@ -25,7 +25,7 @@ from .. import fmt
 from . import Control, Section, parse_controls
 from . import tree
 from .cells import id_range, int_range, label, rank, table
-from .fig_vocab import figure_vocab_ce, figure_vocab_extras
+from .fig_vocab_ce import figure_vocab_ce, figure_vocab_extras
 
 V = len(core.DEFAULT_LOGITS)
 # The demo opens on target 4 (logit 1.4), not the seed's 2: 2 is the largest logit, so z_y − m = 0 and

@@ -85,6 +85,6 @@ def _expected_collective(p: dict) -> tuple[list, list]:
 
 
 TOPICS = (Topic("collective", opts(("name", "all-reduce"), ("ranks", "2"), ("op", "sum"), ("root", "0")),
-                _plan_collective, _expected_collective, real_module="collective",
+                _plan_collective, _expected_collective, real_module="collectives",
                 help_args={"name": {"choices": collectives.NAMES}, "op": {"choices": collectives.OPS},
                            "root": {"rooted": Series(collectives.ROOTED)}}),)

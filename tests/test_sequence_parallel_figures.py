@@ -12,10 +12,10 @@ import pytest
 
 from tpmath import sp_layer as core
 from tpmath.views import render
-from tpmath.views import sp as spv
+from tpmath.views import sp_layer as spv
 from tpmath.views.tree import walk
 
-from test_page4 import block   # noqa: E402  the independent numpy block
+from test_sequence_parallel import block   # noqa: E402  the independent numpy block
 
 STEPS = spv.STEP_NAMES
 MINUS = "\u2212"
@@ -33,7 +33,7 @@ def part(svg: dict, name: str) -> dict:
 
 
 def token_rows(block: dict) -> list[str | None]:
-    """The rank tint of each token row of a drawn block (one rect per token, see fig_sp.Block)."""
+    """The rank tint of each token row of a drawn block (one rect per token, see fig_sp_layer.Block)."""
     rects = [n for n in block["c"] if n["t"] == "rect" and "cell" in n["a"]["class"].split()]
     return [r["a"].get("data-rank") for r in rects]
 
@@ -117,7 +117,7 @@ def test_layernorm_figure_numbers(tp, mistake):
     fig = res["figures"]["sp-ln"]
     texts = {n["a"]["data-key"]: float(n["x"].replace(MINUS, "-")) for n in walk(fig)
              if n["t"] == "text" and "data-key" in n.get("a", {})}
-    # each rank's partial sums over its tokens, from the block written out in numpy (test_page4)
+    # each rank's partial sums over its tokens, from the block written out in numpy (test_sequence_parallel)
     ref = block(run.inputs)
     xh, G_A = ref["xhat"], ref["G_A"]
     s_l = 8 // tp

@@ -31,7 +31,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from tpmath.collectives import collective  # noqa: E402
-from tpmath.real import collective as real_collective  # noqa: E402
+from tpmath.real import collectives as real_collective  # noqa: E402
 from tpmath.real.common import Ctx  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -68,7 +68,7 @@ def _variants(name: str) -> list[str]:
     }[name]
 
 
-# The tensor APIs are called through tpmath.real.collective.call (what `python -m tpmath.real
+# The tensor APIs are called through tpmath.real.collectives.call (what `python -m tpmath.real
 # collective` runs), so this cross-check also covers the real-ranks example; the list APIs here.
 TENSOR_API = {"all_reduce": "all-reduce", "reduce": "reduce", "broadcast": "broadcast",
               "all_gather_into_tensor": "all-gather", "reduce_scatter_tensor": "reduce-scatter",

@@ -25,7 +25,7 @@ from tpmath import TPMathError
 from tpmath import sp_layer as core
 from tpmath import fmt
 from tpmath.views import render, sections
-from tpmath.views import sp as spv
+from tpmath.views import sp_layer as spv
 from tpmath.views.tree import walk
 
 ROOT = Path(__file__).resolve().parents[1]
