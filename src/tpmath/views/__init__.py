@@ -53,11 +53,11 @@ SECTION_MODULES = {
     "attention": "attention", "layer": "attention", "qkv-layout": "attention",
     "backward": "backward", "dp-tp": "backward", "precision": "backward",
     "collectives": "collectives", "mismatch": "collectives", "ring": "collectives",
-    "comm-cost": "comm",
+    "comm-cost": "comm_cost",
     "mlp": "mlp",
-    "row-linear": "row", "row-backward": "row", "row-pairing": "row",
-    "sp-layer": "sp", "memory": "sp",
-    "vocab-ce": "vocab", "vocab-extras": "vocab", "vocab-head": "vocab",
+    "row-linear": "row_linear", "row-backward": "row_linear", "row-pairing": "row_linear",
+    "sp-layer": "sp_layer", "memory": "sp_layer",
+    "vocab-ce": "vocab_ce", "vocab-extras": "vocab_ce", "vocab-head": "vocab_ce",
 }
 VIEW_MODULES = tuple(sorted(set(SECTION_MODULES.values())))
 

@@ -250,7 +250,7 @@ function applyNotes(demo, notes, keep) {
 }
 
 /** Everything a result shows; returns the elements whose text changed (for the cue).  The parts a
- * result names in `stale` (views/row.py `partial`: a layer the controls refuse) are kept as they
+ * result names in `stale` (views/row_linear.py `partial`: a layer the controls refuse) are kept as they
  * are; markStale dims them. */
 export function applyResult(demo, result) {
   const cue = [];
