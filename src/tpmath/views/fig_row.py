@@ -75,7 +75,7 @@ def _row_forward(row: RowLinearResult, cw: float) -> list[list[Panel]]:
     p = row.tp
     ys = [rk.Y_partial for rk in row.ranks] + [row.Y]
     sx, sa, sy = _scale(row.inputs["X"]), _scale(row.inputs["A"]), _scale(*ys)
-    out = [[heading(label("fig.rl_row_head"), label("fig.rl_row_sub"))]]
+    out = [[heading(label("fig.rl_row_head"), [label("fig.rl_row_sub_1"), label("fig.rl_row_sub_2")])]]
     for rk in row.ranks:
         r = rk.rank
         out.append(_lane(r, [
@@ -93,7 +93,7 @@ def _col_forward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
     p = col.tp
     X = col.inputs["X"]
     sa, sy = _scale(col.inputs["A"]), _scale(col.Y)
-    out = [[heading(label("fig.rl_col_head"), label("fig.rl_col_sub"))],
+    out = [[heading(label("fig.rl_col_head"), [label("fig.rl_col_sub_1"), label("fig.rl_col_sub_2")])],
            [grid_panel(X, label("fig.rl_every_rank", name="X"), None, "X.all", None, _scale(X), _dims("B×D", X))]]
     for rk in col.ranks:
         r = rk.rank

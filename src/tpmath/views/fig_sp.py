@@ -28,7 +28,8 @@ from .. import sp_layer as core
 from .. import fmt
 from ..memory import MemoryResult
 from .draw import (CELL_H, NARROW_W, Panel, Row, arrow_head, arrow_panel, badge, circle, figure, group, label,
-                   lane_badge, line, matrix_panel, mid_text, moved, n, op_box, pair, path, rank_attrs, rect, text)
+                   lane_badge, line, matrix_panel, mid_text, moved, n, op_box, pair, path, rank_attrs, rect, text,
+                   wrapped)
 
 CELL = 12.0            # one entry of a token map
 ARROW = 14.0           # a horizontal arrow between two blocks of a column
@@ -214,11 +215,11 @@ def _forward(res: core.SpLayerResult, one: core.SpRank) -> list:
         sp2.append([Block(f"O.{r}", "Oᵣ", own, res.hidden, r, dropped=_dropped(rk, "keep_O"),
                           sub=_mask_sub(res, one, rk, "keep_O") if p else None),
                     Block(f"Y.{r}", "Yᵣ", own, res.hidden, r)])
-    g = label("fig.sp_g_fwd_wrong" if wrong else "fig.sp_g_fwd")
+    g = "fig.sp_g_fwd_wrong" if wrong else "fig.sp_g_fwd"
     return [("region", ("sp", sp1)),
             ("band", ("g", g, label("fig.sp_all_tokens_wrong" if wrong else "fig.sp_all_tokens", s=fmt.integer(S)))),
             ("region", ("tp", tp)),
-            ("band", ("ḡ", label("fig.sp_gbar_fwd"), label("fig.sp_own_tokens"))),
+            ("band", ("ḡ", "fig.sp_gbar_fwd", label("fig.sp_own_tokens"))),
             ("region", ("sp-out", sp2))]
 
 
@@ -243,9 +244,9 @@ def _backward(res: core.SpLayerResult, one: core.SpRank) -> list:
                    Block(f"G_A_partial.{r}", "G_ZᵣW₁ᵣᵀ", [r] * S, D, r, shade=1, sub=label("fig.sp_partial"))])
         sp2.append([Block(f"G_A.{r}", "G_Aᵣ", own, D, r, labels=[fmt.integer(t) for t in kept[r]]),
                     Block(f"G_X.{r}", "G_Xᵣ", own, D, r)])
-    g = label("fig.sp_g_bwd_wrong" if wrong else "fig.sp_g_bwd")
+    g = "fig.sp_g_bwd_wrong" if wrong else "fig.sp_g_bwd"
     return [("region", ("sp", sp1)),
-            ("band", ("ḡ", label("fig.sp_gbar_bwd"), label("fig.sp_all_tokens", s=fmt.integer(S)))),
+            ("band", ("ḡ", "fig.sp_gbar_bwd", label("fig.sp_all_tokens", s=fmt.integer(S)))),
             ("region", ("tp", tp)),
             ("band", ("g", g, label("fig.sp_own_tokens_wrong" if wrong else "fig.sp_own_tokens"))),
             ("region", ("sp-out", sp2))]
@@ -299,12 +300,14 @@ def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict],
             name, per_rank = payload
             stacks = [_stack(blocks, col_w - 4) for blocks in per_rank]
             inner = max(h for _, _, h in stacks)
-            h = REGION_T + inner + 10
+            title, lines = wrapped(PAD, y + 13, [label(f"{_REGION_TITLE[name]}_{i}") for i in (1, 2)],
+                                   width - 2 * PAD, "region-t")
+            top = REGION_T + (lines - 1) * 15
+            h = top + inner + 10
             cls = ("region tpr" if name == "tp" else "region") + hl
-            parts = [rect(PAD / 2, y, width - PAD, h, {"class": cls}, rx="6"),
-                     text(PAD, y + 13, label(_REGION_TITLE[name]), "region-t")]
+            parts = [rect(PAD / 2, y, width - PAD, h, {"class": cls}, rx="6"), title]
             for r, (kids, _, _) in enumerate(stacks):
-                parts.append(moved(kids, x_of[r] + 2, y + REGION_T + 4, **{"data-rank-column": str(r)}))
+                parts.append(moved(kids, x_of[r] + 2, y + top + 4, **{"data-rank-column": str(r)}))
             nodes.append(group(parts, part=f"region-{k}"))
             y += h
         else:
@@ -313,11 +316,12 @@ def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict],
             for r in range(T):
                 parts += _down(x_of[r] + col_w / 2, y + 1, DROP_ARROW - 2)
             y += DROP_ARROW
-            parts += [rect(PAD, y, width - 2 * PAD, BAND_H, {"class": "coll" + hl}, rx="6"),
-                      text(width / 2, y + 15, label("fig.sp_band", op=op, what=title),
-                           "coll-t", "middle"),
-                      text(width / 2, y + 30, sub, "coll-s", "middle")]
-            y += BAND_H
+            name, lines = wrapped(width / 2, y + 15, [label("fig.sp_band", op=op, what=label(f"{title}_1")),
+                                                      label(f"{title}_2")], width - 2 * PAD - 8, "coll-t", "middle")
+            more = (lines - 1) * 15
+            parts += [rect(PAD, y, width - 2 * PAD, BAND_H + more, {"class": "coll" + hl}, rx="6"), name,
+                      text(width / 2, y + 30 + more, sub, "coll-s", "middle")]
+            y += BAND_H + more
             for r in range(T):
                 parts += _down(x_of[r] + col_w / 2, y + 1, DROP_ARROW - 2)
             y += DROP_ARROW
