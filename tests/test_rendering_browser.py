@@ -416,7 +416,8 @@ PRECOMPUTED_OUTSIDE = """async () => {
     document.querySelector('main').appendChild(host);
     for (const url of new Set([...document.querySelectorAll('[data-results]')].map((d) => d.dataset.results))) {
         const data = await (await fetch(url)).json();
-        for (const payload of data.results) {
+        const stateOf = new Map(Object.entries(data.states).map(([k, i]) => [i, k]));
+        for (const [index, payload] of data.results.entries()) {
             const result = resolve(payload, data);
             for (const node of Object.values((result.ok && result.result.figures) || {})) {
                 const json = JSON.stringify(node);
@@ -424,7 +425,7 @@ PRECOMPUTED_OUTSIDE = """async () => {
                 seen.add(json);
                 host.replaceChildren(tree.build(node));
                 figures += 1;
-                out.push(...check(host));
+                out.push(...check(host).map((o) => ({...o, state: data.section + ' ' + stateOf.get(index)})));
             }
         }
     }
