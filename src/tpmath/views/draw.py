@@ -75,7 +75,7 @@ def cell_width(*mats) -> float:
 # its font size (style.css: 12 px, headings 13 px) -- a CJK character is a full em, anything
 # else at most 0.6 em, 0.65 em in a bold heading.
 FONT_PX = {"stage-name": 13.0}
-BOLD = frozenset({"stage-name", "region-t", "warn-t", "a-warn", "a-ok"})
+BOLD = frozenset({"cap", "coll-t", "stage-name", "region-t", "warn-t", "a-warn", "a-ok"})   # style.css
 
 
 @functools.lru_cache(maxsize=None)

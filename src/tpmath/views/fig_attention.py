@@ -143,7 +143,7 @@ def _leave_row(res: att.AttentionResult, cfg: att.Config, yscale: float) -> list
     bad = np.abs(rows2(Y) - rows2(ref)) > tol
     line, cls = _err_line(err, tol, ref)
     y = heat_panel(Y, label("fig.every_rank", name="Y"), None, "Y", HEAT_Y, yscale,
-                   bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=150)
+                   bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=max(150, text_w(line, cls)))
     return [box, arrow_panel(None, w=30, h=44), y]
 
 

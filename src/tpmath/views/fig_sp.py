@@ -29,7 +29,7 @@ from .. import fmt
 from ..memory import MemoryResult
 from .draw import (CELL_H, NARROW_W, Panel, Row, arrow_head, arrow_panel, badge, circle, figure, group, label,
                    lane_badge, line, matrix_panel, mid_text, moved, n, op_box, pair, path, rank_attrs, rect, text,
-                   wrapped)
+                   text_w, wrapped)
 
 CELL = 12.0            # one entry of a token map
 ARROW = 14.0           # a horizontal arrow between two blocks of a column
@@ -356,9 +356,11 @@ def figure_ln(res: core.SpLayerResult) -> dict:
                       matrix_panel(rk.G_beta_partial, "G_β", r, f"G_beta_partial.{r}", scale, shape=tokens)]
             h = max(p.h for p in panels)
             out.append(Row([lane_badge(r, h, "numbers")] + panels, rank=r, hang=True))
+        # skipped: the box as wide as what it says instead
         box = op_box(label("fig.sp_ln_box" if reduced else "fig.sp_ln_box_skipped"),
                      label("fig.sum_ranks", last="R" + fmt.integer(T - 1)) if reduced else label("fig.sp_ln_box_none"),
-                     150, "coll" if reduced else "coll skip", "ln-allreduce", h=2 * CELL_H, top=18,
+                     150 if reduced else max(150, text_w(label("fig.sp_ln_box_none")) + 12),
+                     "coll" if reduced else "coll skip", "ln-allreduce", h=2 * CELL_H, top=18,
                      title_y=CELL_H * 0.75, sub_y=CELL_H * 1.55, lit="hl" if reduced else "dim")
         if reduced:
             ref = res.reference
@@ -390,12 +392,17 @@ BAR_GAP = 8.0
 BARS_WIDE = 640.0           # the desktop drawing; the phone one is tree.NARROW_W wide
 
 
+def _cfg_name(name: str):
+    return label(f"fig.mem_cfg_{name.replace('-', '_')}")
+
+
 def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[dict], float, float]:
     """The stacked bars in a drawing ``width`` wide (legend, one bar per configuration, the line)."""
     top = max(t["total"] for t in totals.values())
     draw_line = top >= line_bytes / 2
     axis = max(top, line_bytes) if draw_line else top
-    x0 = PAD + BAR_LABEL_W
+    # the configurations' names right-aligned before the bars: room for the widest (lit: bold)
+    x0 = PAD + max(BAR_LABEL_W, max(text_w(_cfg_name(name), "cap") for name in totals) + 6)
     bar_w = width - x0 - BAR_VALUE_W - PAD
     nodes = []
     for i, (key, cls) in enumerate(SEGMENTS):     # the legend: a swatch and a word each
@@ -410,7 +417,7 @@ def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[
         nodes.append(line(lx, top_y - 4, lx, top_y + len(totals) * (BAR_H + BAR_GAP), "mem-line"))
     for name, per in totals.items():
         lit = name == r.configuration
-        kids = [text(x0 - 6, y + BAR_H / 2, label(f"fig.mem_cfg_{name.replace('-', '_')}"),
+        kids = [text(x0 - 6, y + BAR_H / 2, _cfg_name(name),
                      "cap" if lit else "lbl", "end", **{"dominant-baseline": "central"})]
         x = x0
         for key, cls in SEGMENTS:
