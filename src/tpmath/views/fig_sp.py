@@ -279,8 +279,11 @@ def _strip(step: str, width: float) -> tuple[list[dict], float]:
     if width >= 560:
         nodes.append(text(centres[-1] + 22, y + 5, name, "stage-name"))
         return [group(nodes, part="steps")], 36.0
-    nodes.append(text(PAD, y + 30, name, "stage-name"))
-    return [group(nodes, part="steps")], 58.0
+    # under the steps in a phone drawing, on two lines where one would not fit (opt.step in pieces)
+    key = f"fig.sp_step_{step.replace('-', '_')}"
+    name, lines = wrapped(PAD, y + 30, [label(key + "_1"), label(key + "_2")], width - 2 * PAD, "stage-name", line_h=16)
+    nodes.append(name)
+    return [group(nodes, part="steps")], 58.0 + (lines - 1) * 16
 
 
 def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict], float, float]:
