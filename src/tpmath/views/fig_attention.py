@@ -189,10 +189,10 @@ def figure_attention_grads(res: att.AttentionResult, cfg: att.Config) -> dict:
             r = rk.rank
             panels = [heat_panel(rk.G_X_partial, label("fig.partial_of", name="G_Xᵣ"), r,
                                  f"GXp.{r}", HEAT_Y, gscale)]
-            if replicated:
-                panels.append(heat_panel(np.asarray(rk.G_W_k_partial).T,
-                                         label("fig.partial_of", name="G_W_kᵣᵀ"), r, f"GWkp.{r}",
-                                         HEAT_Y, kscale))
+            if replicated:      # its caption is wider than the grid: the panel holds it
+                caption = label("fig.partial_of", name="G_W_kᵣᵀ")
+                panels.append(heat_panel(np.asarray(rk.G_W_k_partial).T, caption, r, f"GWkp.{r}",
+                                         HEAT_Y, kscale, min_w=text_w(caption, "cap")))
             h = max(p.h for p in panels)
             out.append(Row([lane_badge(r, h, "heat")] + panels, rank=r, hang=True))
         out.append(_gx_merge(res, cfg, swapped, gscale))
