@@ -184,7 +184,7 @@ def figure_attention_grads(res: att.AttentionResult, cfg: att.Config) -> dict:
         gy_line = (label("fig.att_gy_times_tp", tp=fmt.integer(cfg.tp)), "a-warn") if swapped \
             else (label("fig.att_gy_once"), "dimtext")
         out = [[heat_panel(G, label("fig.att_gy"), None, "G_Y", HEAT_Y, None, under=gy_line[0],
-                           under_cls=gy_line[1], min_w=150)]]
+                           under_cls=gy_line[1], min_w=max(150, text_w(*gy_line)))]]
         for rk in res.ranks:
             r = rk.rank
             panels = [heat_panel(rk.G_X_partial, label("fig.partial_of", name="G_Xᵣ"), r,
