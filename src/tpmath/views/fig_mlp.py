@@ -14,7 +14,7 @@ import numpy as np
 from .. import fmt
 from ..mlp import MlpOutputs, MlpRank, MlpResult
 from .draw import (CELL_H, Panel, Row, arrow_panel, circle, figure, group, label, lane_badge, line, matrix_panel,
-                   mid_text, op_box, PAD, rect, text, text_w)
+                   mid_text, op_box, rect, text, text_w)
 
 # stage -> the operation written on the arrow from one column of the table to the next
 # (None: the two matrices are shown side by side, no data flows between them).
@@ -102,7 +102,7 @@ def _strip(stage: str):
             return [group(nodes, part="stages")], 50.0, width
         nodes.append(text(x0 - 11, y + 50, name, "stage-name"))
         # a drawing narrower than the steps (the shards alone) would cut off step 6 and f
-        return [group(nodes, part="stages")], 66.0, x0 + step * 5 + 28 + PAD
+        return [group(nodes, part="stages")], 66.0, x0 + step * 5 + 32     # f's box, 4 px of air
     return head
 
 
