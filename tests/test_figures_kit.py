@@ -87,3 +87,64 @@ def test_the_kit_itself_passes_the_tree_contract():
     node = draw.figure("kit", "title", lambda: [draw.Row(panels, rank=1, hang=True)], caption="c")
     tree.check(node)
     assert [s["a"]["class"] for s in node["c"] if s["t"] == "svg"] == ["fig fig-wide", "fig fig-narrow"]
+
+
+# ---------------------------------------------------------------- captions that wrap
+
+def _strings(lang: str) -> dict:
+    import tomllib
+    root = VIEWS.parents[2] / "content" / "i18n"
+    out = {}
+    for path in sorted(root.glob(f"{lang}.*.toml")):
+        def flat(t, prefix=""):
+            for k, v in t.items():
+                if isinstance(v, dict):
+                    flat(v, f"{prefix}{k}.")
+                else:
+                    out[f"{prefix}{k}"] = v
+        flat(tomllib.loads(path.read_text(encoding="utf-8")))
+    return out
+
+
+def test_text_w_is_a_full_em_per_cjk_character_and_at_least_the_latin_width():
+    from tpmath.views import draw
+
+    # Independently of the estimate's code: 12 px text, CJK one em, Latin 0.6 em (0.65 in bold).
+    assert draw.text_w("中文") == pytest.approx(24.0)
+    assert draw.text_w("abcd") == pytest.approx(4 * 0.6 * 12)
+    assert draw.text_w("abcd", "stage-name") == pytest.approx(4 * 0.65 * 13)
+    # a cell is measured in the widest language: zh 每层每个 rank 发送 … is wider than en here
+    cell = draw.label("fig.cc_layer_bytes_1", bytes="1 MiB")
+    en, zh = "1 MiB sent per rank per layer ", "每层每个 rank 发送 1 MiB"
+    est = {s: sum(12.0 if "\u4e00" <= ch <= "\u9fff" else 7.2 for ch in s) for s in (en, zh)}
+    assert draw.text_w(cell) == pytest.approx(max(est.values()))
+    with pytest.raises(draw.TreeError, match="figwrap"):        # not shipped: the browser could not measure it
+        draw.text_w(draw.label("fig.bw_title", tp="2"))
+
+
+def test_wrapped_keeps_one_plain_line_when_it_fits_and_breaks_between_pieces_when_not():
+    from tpmath.views import draw, tree
+
+    pieces = [draw.label("fig.qkv_megatron_1"), draw.label("fig.qkv_megatron_2"), draw.label("fig.qkv_megatron_3")]
+    one, lines = draw.wrapped(4, 16, pieces, 1000, "cap")
+    assert lines == 1 and "c" not in one and one["x"]["key"] == "fig.cat"     # as one text node
+    node, lines = draw.wrapped(4, 16, pieces, draw.NARROW_W, "cap")
+    tree.check({"t": "svg", "c": [node]})
+    spans = node["c"]
+    assert lines == len(spans) >= 2
+    assert [s["a"]["y"] for s in spans] == [tree.n(16 + 15 * i) for i in range(lines)]
+    assert all(s["a"]["x"] == "4" for s in spans)
+    for s in spans:                                             # every line fits, in both languages
+        assert draw.text_w(s["x"], "cap") <= draw.NARROW_W
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_pieces_of_a_wrapped_caption_read_as_the_whole(lang):
+    """The step names under the sp-layer steps are the select's labels cut in two: the same words."""
+    s = _strings(lang)
+    for step, whole in ((k.split(".")[-1], v) for k, v in s.items() if k.startswith("opt.step.")):
+        assert s[f"fig.sp_step_{step}_1"] + s[f"fig.sp_step_{step}_2"] == whole
+    assert s["fig.cat"] == "{a}{b}"
+    if lang == "en":     # an English caption breaks between words: its first piece ends in a space
+        firsts = [k for k, v in s.items() if k.startswith("fig.") and k.endswith("_1") and not v.endswith(" ")]
+        assert not firsts

@@ -372,7 +372,7 @@ def test_comm_cost_bars(controls):
         # One layer: compute and its four AllReduces in the step's proportions.
         layer_comm = sum(_size(keyed[f"layer.comm.{i}"], "width") for i in range(4))
         assert layer_comm == pytest.approx(_size(keyed["layer.calc"], "width") * t_comm / t_calc, abs=0.3)  # 5 × 0.05 px
-        shown = [_num(n["x"]) for n in tree.walk(svg) if n["t"] == "text" and n["x"] and str(n["x"]).endswith(" ms")]
+        shown = [_num(n["x"]) for n in tree.walk(svg) if n["t"] == "text" and n.get("x") and str(n["x"]).endswith(" ms")]
         for t in (t_calc, t_comm, t_calc + t_comm, max(t_calc, t_comm)):
             assert any(abs(v - t * 1e3) <= 5e-4 * max(1, t * 1e3) for v in shown), (t, shown)
         assert _ranks(fig) == set()

@@ -417,3 +417,81 @@ def test_the_bar_of_f_bar_and_g_bar_sits_over_its_letter(open_page, slug):
             assert bl <= centre <= br, b                        # over the letter, not beside it
             assert width >= 0.5 * (br - bl), b                  # as wide as a bar, not a dot
             assert obottom <= btop + 0.5 * (br - bl) + 2, b     # above the letter
+
+
+# ---------------------------------------------------------------- 5. figure text inside its drawing
+
+# Every drawn text's box against its drawing's viewBox, in the viewBox's units (1 px tolerance):
+# text past the edge is cut off (an <svg> clips to its viewBox).  Drawings the window does not
+# show (fig-wide on a phone, fig-narrow on a desktop) have no box and are measured at the other
+# widths.
+TEXT_OUTSIDE = """(root) => {
+    const out = [];
+    for (const svg of root.querySelectorAll('svg.fig')) {
+        const box = svg.getBoundingClientRect(), vb = svg.viewBox.baseVal;
+        if (!box.width || !vb.width) continue;
+        const k = box.width / vb.width;
+        for (const t of svg.querySelectorAll('text')) {
+            const r = t.getBoundingClientRect();
+            if (!r.width) continue;
+            const over = Math.max(box.left - r.left, r.right - box.right, box.top - r.top, r.bottom - box.bottom) / k;
+            if (over > 1) out.push({fig: svg.closest('[data-figure]').dataset.figure, drawing: svg.getAttribute('class'),
+                                    text: t.textContent, over: Math.round(over)});
+        }
+    }
+    return out;
+}"""
+
+# The precomputed answers of every demo on the page (the states a reader reaches by changing a
+# select or a small number: src/tpsite/precompute.py), each figure built with the page's own
+# tree.js into a figure box in <main> and measured like the page's own; returns what sticks out.
+PRECOMPUTED_OUTSIDE = """async () => {
+    const tree = await import(new URL('../static/js/tree.js', location.href).href);
+    const i18n = await import(new URL('../static/js/i18n.js', location.href).href);
+    await i18n.whenStrings();
+    const check = MEASURE;
+    const resolve = (x, data) => {
+        if (x === null || typeof x !== 'object') return x;
+        if (Array.isArray(x)) return x.map((v) => resolve(v, data));
+        const keys = Object.keys(x);
+        if (keys.length === 1 && keys[0] === '@') return resolve(data.pool[x['@']], data);
+        return Object.fromEntries(keys.map((k) => [k, resolve(x[k], data)]));
+    };
+    const out = [], seen = new Set();
+    let figures = 0;
+    const host = document.createElement('div');
+    document.querySelector('main').appendChild(host);
+    for (const url of new Set([...document.querySelectorAll('[data-results]')].map((d) => d.dataset.results))) {
+        const data = await (await fetch(url)).json();
+        const stateOf = new Map(Object.entries(data.states).map(([k, i]) => [i, k]));
+        for (const [index, payload] of data.results.entries()) {
+            const result = resolve(payload, data);
+            for (const node of Object.values((result.ok && result.result.figures) || {})) {
+                const json = JSON.stringify(node);
+                if (seen.has(json)) continue;
+                seen.add(json);
+                host.replaceChildren(tree.build(node));
+                figures += 1;
+                out.push(...check(host).map((o) => ({...o, state: data.section + ' ' + stateOf.get(index)})));
+            }
+        }
+    }
+    host.remove();
+    return {figures, out};
+}""".replace("MEASURE", TEXT_OUTSIDE)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_figure_text_stays_inside_its_drawing(open_page, lang, width):
+    """Regression: the 280 px phone drawings cut off long captions by up to 100 px (qkv-layout's
+    Megatron line, row-linear's sub-headings, comm-cost's bytes line, sp-layer's region titles)."""
+    measured = 0
+    for slug in SLUGS:
+        page = open_page(lang, slug, width)
+        outside = page.evaluate(f"() => ({TEXT_OUTSIDE})(document.querySelector('main'))")
+        assert not outside, f"{lang}/{slug} at {width} px, as built: {outside[:6]}"
+        states = page.evaluate(PRECOMPUTED_OUTSIDE)
+        assert not states["out"], f"{lang}/{slug} at {width} px, precomputed states: {states['out'][:6]}"
+        measured += states["figures"]
+    assert measured > 50

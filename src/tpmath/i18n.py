@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 # The string files Python prints from: content/i18n/<lang>.<part>.toml (cli: the command line's help).
-PARTS = ("errors", "core", "cli")
+PARTS = ("errors", "core", "cli", "figwrap")   # figwrap: figure text the views measure
 # The command lines' language unless --lang says otherwise.
 DEFAULT_LANG = "en"
 PLACEHOLDER = re.compile(r"\{(\w+)\}")      # the page's rule too (app.js): only {name} is replaced
@@ -79,10 +79,18 @@ def strings(lang: str) -> dict[str, str]:
     if root is None:
         return out
     for part in PARTS:
-        path = root / f"{lang}.{part}.toml"
-        if path.is_file():
-            out.update(_flatten(tomllib.loads(path.read_text(encoding="utf-8"))))
+        out.update(part_strings(lang, part))
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def part_strings(lang: str, part: str) -> dict[str, str]:
+    """The flattened strings of one part of ``lang`` (the figure kit reads only ``figwrap``)."""
+    root = catalog_dir()
+    path = root / f"{lang}.{part}.toml" if root is not None else None
+    if path is None or not path.is_file():
+        return {}
+    return _flatten(tomllib.loads(path.read_text(encoding="utf-8")))
 
 
 def option(control: str, value: Any) -> Text:

@@ -27,12 +27,14 @@ The parts, by kind:
 
 from __future__ import annotations
 
+import functools
 import math
+import unicodedata
 from typing import Any, Iterable
 
 import numpy as np
 
-from .. import fmt
+from .. import fmt, i18n
 from .cells import label, rank as rank_name
 from .tree import (CELL_H, CELL_W, LABEL_H, NARROW_W, WIDE_W, Panel, Row, TreeError, arrow_head,  # noqa: F401
                    arrow_panel, el, figure, figure_svg, flow, matrix_panel, n, pair, rank_attrs, scale_of,
@@ -67,6 +69,67 @@ def cell_width(*mats) -> float:
     """One cell width for every grid of a figure: the widest number of all of them, plus air."""
     strings = [fmt.num(v) for m in mats for v in np.asarray(m, dtype=float).ravel()]
     return max(30.0, widest(strings) + 8)
+
+
+# A caption's width before the browser draws it, in either language: a conservative estimate at
+# its font size (style.css: 12 px, headings 13 px) -- a CJK character is a full em, anything
+# else at most 0.6 em, 0.65 em in a bold heading.
+FONT_PX = {"stage-name": 13.0}
+BOLD = frozenset({"cap", "coll-t", "stage-name", "region-t", "warn-t", "a-warn", "a-ok"})   # style.css
+
+
+@functools.lru_cache(maxsize=None)
+def _langs() -> tuple[str, ...]:
+    return i18n.languages()
+
+
+def _est(s: str, px: float, latin: float) -> float:
+    return sum(px if unicodedata.east_asian_width(ch) in "WF" else latin * px for ch in s)
+
+
+def text_w(cell: Any, cls: str = "lbl") -> float:
+    """Estimated width of a text cell in the widest of the site's languages."""
+    px = FONT_PX.get(cls, 12.0)
+    latin = 0.65 if cls in BOLD else 0.6
+    return max((_est(_measured(cell, lang), px, latin) for lang in _langs()), default=0.0)
+
+
+def _measured(cell: Any, lang: str) -> str:
+    """A cell's text from the part of the strings the package ships for measuring (``figwrap``:
+    the browser's Python has no other figure text, and it must lay out what the build does)."""
+    if not isinstance(cell, dict):
+        return "" if cell is None else str(cell)
+    template = i18n.part_strings(lang, "figwrap").get(cell["key"])
+    if template is None:
+        raise TreeError(f"{cell['key']} is measured, so it belongs in content/i18n/{lang}.figwrap.toml")
+    args = cell.get("args") or {}
+    return i18n.PLACEHOLDER.sub(lambda m: _measured(args[m.group(1)], lang) if m.group(1) in args else m.group(0),
+                                template)
+
+
+def wrapped(x: float, y: float, pieces: list, w: float, cls: str = "lbl", anchor: str = "start",
+            line_h: float = 15.0) -> tuple[dict, int]:
+    """A caption cut at its natural breaks (``pieces``, i18n cells that read as the whole when
+    joined) on as few lines as fit ``w`` in both languages (a text cut off by the drawing's edge
+    is worse than a second line).  Returns the text node and its number of lines; one line is
+    the plain text of the whole (``fig.cat`` joins the pieces)."""
+    lines: list[list] = [[]]
+    for p in pieces:
+        if lines[-1] and text_w(_cat(lines[-1] + [p]), cls) > w:
+            lines.append([])
+        lines[-1].append(p)
+    if len(lines) == 1:
+        return text(x, y, _cat(lines[0]), cls, anchor), 1
+    node = text(x, y, None, cls, anchor)
+    node["c"] = [el("tspan", {"x": n(x), "y": n(y + i * line_h)}, text=_cat(ln)) for i, ln in enumerate(lines)]
+    return node, len(lines)
+
+
+def _cat(cells: list) -> Any:
+    out = cells[-1]
+    for c in reversed(cells[:-1]):
+        out = label("fig.cat", a=c, b=out)
+    return out
 
 
 def mid_text(x: float, y: float, cell: Any, cls: str, anchor: str = "middle", **attrs: str) -> dict:
@@ -180,11 +243,13 @@ def down_arrow(x: float, y1: float, y2: float, cls: str = "arrow") -> list[dict]
 
 
 def heading(cell: Any, sub: Any = None, w: float = NARROW_W - 16) -> Panel:
-    """The title of a block of the figure, and a line that says what happens in it."""
+    """The title of a block of the figure, and a line that says what happens in it (``sub``: a
+    cell, or a list of its pieces that wraps to ``w``)."""
     nodes = [text(0, 13, cell, "stage-name")]
-    if sub is not None:
-        nodes.append(text(0, 30, sub, "dimtext"))
-    return Panel(w, 34 if sub is not None else 18, nodes)
+    if sub is None:
+        return Panel(w, 18, nodes)
+    node, lines = wrapped(0, 30, sub if isinstance(sub, list) else [sub], w, "dimtext")
+    return Panel(w, 34 + (lines - 1) * 15, nodes + [node])
 
 
 def coll_panel(label: Any, sub: Any, w: float = 340.0, part: str | None = None, cls: str = "coll") -> Panel:

@@ -25,7 +25,7 @@ from .. import fmt
 from .. import layer as lay
 from .draw import (CAP_H as CAP, NARROW_W, Panel, Row, arrow_head, arrow_panel, chain, circle, figure, group,
                    heat_panel, label, lane_badge, line, mid_text, n, op_box, pair, path, rank_attrs, rank_name, rect,
-                   rows2, single, text)
+                   rows2, single, text, text_w, wrapped)
 
 HEAT = 16.0          # a cell of a probability heat grid (S × S, up to 6 × 6)
 HEAT_Y = 12.0        # a cell of an output / gradient heat grid (S × D, up to 6 × 16)
@@ -143,7 +143,7 @@ def _leave_row(res: att.AttentionResult, cfg: att.Config, yscale: float) -> list
     bad = np.abs(rows2(Y) - rows2(ref)) > tol
     line, cls = _err_line(err, tol)
     y = heat_panel(Y, label("fig.every_rank", name="Y"), None, "Y", HEAT_Y, yscale,
-                   bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=150)
+                   bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=max(150, text_w(line, cls)))
     return [box, arrow_panel(None, w=30, h=44), y]
 
 
@@ -184,15 +184,15 @@ def figure_attention_grads(res: att.AttentionResult, cfg: att.Config) -> dict:
         gy_line = (label("fig.att_gy_times_tp", tp=fmt.integer(cfg.tp)), "a-warn") if swapped \
             else (label("fig.att_gy_once"), "dimtext")
         out = [[heat_panel(G, label("fig.att_gy"), None, "G_Y", HEAT_Y, None, under=gy_line[0],
-                           under_cls=gy_line[1], min_w=150)]]
+                           under_cls=gy_line[1], min_w=max(150, text_w(*gy_line)))]]
         for rk in res.ranks:
             r = rk.rank
             panels = [heat_panel(rk.G_X_partial, label("fig.partial_of", name="G_Xᵣ"), r,
                                  f"GXp.{r}", HEAT_Y, gscale)]
-            if replicated:
-                panels.append(heat_panel(np.asarray(rk.G_W_k_partial).T,
-                                         label("fig.partial_of", name="G_W_kᵣᵀ"), r, f"GWkp.{r}",
-                                         HEAT_Y, kscale))
+            if replicated:      # its caption is wider than the grid: the panel holds it
+                caption = label("fig.partial_of", name="G_W_kᵣᵀ")
+                panels.append(heat_panel(np.asarray(rk.G_W_k_partial).T, caption, r, f"GWkp.{r}",
+                                         HEAT_Y, kscale, min_w=text_w(caption, "cap")))
             h = max(p.h for p in panels)
             out.append(Row([lane_badge(r, h, "heat")] + panels, rank=r, hang=True))
         out.append(_gx_merge(res, cfg, swapped, gscale))
@@ -221,7 +221,7 @@ def _gx_merge(res: att.AttentionResult, cfg: att.Config, swapped: bool, gscale: 
     line, cls = _err_line(err, tol)
     return [box, arrow_panel(None, w=30, h=44),
             heat_panel(GX, label("fig.every_rank", name="G_X"), None, "G_X", HEAT_Y, gscale,
-                       bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=150)]
+                       bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=max(150, text_w(line, cls)))]
 
 
 def _kv_merge(res: att.AttentionResult, cfg: att.Config, kscale: float) -> list[Panel]:
@@ -238,7 +238,7 @@ def _kv_merge(res: att.AttentionResult, cfg: att.Config, kscale: float) -> list[
     spread = res.replica_spread["G_W_k"]
     panels = [box, arrow_panel(None, w=30, h=44),
               heat_panel(np.asarray(GK).T, label("fig.att_gwk"), None, "G_W_k", HEAT_Y, kscale,
-                         bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=150)]
+                         bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=max(150, text_w(line, cls)))]
     if spread > 0:
         worst = max(spread, res.replica_spread["G_W_v"])
         panels.append(Panel(200, 30, [text(0, 22, label("fig.att_replicas_differ", spread=fmt.err(worst)), "a-warn")],
@@ -341,8 +341,9 @@ def _bar(split: dict, cfg: att.Config, E: int, y0: float, caption) -> tuple[list
     """One layout: its head blocks (wrapped at PER_LINE), each column tinted by the rank that gets it."""
     blocks = att.qkv_blocks(cfg.heads, cfg.kv_heads, split["layout"])
     per = split["columns_per_rank"]
-    nodes = [text(0, y0 + 12, caption, "cap")]
-    y = y0 + 20
+    cap, caps = wrapped(0, y0 + 12, caption, NARROW_W, "cap")
+    nodes = [cap]
+    y = y0 + 20 + (caps - 1) * 15
     lines = (len(blocks) + PER_LINE - 1) // PER_LINE
     for i, (part, h) in enumerate(blocks):
         row, col = divmod(i, PER_LINE)
@@ -378,8 +379,10 @@ def _bar(split: dict, cfg: att.Config, E: int, y0: float, caption) -> tuple[list
 def figure_qkv(splits: dict, cfg: att.Config, E: int) -> dict:
     """Both layouts of the fused QKV weight cut into tp equal column blocks."""
     nodes, y = [], 4.0
-    for layout, key in (("megatron", "fig.qkv_megatron"), ("concatenated", "fig.qkv_concat")):
-        part, y = _bar(splits[layout], cfg, E, y, label(key))
+    captions = {"megatron": [label(f"fig.qkv_megatron_{i}") for i in (1, 2, 3)],
+                "concatenated": [label("fig.qkv_concat")]}
+    for layout, caption in captions.items():
+        part, y = _bar(splits[layout], cfg, E, y, caption)
         nodes.append(group(part, part=layout))
         y += 8
     width = NARROW_W            # one drawing for every screen: the blocks wrap at PER_LINE

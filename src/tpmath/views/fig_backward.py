@@ -24,7 +24,8 @@ from .. import fmt
 from ..dp_tp import DpTpResult, Variant
 from ..mlp import MlpResult
 from .draw import (CELL_H, CELL_W, LABEL_H, PAD, Panel, arrow_panel, badge, circle, figure, group, label, line,
-                   mid_text, owned_grid, pair, polygon, rank_attrs, rank_name, rect, text)
+                   mid_text, owned_grid, pair, polygon, rank_attrs, rank_name, rect, text,
+                   wrapped)
 
 # ---------------------------------------------------------------- backward
 
@@ -134,11 +135,15 @@ def _layout(tp: int, dp: int, width: float) -> tuple[list[dict], float]:
             x = x0 + r * (box_w + 8)
             nodes.append(group(badge(r, x, y, box_w, BOX_H), part=f"rank.{k}.{r}"))
     y = y0 + dp * (BOX_H + 8) + 10
-    nodes += [rect(PAD, y, 22, 12, {"class": "tpg"}, rx="4"),
-              text(PAD + 30, y + 10, label("fig.dt_tp_group"), "dimtext"),
-              rect(PAD + 4, y + 18, 14, 16, {"class": "dpg"}, rx="4"),
-              text(PAD + 30, y + 30, label("fig.dt_dp_group"), "dimtext")]
-    return nodes, y + 40
+    room = width - PAD - 30 - PAD                             # the legend's text, beside its key
+    tp_key, tp_lines = wrapped(PAD + 30, y + 10, [label("fig.dt_tp_group_1"), label("fig.dt_tp_group_2")], room,
+                               "dimtext")
+    y2 = y + (tp_lines - 1) * 15
+    dp_key, dp_lines = wrapped(PAD + 30, y2 + 30, [label("fig.dt_dp_group_1"), label("fig.dt_dp_group_2")], room,
+                               "dimtext")
+    nodes += [rect(PAD, y, 22, 12, {"class": "tpg"}, rx="4"), tp_key,
+              rect(PAD + 4, y2 + 18, 14, 16, {"class": "dpg"}, rx="4"), dp_key]
+    return nodes, y2 + 40 + (dp_lines - 1) * 15
 
 
 LOG2_LO, LOG2_HI = -3.0, 3.0          # the scale axis: ⅛× … 8× (tp, dp ≤ 4 give ¼ … 4)
@@ -152,8 +157,10 @@ def _scale_x(s: float, x0: float, w: float) -> float:
 def _scales(variants: list[Variant], top: float, width: float) -> tuple[list[dict], float]:
     """Each variant's scale against the correct gradient on a log axis; 1× is the correct one."""
     x0, w = PAD + 10, width - 2 * PAD - 70
-    nodes = [text(PAD, top + 18, label("fig.dt_scale_head"), "cap")]
-    y = top + 30
+    head, lines = wrapped(PAD, top + 18, [label("fig.dt_scale_head_1"), label("fig.dt_scale_head_2")],
+                          width - 2 * PAD, "cap")
+    nodes = [head]
+    y = top + 30 + (lines - 1) * 15
     row_h = 38.0
     one = _scale_x(1.0, x0, w)
     for v in variants:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import fmt
 from ..comm_cost import CommCost
-from .draw import NUM_CHAR, PAD, label, pair, rect, text
+from .draw import NUM_CHAR, PAD, label, pair, rect, text, wrapped
 
 BAR_W = 250.0            # the longest bar (the slower of the two steps)
 BAR_H = 20.0
@@ -39,13 +39,16 @@ def _labelled(x: float, y: float, w: float, cls: str, s: str, part: str, bar_w: 
     return nodes
 
 
-def _layer(r: CommCost, layers: int, y: float, width: float) -> list[dict]:
-    """One layer at the step's length: compute, then the four AllReduces (their share of T_comm)."""
+def _layer(r: CommCost, layers: int, y: float, width: float) -> tuple[list[dict], float]:
+    """One layer at the step's length: compute, then the four AllReduces (their share of T_comm).
+    Its captions wrap to the drawing's width (``width`` + 90); returns the nodes and their height."""
     total = r.t_calc_s + r.t_comm_s
     unit = width / total if total else 0.0
     calc = r.t_calc_s * unit
-    nodes = [text(PAD, y + 12, label("fig.cc_layer", layers=fmt.integer(layers)), "cap"),
-             rect(PAD, y + 18, calc, BAR_H, {"class": "seg-calc"}, **{"data-key": "layer.calc"})]
+    cap, lines = wrapped(PAD, y + 12, [label("fig.cc_layer_1", layers=fmt.integer(layers)), label("fig.cc_layer_2")],
+                         width + 90, "cap")
+    y += (lines - 1) * 15
+    nodes = [cap, rect(PAD, y + 18, calc, BAR_H, {"class": "seg-calc"}, **{"data-key": "layer.calc"})]
     x = PAD + calc
     for i, row in enumerate(r.per_layer):
         # each collective's share of the communication time is its share of the bytes
@@ -54,9 +57,10 @@ def _layer(r: CommCost, layers: int, y: float, width: float) -> list[dict]:
         if each >= 12:
             nodes.append(text(x + each / 2, y + 18 + BAR_H / 2 + 4, row.operator, "seg-t", "middle"))
         x += each
-    nodes.append(text(PAD, y + 18 + BAR_H + 15, label("fig.cc_layer_bytes", bytes=fmt.nbytes(r.per_layer_bytes)),
-                      "dimtext"))
-    return nodes
+    sent, more = wrapped(PAD, y + 18 + BAR_H + 15, [label("fig.cc_layer_bytes_1", bytes=fmt.nbytes(r.per_layer_bytes)),
+                                                  label("fig.cc_layer_bytes_2")], width + 90, "dimtext")
+    nodes.append(sent)
+    return nodes, (lines - 1 + more - 1) * 15
 
 
 def figure_comm_cost(r: CommCost, layers: int) -> dict:
@@ -72,8 +76,9 @@ def _bars(r: CommCost, layers: int, bar_w: float) -> tuple[list[dict], float, fl
     nodes = [rect(PAD, PAD, 14, 12, {"class": "seg-calc"}), text(PAD + 20, PAD + 10, label("fig.cc_calc"), "dimtext"),
              rect(PAD + 130, PAD, 14, 12, {"class": "seg-comm"}), text(PAD + 150, PAD + 10, label("fig.cc_comm"), "dimtext")]
     y = PAD + 26
-    nodes += _layer(r, layers, y, bar_w)
-    y += 18 + BAR_H + 30
+    layer, extra = _layer(r, layers, y, bar_w)
+    nodes += layer
+    y += 18 + BAR_H + 30 + extra
     # No overlap: communication after compute.
     nodes.append(text(PAD, y + 12, label("fig.cc_serial"), "cap"))
     by = y + 18

@@ -14,7 +14,7 @@ import numpy as np
 from .. import fmt
 from ..mlp import MlpOutputs, MlpRank, MlpResult
 from .draw import (CELL_H, Panel, Row, arrow_panel, circle, figure, group, label, lane_badge, line, matrix_panel,
-                   mid_text, op_box, rect, text)
+                   mid_text, op_box, rect, text, text_w)
 
 # stage -> the operation written on the arrow from one column of the table to the next
 # (None: the two matrices are shown side by side, no data flows between them).
@@ -61,8 +61,10 @@ def _replicated(stage: str, inputs: dict) -> list[Panel]:
     if stage == "shards":
         return []
     name, key, note = ("G_Y", "G", "fig.mlp_gy") if stage in _BACKWARD else ("X", "X", "fig.mlp_x")
-    return [matrix_panel(inputs[key], label(note, name=name), None, f"{key}.all",
-                         shape=_shape(inputs[key]))]
+    caption = label(note, name=name)
+    panel = matrix_panel(inputs[key], caption, None, f"{key}.all", shape=_shape(inputs[key]))
+    panel.w = max(panel.w, text_w(caption, "cap"))      # the caption is wider than a small grid
+    return [panel]
 
 
 def _merge(stage: str, res: MlpResult, ref: MlpOutputs, tp: int, merged_key: str) -> list[Panel]:
@@ -97,9 +99,10 @@ def _strip(stage: str):
         name = label(f"opt.stage.{stage.replace('-', '_')}")
         if width >= 480:             # beside the steps on a desktop, under them on a phone
             nodes.append(text(x0 + step * 5 + 40, y + 5, name, "stage-name"))
-            return [group(nodes, part="stages")], 50.0
+            return [group(nodes, part="stages")], 50.0, width
         nodes.append(text(x0 - 11, y + 50, name, "stage-name"))
-        return [group(nodes, part="stages")], 66.0
+        # a drawing narrower than the steps (the shards alone) would cut off step 6 and f
+        return [group(nodes, part="stages")], 66.0, x0 + step * 5 + 32     # f's box, 4 px of air
     return head
 
 

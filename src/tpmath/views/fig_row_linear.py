@@ -17,7 +17,7 @@ from ..schedules import bus_bandwidth_factor
 from .. import fmt
 from ..row_linear import ColumnLinearResult, RowLinearResult
 from .draw import (CELL_H, LABEL_H, NARROW_W, NUM_CHAR, PAD, TEXT_CHAR, Panel, Row, cell_width, coll_panel, figure,
-                   grid_panel, heading, label, lane_badge, pair, rect, text)
+                   grid_panel, heading, label, lane_badge, pair, rect, text, text_w)
 
 GAP = 10.0              # tree.flow's gap between panels
 CAPTION_W = 170.0       # the width a translated caption above a merged result may take
@@ -69,20 +69,25 @@ def _err(err: float) -> dict:
     return label("fig.matches_ref", err=fmt.err(err))
 
 
+def _partial(m, name: str, r: int, key: str, cw: float, scale: float, shape) -> Panel:
+    """A rank's partial result: its caption is wider than a small grid, so the panel holds it."""
+    caption = label("fig.rl_partial", name=name)
+    return grid_panel(m, caption, r, key, cw, scale, shape, min_w=max(40.0, text_w(caption, "cap")))
+
+
 # ---------------------------------------------------------------- forward
 
 def _row_forward(row: RowLinearResult, cw: float) -> list[list[Panel]]:
     p = row.tp
     ys = [rk.Y_partial for rk in row.ranks] + [row.Y]
     sx, sa, sy = _scale(row.inputs["X"]), _scale(row.inputs["A"]), _scale(*ys)
-    out = [[heading(label("fig.rl_row_head"), label("fig.rl_row_sub"))]]
+    out = [[heading(label("fig.rl_row_head"), [label("fig.rl_row_sub_1"), label("fig.rl_row_sub_2")])]]
     for rk in row.ranks:
         r = rk.rank
         out.append(_lane(r, [
             grid_panel(rk.X_shard, "Xᵣ", r, f"Xr.{r}", None, sx, _dims("B×D/n", rk.X_shard)), "·",
             grid_panel(rk.A_shard, "Aᵣ", r, f"Ar.{r}", None, sa, _dims("D/n×O", rk.A_shard)), "=",
-            grid_panel(rk.Y_partial, label("fig.rl_partial", name="Yᵣ"), r, f"Yr.{r}", cw, sy,
-                       _dims("B×O", rk.Y_partial)),
+            _partial(rk.Y_partial, "Yᵣ", r, f"Yr.{r}", cw, sy, _dims("B×O", rk.Y_partial)),
         ]))
     Y = grid_panel(row.Y, label("fig.rl_every_rank", name="Y"), None, "Y.row", cw, sy, _err(row.max_abs_err["Y"]), min_w=CAPTION_W)
     out += _merge(out[1:], label("fig.rl_allreduce", op="f̄"), _sub("rl_sum", p), [Y], "allreduce-g")
@@ -93,7 +98,7 @@ def _col_forward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
     p = col.tp
     X = col.inputs["X"]
     sa, sy = _scale(col.inputs["A"]), _scale(col.Y)
-    out = [[heading(label("fig.rl_col_head"), label("fig.rl_col_sub"))],
+    out = [[heading(label("fig.rl_col_head"), [label("fig.rl_col_sub_1"), label("fig.rl_col_sub_2")])],
            [grid_panel(X, label("fig.rl_every_rank", name="X"), None, "X.all", None, _scale(X), _dims("B×D", X))]]
     for rk in col.ranks:
         r = rk.rank
@@ -149,8 +154,7 @@ def _col_backward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
         r = rk.rank
         out.append(_lane(r, [
             grid_panel(rk.dY_shard, "dYᵣ", r, f"cdYr.{r}", None, sdy, _dims("B×O/n", rk.dY_shard)), "·Aᵣᵀ =",
-            grid_panel(rk.dX_partial, label("fig.rl_partial", name="dXᵣ"), r, f"cdXr.{r}", cw, sdx,
-                       _dims("B×D", rk.dX_partial)),
+            _partial(rk.dX_partial, "dXᵣ", r, f"cdXr.{r}", cw, sdx, _dims("B×D", rk.dX_partial)),
             grid_panel(rk.dA_shard, "dAᵣ = Xᵀ·dYᵣ", r, f"cdAr.{r}", None, sda, _dims("D×O/n", rk.dA_shard)),
         ]))
     dX = grid_panel(col.sharded.dX, label("fig.rl_every_rank", name="dX"), None, "dX.col", cw, sdx,

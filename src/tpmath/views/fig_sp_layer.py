@@ -28,7 +28,8 @@ from .. import sp_layer as core
 from .. import fmt
 from ..memory import MemoryResult
 from .draw import (CELL_H, NARROW_W, Panel, Row, arrow_head, arrow_panel, badge, circle, figure, group, label,
-                   lane_badge, line, matrix_panel, mid_text, moved, n, op_box, pair, path, rank_attrs, rect, text)
+                   lane_badge, line, matrix_panel, mid_text, moved, n, op_box, pair, path, rank_attrs, rect, text,
+                   text_w, wrapped)
 
 CELL = 12.0            # one entry of a token map
 ARROW = 14.0           # a horizontal arrow between two blocks of a column
@@ -214,11 +215,11 @@ def _forward(res: core.SpLayerResult, one: core.SpRank) -> list:
         sp2.append([Block(f"O.{r}", "Oᵣ", own, res.hidden, r, dropped=_dropped(rk, "keep_O"),
                           sub=_mask_sub(res, one, rk, "keep_O") if p else None),
                     Block(f"Y.{r}", "Yᵣ", own, res.hidden, r)])
-    g = label("fig.sp_g_fwd_wrong" if wrong else "fig.sp_g_fwd")
+    g = "fig.sp_g_fwd_wrong" if wrong else "fig.sp_g_fwd"
     return [("region", ("sp", sp1)),
             ("band", ("g", g, label("fig.sp_all_tokens_wrong" if wrong else "fig.sp_all_tokens", s=fmt.integer(S)))),
             ("region", ("tp", tp)),
-            ("band", ("ḡ", label("fig.sp_gbar_fwd"), label("fig.sp_own_tokens"))),
+            ("band", ("ḡ", "fig.sp_gbar_fwd", label("fig.sp_own_tokens"))),
             ("region", ("sp-out", sp2))]
 
 
@@ -243,9 +244,9 @@ def _backward(res: core.SpLayerResult, one: core.SpRank) -> list:
                    Block(f"G_A_partial.{r}", "G_ZᵣW₁ᵣᵀ", [r] * S, D, r, shade=1, sub=label("fig.sp_partial"))])
         sp2.append([Block(f"G_A.{r}", "G_Aᵣ", own, D, r, labels=[fmt.integer(t) for t in kept[r]]),
                     Block(f"G_X.{r}", "G_Xᵣ", own, D, r)])
-    g = label("fig.sp_g_bwd_wrong" if wrong else "fig.sp_g_bwd")
+    g = "fig.sp_g_bwd_wrong" if wrong else "fig.sp_g_bwd"
     return [("region", ("sp", sp1)),
-            ("band", ("ḡ", label("fig.sp_gbar_bwd"), label("fig.sp_all_tokens", s=fmt.integer(S)))),
+            ("band", ("ḡ", "fig.sp_gbar_bwd", label("fig.sp_all_tokens", s=fmt.integer(S)))),
             ("region", ("tp", tp)),
             ("band", ("g", g, label("fig.sp_own_tokens_wrong" if wrong else "fig.sp_own_tokens"))),
             ("region", ("sp-out", sp2))]
@@ -278,8 +279,11 @@ def _strip(step: str, width: float) -> tuple[list[dict], float]:
     if width >= 560:
         nodes.append(text(centres[-1] + 22, y + 5, name, "stage-name"))
         return [group(nodes, part="steps")], 36.0
-    nodes.append(text(PAD, y + 30, name, "stage-name"))
-    return [group(nodes, part="steps")], 58.0
+    # under the steps in a phone drawing, on two lines where one would not fit (opt.step in pieces)
+    key = f"fig.sp_step_{step.replace('-', '_')}"
+    name, lines = wrapped(PAD, y + 30, [label(key + "_1"), label(key + "_2")], width - 2 * PAD, "stage-name", line_h=16)
+    nodes.append(name)
+    return [group(nodes, part="steps")], 58.0 + (lines - 1) * 16
 
 
 def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict], float, float]:
@@ -299,12 +303,14 @@ def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict],
             name, per_rank = payload
             stacks = [_stack(blocks, col_w - 4) for blocks in per_rank]
             inner = max(h for _, _, h in stacks)
-            h = REGION_T + inner + 10
+            title, lines = wrapped(PAD, y + 13, [label(f"{_REGION_TITLE[name]}_{i}") for i in (1, 2)],
+                                   width - 2 * PAD, "region-t")
+            top = REGION_T + (lines - 1) * 15
+            h = top + inner + 10
             cls = ("region tpr" if name == "tp" else "region") + hl
-            parts = [rect(PAD / 2, y, width - PAD, h, {"class": cls}, rx="6"),
-                     text(PAD, y + 13, label(_REGION_TITLE[name]), "region-t")]
+            parts = [rect(PAD / 2, y, width - PAD, h, {"class": cls}, rx="6"), title]
             for r, (kids, _, _) in enumerate(stacks):
-                parts.append(moved(kids, x_of[r] + 2, y + REGION_T + 4, **{"data-rank-column": str(r)}))
+                parts.append(moved(kids, x_of[r] + 2, y + top + 4, **{"data-rank-column": str(r)}))
             nodes.append(group(parts, part=f"region-{k}"))
             y += h
         else:
@@ -313,11 +319,12 @@ def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict],
             for r in range(T):
                 parts += _down(x_of[r] + col_w / 2, y + 1, DROP_ARROW - 2)
             y += DROP_ARROW
-            parts += [rect(PAD, y, width - 2 * PAD, BAND_H, {"class": "coll" + hl}, rx="6"),
-                      text(width / 2, y + 15, label("fig.sp_band", op=op, what=title),
-                           "coll-t", "middle"),
-                      text(width / 2, y + 30, sub, "coll-s", "middle")]
-            y += BAND_H
+            name, lines = wrapped(width / 2, y + 15, [label("fig.sp_band", op=op, what=label(f"{title}_1")),
+                                                      label(f"{title}_2")], width - 2 * PAD - 8, "coll-t", "middle")
+            more = (lines - 1) * 15
+            parts += [rect(PAD, y, width - 2 * PAD, BAND_H + more, {"class": "coll" + hl}, rx="6"), name,
+                      text(width / 2, y + 30 + more, sub, "coll-s", "middle")]
+            y += BAND_H + more
             for r in range(T):
                 parts += _down(x_of[r] + col_w / 2, y + 1, DROP_ARROW - 2)
             y += DROP_ARROW
@@ -352,9 +359,11 @@ def figure_ln(res: core.SpLayerResult) -> dict:
                       matrix_panel(rk.G_beta_partial, "G_β", r, f"G_beta_partial.{r}", scale, shape=tokens)]
             h = max(p.h for p in panels)
             out.append(Row([lane_badge(r, h, "numbers")] + panels, rank=r, hang=True))
+        # skipped: the box as wide as what it says instead
         box = op_box(label("fig.sp_ln_box" if reduced else "fig.sp_ln_box_skipped"),
                      label("fig.sum_ranks", last="R" + fmt.integer(T - 1)) if reduced else label("fig.sp_ln_box_none"),
-                     150, "coll" if reduced else "coll skip", "ln-allreduce", h=2 * CELL_H, top=18,
+                     150 if reduced else max(150, text_w(label("fig.sp_ln_box_none")) + 12),
+                     "coll" if reduced else "coll skip", "ln-allreduce", h=2 * CELL_H, top=18,
                      title_y=CELL_H * 0.75, sub_y=CELL_H * 1.55, lit="hl" if reduced else "dim")
         if reduced:
             ref = res.reference
@@ -385,12 +394,17 @@ BAR_GAP = 8.0
 BARS_WIDE = 640.0           # the desktop drawing; the phone one is tree.NARROW_W wide
 
 
+def _cfg_name(name: str):
+    return label(f"fig.mem_cfg_{name.replace('-', '_')}")
+
+
 def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[dict], float, float]:
     """The stacked bars in a drawing ``width`` wide (legend, one bar per configuration, the line)."""
     top = max(t["total"] for t in totals.values())
     draw_line = top >= line_bytes / 2
     axis = max(top, line_bytes) if draw_line else top
-    x0 = PAD + BAR_LABEL_W
+    # the configurations' names right-aligned before the bars: room for the widest (lit: bold)
+    x0 = PAD + max(BAR_LABEL_W, max(text_w(_cfg_name(name), "cap") for name in totals) + 6)
     bar_w = width - x0 - BAR_VALUE_W - PAD
     nodes = []
     for i, (key, cls) in enumerate(SEGMENTS):     # the legend: a swatch and a word each
@@ -405,7 +419,7 @@ def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[
         nodes.append(line(lx, top_y - 4, lx, top_y + len(totals) * (BAR_H + BAR_GAP), "mem-line"))
     for name, per in totals.items():
         lit = name == r.configuration
-        kids = [text(x0 - 6, y + BAR_H / 2, label(f"fig.mem_cfg_{name.replace('-', '_')}"),
+        kids = [text(x0 - 6, y + BAR_H / 2, _cfg_name(name),
                      "cap" if lit else "lbl", "end", **{"dominant-baseline": "central"})]
         x = x0
         for key, cls in SEGMENTS:

@@ -19,7 +19,7 @@ import numpy as np
 from .. import fmt
 from ..vocab_ce import VocabCeResult, VocabPad
 from .draw import (CAP_H, PAD, Panel, band, badge, down_arrow, figure, hline, label, line, rank_attrs, rect,
-                   single, text, widest)
+                   single, text, widest, wrapped)
 
 PAD_W = 16.0            # a padding id: no number to show, only its id
 GAP = 8.0               # between two ranks' groups
@@ -101,11 +101,13 @@ class _Drawing:
     def header(self) -> None:
         res = self.res
         if res.padded_vocab != res.vocab:
-            cap = label("fig.vc_vocab_pad", V=fmt.integer(res.vocab), Vp=fmt.integer(res.padded_vocab),
-                      p=fmt.integer(res.shards))
+            cap, lines = wrapped(PAD, self.y + 11, [label("fig.vc_vocab_pad_1", V=fmt.integer(res.vocab),
+                                                          Vp=fmt.integer(res.padded_vocab), p=fmt.integer(res.shards)),
+                                                    label("fig.vc_vocab_pad_2")], self.w - 2 * PAD, "cap")
+            self.add(cap)
+            self.y += (lines - 1) * 15
         else:
-            cap = label("fig.vc_vocab", last=fmt.integer(res.vocab - 1), p=fmt.integer(res.shards))
-        self.add(_caption(self.y, cap))
+            self.add(_caption(self.y, label("fig.vc_vocab", last=fmt.integer(res.vocab - 1), p=fmt.integer(res.shards))))
         self.y += CAP_H + 2
         for e, (gx, gw) in zip(res.ranks, self.groups):
             bw = min(34.0, gw)

@@ -425,7 +425,8 @@ def figure(name: str, title: Any, rows_of: Any, desc: Any = None, caption: Any =
     ``rows_of()`` returns the panel rows, built once: ``flow`` only places panels (each placement
     is a new ``<g transform>`` around the panel's nodes), so both layouts share the panels' shapes
     -- half the work of a figure on every control change.
-    ``head(width)``, if given, returns (nodes, height) drawn above the panels at that width.
+    ``head(width)``, if given, returns (nodes, height, its own width) drawn above the panels at
+    that width (the drawing is at least as wide as the head).
     """
     rows = rows_of()
     return pair(name, title, lambda max_w: _layout(rows, max_w, head), desc, caption)
@@ -452,5 +453,5 @@ def _layout(rows, max_w: float, head) -> tuple[list[dict], float, float]:
     nodes, w, h = flow(rows, max_w)
     if head is None:
         return nodes, w, h
-    head_nodes, head_h = head(w)
-    return head_nodes + [el("g", {"transform": f"translate(0,{n(head_h)})"}, nodes)], w, h + head_h
+    head_nodes, head_h, head_w = head(w)
+    return head_nodes + [el("g", {"transform": f"translate(0,{n(head_h)})"}, nodes)], max(w, head_w), h + head_h
