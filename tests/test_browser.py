@@ -59,7 +59,7 @@ SNAPSHOT_FN = """function snapshot(demo) {
   const tables = {};
   let scopes = true;
   demo.querySelectorAll("table[data-table]").forEach(t => {
-    if (t.hidden) return;
+    if (t.closest("[hidden]")) return;   // the page hides a table by its div.table-wrap
     tables[t.getAttribute("data-table")] = {
       caption: t.caption ? t.caption.textContent : null,
       head: t.tHead ? cells(t.tHead)[0] : [],

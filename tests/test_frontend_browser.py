@@ -286,14 +286,18 @@ def test_a_figure_outside_the_whitelist_keeps_the_last_good_one(opened):
     del live.errors[n_errors:]
 
 
-GRID_JS = """async ([cells, foot]) => { """ + SER_FN + """
+GRID_JS = """async (node) => { """ + SER_FN + """
   const m = await import(new URL("../static/js/apply.js", location.href).href);
   const demo = document.createElement("div");
   demo.setAttribute("data-section", "t");
-  const table = document.createElement("table");
-  table.setAttribute("data-table", "t");
-  demo.appendChild(table);
-  m.applyResult(demo, {tables: {t: {caption: "cap.mlp_ranks", columns: ["col.rank", "col.output"], rows: cells, foot}}});
+  const wrap = document.createElement("div");
+  wrap.className = "table-wrap";
+  const old = document.createElement("table");
+  old.setAttribute("data-table", "t");
+  wrap.appendChild(old);
+  demo.appendChild(wrap);
+  m.applyResult(demo, {tables: {t: node}});    // the worker's table tree (views/table.py), morphed in
+  const table = demo.querySelector("table[data-table=t]");
   const part = (p) => Array.from(p.rows).map(r => Array.from(r.cells).map(c => [c.tagName.toLowerCase(),
       c.className, c.children.length ? Array.from(c.children).map(ser) : c.textContent]));
   return {body: part(table.tBodies[0]), foot: part(table.tFoot)};
@@ -309,7 +313,9 @@ def test_grid_and_rank_tag_cells_equal_cpython_and_the_builder(opened):
     rows = [[tree.rank_tag(0), tree.grid([[1.5, -2.0], [0.25, 4.0]], rank=0)],
             [tree.rank_tag(1), tree.grid([1.0, -1e-9, 3.0], rank=1)]]
     foot = [[{"key": "label.nothing"}, tree.grid([[0.0]])], ["Σ", {"key": "label.nothing"}]]
-    got = live.page.evaluate(GRID_JS, [rows, foot])
+    from tpmath.views.table import table_tree
+    record = {"caption": "cap.mlp_ranks", "columns": ["col.rank", "col.output"], "rows": rows, "foot": foot}
+    got = live.page.evaluate(GRID_JS, table_tree("t", "t", record))
     t = Translator(strings("zh"), "zh", "test")
 
     def want_cell(j, cell):

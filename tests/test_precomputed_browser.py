@@ -133,6 +133,16 @@ def discrete_changes(section: str, per_control: int = 4) -> list[dict]:
     return out
 
 
+def _verdicts_masked(part):
+    """A real-ranks snapshot with each check line's two numbers replaced by "·"."""
+    from check_lines import VERDICT
+    def mask(text):
+        return "\n".join(VERDICT.sub(lambda m: "· " + m["mid"].replace(m["tol"], "·") + m["mark"], line)
+                         for line in text.split("\n"))
+    return json.loads(json.dumps(part, ensure_ascii=False), object_hook=None) if not isinstance(part, (list, str)) \
+        else [mask(x) if isinstance(x, str) else x for x in part] if isinstance(part, list) else mask(part)
+
+
 def _markup(part):
     """A snapshot part with the whitespace between tags removed."""
     return json.loads(re.sub(r">(?:\\n|\s)+<", "><", json.dumps(part, ensure_ascii=False)))
@@ -176,7 +186,13 @@ def test_discrete_changes_answer_at_once_while_loading_and_equal_the_live_result
             # markup only: the build writes a newline between rows that the page's own rows lack, so
             # an error state that keeps the last good tables keeps them as the build or as the page
             # wrote them; whitespace between tags is not content
-            assert _markup(live[key]) == _markup(got[key]), f"{where}: {key} differ between precomputed and live"
+            a, b = _markup(live[key]), _markup(got[key])
+            if key == "real":
+                # a check line's measured difference and tolerance are numpy's on each side (OpenBLAS
+                # at build time, Pyodide's own loops live: row-linear and mlp do not use the fixed-order
+                # kernels), so their last digit may differ; every other line must be equal
+                a, b = _verdicts_masked(a), _verdicts_masked(b)
+            assert a == b, f"{where}: {key} differ between precomputed and live"
         page.evaluate(CHANGE_JS, [section, static_form[section], 30_000])
     assert errors == []
     ctx.close()

@@ -34,7 +34,7 @@ PAGE = "transformer-layer.html"
 SNAPSHOT_FN = """function snapshot(demo) {
   const tables = {};
   demo.querySelectorAll("table[data-table]").forEach(t => {
-    if (t.hidden) return;
+    if (t.closest("[hidden]")) return;   // the page hides a table by its div.table-wrap
     const rows = part => part ? Array.from(part.children).map(r => Array.from(r.children).map(c => c.textContent)) : [];
     tables[t.getAttribute("data-table")] = {head: rows(t.tHead)[0] || [], rows: rows(t.tBodies[0]), foot: rows(t.tFoot)};
   });
