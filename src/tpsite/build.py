@@ -246,6 +246,20 @@ def _restore_toc(tokens: list[dict], mathml_list: list[str]) -> list[dict]:
              "children": _restore_toc(tok["children"], mathml_list)} for tok in tokens]
 
 
+def _check_definitions(html: str, terms: tuple, path) -> None:
+    """A page defines only the glossary's tracked terms ([text]{dfn=ID}), each at most once."""
+    ids = markdown_ext.dfn_ids(html)
+    known = {k.id for k in glossary.tracked(terms)}
+    unknown = sorted(set(ids) - known)
+    if unknown:
+        raise BuildError(f"{{dfn={unknown[0]}}} is not a tracked term of content/i18n/{glossary.FILE} "
+                         f"([[term.track]] ids: {', '.join(sorted(known)) or 'none'})", path)
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise BuildError(f"{{dfn={twice[0]}}} marks two definitions on one page (link the second use "
+                         f"to #dfn-{twice[0]})", path)
+
+
 def convert_markdown(content: Content, prepared: dict, keys=None) -> None:
     """Markdown -> HTML (of the pages ``keys``, default all); heading ids must be equal across
     translations."""
@@ -257,6 +271,7 @@ def convert_markdown(content: Content, prepared: dict, keys=None) -> None:
         html = markdown_ext.restore_shortcodes(html, prep.blocks, prep.shortcodes, prep.page.path)
         prep.html = mathml.restore(html, prep.mathml)
         prep.toc = _restore_toc(toc, prep.mathml)
+        _check_definitions(prep.html, content.glossary, prep.page.path)
     for slug in content.slugs():
         first = prepared[(content.langs[0], slug)]
         ids = markdown_ext.heading_ids(first.toc)

@@ -4,6 +4,11 @@ Every term has its English and Chinese form and, per language, the variants that
 appear in that language's content.  :func:`check` stops the build at the first forbidden
 variant, naming file:line; :func:`rows` is the table the pages show (the glossary section of
 the first page, linked from every page's footer).
+
+A term may also list the concepts a page must define before it uses them (``[[term.track]]``:
+an ``id`` and, per language, the spellings that count as a use).  The Markdown marks a
+definition ``[text]{dfn=ID}`` (:mod:`tpsite.markdown_ext`: ``<dfn id="dfn-ID">``), a use links to
+it with ``#dfn-ID``; ``benchmarks/reading.py`` reports the terms a page uses before either.
 """
 
 from __future__ import annotations
@@ -18,6 +23,15 @@ from .errors import BuildError
 FILE = "glossary.toml"
 ANCHOR = "glossary"          # the section's id on the first page (the footer links to it)
 _WORD = re.compile(r"[A-Za-z0-9]+")
+TRACK_ID = re.compile(r"[a-z0-9][a-z0-9-]*")     # the dfn's id is "dfn-" + this (an HTML id, a URL anchor)
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """A concept a page defines before it uses it.  ``spellings``: lang -> the strings that count
+    as a use ("$…$": an inline formula with that LaTeX, see benchmarks/reading.py)."""
+    id: str
+    spellings: dict[str, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -26,6 +40,7 @@ class Term:
     zh: str
     forbid: dict[str, tuple[str, ...]] = field(default_factory=dict)    # lang -> variants
     allow: dict[str, tuple[str, ...]] = field(default_factory=dict)     # lang -> right longer strings
+    track: tuple[Tracked, ...] = ()                                      # the concepts defined before use
 
 
 def _shown(path: Path) -> str:
@@ -54,8 +69,32 @@ def load(i18n_dir: Path) -> tuple[Term, ...]:
                 raise BuildError(f"term {t['en']!r}: '{part}' must map a language to a list of strings",
                                  _shown(path))
             lists[part] = {lang: tuple(v) for lang, v in table.items()}
-        terms.append(Term(t["en"], t["zh"], lists["forbid"], lists["allow"]))
+        terms.append(Term(t["en"], t["zh"], lists["forbid"], lists["allow"], _tracked(t, path)))
+    ids = [k.id for term in terms for k in term.track]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise BuildError(f"tracked term ids used twice: {twice}", _shown(path))
     return tuple(terms)
+
+
+def _tracked(t: dict, path: Path) -> tuple[Tracked, ...]:
+    out = []
+    for k in t.get("track", []):
+        if not (isinstance(k, dict) and isinstance(k.get("id"), str) and TRACK_ID.fullmatch(k["id"])):
+            raise BuildError(f"term {t['en']!r}: each [[term.track]] needs an 'id' of a-z, 0-9 and '-'",
+                             _shown(path))
+        spellings = {lang: v for lang, v in k.items() if lang != "id"}
+        if not all(isinstance(v, list) and v and all(isinstance(s, str) and s for s in v)
+                   for v in spellings.values()):
+            raise BuildError(f"tracked term {k['id']!r}: each language maps to a list of spellings",
+                             _shown(path))
+        out.append(Tracked(k["id"], {lang: tuple(v) for lang, v in spellings.items()}))
+    return tuple(out)
+
+
+def tracked(terms: tuple[Term, ...]) -> tuple[Tracked, ...]:
+    """Every concept the pages define before use, in file order."""
+    return tuple(k for t in terms for k in t.track)
 
 
 def files_of(root: Path, lang: str) -> list[Path]:

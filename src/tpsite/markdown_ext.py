@@ -14,6 +14,10 @@ Shortcodes stand alone on a line, separated from text by blank lines::
     {{pydemo row_parallel}}  content/demos/row_parallel.py, highlighted, output, Run button
 
 They are replaced by tokens before Markdown runs and by the rendered blocks after.
+
+A definition of a tracked term (content/i18n/glossary.toml ``[[term.track]]``) is marked
+``[text]{dfn=ID}``: ``<dfn id="dfn-ID">text</dfn>``, the place a first use can link to
+(``[AllReduce](#dfn-allreduce)``, or ``index.html#dfn-allreduce`` from another page).
 Tables get ``<th scope="col">``, a ``<caption>`` from a following paragraph that starts
 with ``: `` (Pandoc's syntax), and a scrolling wrapper for narrow screens.
 """
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 
 import markdown
 from markdown.extensions import Extension
+from markdown.inlinepatterns import InlineProcessor
 from markdown.treeprocessors import Treeprocessor
 
 from .errors import BuildError
@@ -185,12 +190,31 @@ class _LinkProcessor(Treeprocessor):
                 a.set("aria-label", self.labels["cite"].replace("{n}", m.group(1)))
 
 
+DFN_PATTERN = r"\[([^\]\n]+)\]\{dfn=([a-z0-9][a-z0-9-]*)\}"      # glossary.TRACK_ID
+DFN_ID_RE = re.compile(r'<dfn id="dfn-([a-z0-9-]+)"')
+
+
+class _DfnProcessor(InlineProcessor):
+    """``[text]{dfn=ID}`` -> ``<dfn id="dfn-ID">text</dfn>`` (the text keeps its inline Markdown)."""
+
+    def handleMatch(self, m, data):
+        el = etree.Element("dfn", {"id": f"dfn-{m.group(2)}"})
+        el.text = m.group(1)
+        return el, m.start(0), m.end(0)
+
+
+def dfn_ids(html: str) -> list[str]:
+    """The tracked terms a page's HTML defines (``<dfn id="dfn-ID">``), in order."""
+    return DFN_ID_RE.findall(html)
+
+
 class _SiteExtension(Extension):
     def __init__(self, labels: dict[str, str]):
         super().__init__()
         self.labels = labels
 
     def extendMarkdown(self, md: markdown.Markdown) -> None:
+        md.inlinePatterns.register(_DfnProcessor(DFN_PATTERN, md), "tp_dfn", 175)   # before links (160, 170)
         md.treeprocessors.register(_TableProcessor(md), "tp_tables", 4)
         md.treeprocessors.register(_LinkProcessor(md, self.labels), "tp_links", 3)   # after toc's permalinks
 
