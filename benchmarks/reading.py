@@ -22,10 +22,12 @@ pages are in the order of the language's navigation.  Per page:
   ``{{figure}}`` block, Python demo, table, display formula ``math[display=block]``, image),
   and the heading holding most of that run (target ≤ 250);
 - terms used before their definition: the glossary's tracked terms (content/i18n/glossary.toml
-  ``[[term.track]]``) whose first use on the main path (prose, headings, inline code; a "$…$"
-  spelling: an inline formula whose LaTeX, spaces and braces aside, is that formula or one of
-  its comma-separated parts) comes before the page's ``<dfn id="dfn-ID">`` and is not inside a
-  link to an existing definition (``#dfn-ID`` on this page or another page of the site).  A
+  ``[[term.track]]``) whose first use on the main path (prose, headings, inline code: a whole
+  word, a hyphenated compound being one word, or a substring in CJK; a "$…$" spelling: an inline
+  formula whose LaTeX tokens hold it, not under an accent such as \bar, nor inside a longer
+  name) comes before the page's ``<dfn id="dfn-ID">`` and is not inside a
+  link to an existing definition (``#dfn-ID`` on this page or another page of the site; a
+  ``<dfn>`` in a table on the main path counts where the table is).  A
   term never defined on the page is "undefined"; a language without spellings for the tracked
   terms fails the target (it cannot be checked).  Target: 0.
 
@@ -101,7 +103,11 @@ async () => {
       if (el.matches(SKIP)) continue;
       if (!rendered(el) && getComputedStyle(el).display !== "contents") continue;
       if (el.matches(VISUAL) && !(el.localName === "math")) {
-        if (el.getBoundingClientRect().height > 0) events.push({kind: "visual", what: el.localName + (el.className && typeof el.className === "string" ? "." + el.className.split(" ")[0] : ""), top: top(el)});
+        if (el.getBoundingClientRect().height > 0) {
+          events.push({kind: "visual", what: el.localName + (el.className && typeof el.className === "string" ? "." + el.className.split(" ")[0] : ""), top: top(el)});
+          // A table that defines a term (a notation table) defines it on the main path.
+          for (const d of el.querySelectorAll("dfn[id]")) if (!d.closest("details:not([open])")) events.push({kind: "dfn", id: d.id.replace(/^dfn-/, "")});
+        }
         continue;
       }
       if (el.localName === "math") {
@@ -201,33 +207,52 @@ def prose(events: list[dict]) -> dict:
     return {"prose_words": total, "longest_run": sum(longest.values()), "longest_run_heading": heading}
 
 
-_LATEX_PART = re.compile(r",|\\[ ,;:!]|\\quad|\\qquad")
+# A formula's LaTeX as tokens (commands, single characters; spaces and braces dropped): "$f$"
+# is a use in "Y=f(X)" but not in "\\bar f" (an accent makes another symbol) or "\\frac".
+_LATEX_TOKEN = re.compile(r"\\[A-Za-z]+|\\.|[^\s{}]")
+_ACCENTS = {"\\bar", "\\overline", "\\hat", "\\widehat", "\\tilde", "\\widetilde", "\\dot", "\\ddot",
+            "\\vec", "\\check", "\\breve", "\\acute", "\\grave", "\\underline"}
 
 
-def _latex(s: str) -> str:
-    return re.sub(r"[\s{}]", "", s)
+def _tokens(latex: str) -> list[str]:
+    return _LATEX_TOKEN.findall(latex)
 
 
-def _math_parts(alt: str) -> set[str]:
-    return {_latex(p) for p in _LATEX_PART.split(alt)} | {_latex(alt)}
+def _in_formula(spelling: list[str], alt: str) -> bool:
+    """Whether a formula uses the symbol: its tokens in a row, no letter or accent before them
+    and no letter after them."""
+    toks, n = _tokens(alt), len(spelling)
+    for i in range(len(toks) - n + 1):
+        if toks[i:i + n] != spelling:
+            continue
+        before = toks[i - 1] if i else ""
+        after = toks[i + n] if i + n < len(toks) else ""
+        if not (before.isalpha() or before in _ACCENTS or after.isalpha()):
+            return True
+    return False
+
+
+def _is_formula(spelling: str) -> bool:
+    return len(spelling) > 2 and spelling.startswith("$") and spelling.endswith("$")
 
 
 def _text_matcher(spelling: str):
-    """A whole-word pattern for letters and digits (a lowercase spelling also with a capital first
-    letter), a plain substring otherwise (CJK has no word boundaries)."""
+    """A whole word for letters, digits, '-' and '_' (a hyphenated compound is one word, as in
+    :func:`words`; a lowercase spelling also matches with a capital first letter), a plain
+    substring otherwise (CJK has no word boundaries)."""
     if re.fullmatch(r"[A-Za-z0-9_\-]+", spelling):
         first = f"[{spelling[0]}{spelling[0].upper()}]" if spelling[0].islower() else re.escape(spelling[0])
-        return re.compile(rf"(?<![A-Za-z0-9_]){first}{re.escape(spelling[1:])}(?![A-Za-z0-9_])")
+        return re.compile(rf"(?<![A-Za-z0-9_\-]){first}{re.escape(spelling[1:])}(?![A-Za-z0-9_\-])")
     return re.compile(re.escape(spelling))
 
 
 def _uses(events: list[dict], spellings: tuple[str, ...]):
     """Indices (and links) of the events that use a term."""
-    maths = {_latex(s[1:-1]) for s in spellings if len(s) > 2 and s.startswith("$") and s.endswith("$")}
-    texts = [_text_matcher(s) for s in spellings if not (len(s) > 2 and s.startswith("$") and s.endswith("$"))]
+    maths = [_tokens(s[1:-1]) for s in spellings if _is_formula(s)]
+    texts = [_text_matcher(s) for s in spellings if not _is_formula(s)]
     for i, e in enumerate(events):
         if e["kind"] == "math":
-            if maths & _math_parts(e["alt"]):
+            if any(_in_formula(m, e["alt"]) for m in maths):
                 yield i, e.get("href")
         elif e["kind"] in ("text", "htext", "code"):
             if any(p.search(e["text"]) for p in texts):

@@ -54,7 +54,7 @@ TEXT = {
         "long": "Long section",
         "p4": "word " * 290 + '<dfn id="dfn-allreduce">AllReduce</dfn> sums. <code>not prose</code> '
               '<math alttext="\\bar f"><mi>f</mi></math>' + " tail" * 8,  # 290 + 2 + 8 = 300; f̄ used, never defined
-        "p5": "end " * 20,                                                # 20
+        "p5": "end " * 20 + '<math alttext="f"><mi>f</mi></math>',     # 20; f, defined in the table above
     },
     "zh": {
         "title": "合成页面",
@@ -65,7 +65,7 @@ TEXT = {
         "long": "长段落",
         "p4": "字" * 580 + '<dfn id="dfn-allreduce">AllReduce</dfn><code>不是正文</code>'
               '<math alttext="\\bar{f}"><mi>f</mi></math>' + "尾" * 18,  # 290 + 1 + 9 = 300
-        "p5": "完" * 40,                                                   # 20
+        "p5": "完" * 40 + '<math alttext="f"><mi>f</mi></math>',      # 20
     },
 }
 HIDDEN = "AllGather hidden words " * 100     # inside the closed details: no words, no term use
@@ -99,7 +99,7 @@ def page(lang: str, lang_attr: str | None = None) -> str:
 <h2 id="long">{t["long"]}<a class="headerlink" href="#long">#</a></h2>
 <p>{t["p4"]}</p>
 <pre>code block words</pre>
-<table><tr><td>table words</td></tr></table>
+<table><tr><td><dfn id="dfn-f">f</dfn> table words</td></tr></table>
 <p>{t["p5"]}</p>
 <math display="block" alttext="x"><mi>x</mi></math>
 </article></main>
@@ -170,7 +170,7 @@ def test_terms_before_definition(results, path):
     assert t["before_definition"] == ["rank"]          # the lead's use, the dfn comes after
     assert t["undefined"] == ["shard", "f-bar"]         # used, never defined (f̄ in a formula)
     assert t["linked"] == ["allreduce"]                  # first use links to the dfn further down
-    assert t["defined_first"] == ["tp"]                  # first use is inside its dfn
+    assert t["defined_first"] == ["tp", "f"]             # inside its dfn; after the table's dfn
     assert t["checked"] == len(TRACKED) and t["unchecked"] == []
     assert not results[path]["pass"]["terms"]
 
@@ -189,3 +189,18 @@ def test_a_page_without_figure(results):
 def test_words_rule():
     assert reading.words("Don't split e.g. rank-offset 2.65 W₂ here.") == 7
     assert reading.words("张量并行 TP，两个 rank。") == 3 + 2
+
+
+def test_what_counts_as_a_use():
+    def used(spelling, kind, text):
+        event = {"kind": kind, ("alt" if kind == "math" else "text"): text}
+        return next(reading._uses([event], (spelling,)), None) is not None
+
+    assert used("rank", "text", "Rank 0 keeps") and used("ranks", "text", "two ranks.")
+    assert not used("rank", "text", "rank-offset seeds") and not used("tp", "code", "--tp-comm-overlap")
+    assert not used("AllReduce", "text", "allreduce")                 # a capitalised spelling is exact
+    assert used("分片", "text", "未分片参考") and used("tp", "code", "tp/K")
+    assert used("$f$", "math", "Y=f(X)") and not used("$f$", "math", "\\bar{f}")
+    assert used("$\\bar f$", "math", "f,\\ \\bar f") and used("$tp$", "math", "K=V/tp")
+    assert not used("$g$", "math", "\\log x") and not used("$tp$", "math", "t_p")
+    assert not used("rank", "math", "rank")                           # a word is not a formula
