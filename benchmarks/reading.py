@@ -31,7 +31,8 @@ pages are in the order of the language's navigation.  Per page:
   term never defined on the page is "undefined"; a language without spellings for the tracked
   terms fails the target (it cannot be checked).  Target: 0.
 
-Prints one markdown table (✓ / ✗ per target) and the terms of each page; --json prints the
+Prints one markdown table (✓ / ✗ per target) and the terms of each page (a failing term with the
+heading of its first use); --json prints the
 measures instead; --check exits 1 when a page misses a target.
 """
 
@@ -125,7 +126,7 @@ async () => {
       if (/^h[1-6]$/.test(el.localName)) {
         const own = [...el.childNodes].filter(n => !(n.nodeType === 1 && n.matches(".headerlink")));
         events.push({kind: "heading", level: +el.localName[1], id: el.id || null,
-                     text: own.map(n => n.textContent).join("").trim().replace(/\s+/g, " ")});
+                     text: own.map(n => n.textContent).join("").replace(/\u200b/g, "").trim().replace(/\s+/g, " ")});
         walk(el, true);
         continue;
       }
@@ -275,7 +276,8 @@ def terms(page: str, events: list[dict], tracked, lang: str, defined: dict[str, 
     ``defined``: page path -> the term ids it defines on its main path (links are checked)."""
     with_spellings = [t for t in tracked if t.spellings.get(lang)]
     out = {"checked": len(with_spellings), "unchecked": [t.id for t in tracked if not t.spellings.get(lang)],
-           "before_definition": [], "undefined": [], "linked": [], "defined_first": []}
+           "before_definition": [], "undefined": [], "linked": [], "defined_first": [],
+           "first_use_heading": {}}
     dfns = {}
     for i, e in enumerate(events):
         if e["kind"] == "dfn":
@@ -285,6 +287,7 @@ def terms(page: str, events: list[dict], tracked, lang: str, defined: dict[str, 
         if first is None:
             continue
         i, href = first
+        out["first_use_heading"][t.id] = next((e["text"] for e in reversed(events[:i]) if e["kind"] == "heading"), None)
         target = _link_target(page, href, t.id)
         if t.id in dfns and dfns[t.id] <= i:
             out["defined_first"].append(t.id)
@@ -423,8 +426,10 @@ def term_lines(results: list[dict]) -> str:
     out = []
     for m in results:
         t = m["terms"]
-        parts = [f"{k.replace('_', ' ')}: {', '.join(t[k])}" for k in
-                 ("before_definition", "undefined", "linked", "defined_first") if t[k]]
+        where = t["first_use_heading"]
+        parts = [f"{k.replace('_', ' ')}: " + ", ".join(f"{i} ({where[i]})" if k in ("before_definition", "undefined")
+                                                        else i for i in t[k])
+                 for k in ("before_definition", "undefined", "linked", "defined_first") if t[k]]
         out.append(f"- {m['page'].removesuffix('.html')}: " + ("; ".join(parts) or "no tracked term used"))
     return "\n".join(out)
 

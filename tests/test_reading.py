@@ -204,3 +204,8 @@ def test_what_counts_as_a_use():
     assert used("$\\bar f$", "math", "f,\\ \\bar f") and used("$tp$", "math", "K=V/tp")
     assert not used("$g$", "math", "\\log x") and not used("$tp$", "math", "t_p")
     assert not used("rank", "math", "rank")                           # a word is not a formula
+
+
+def test_first_use_heading(results):
+    where = results["en/index.html"]["terms"]["first_use_heading"]
+    assert where["rank"] == "Synthetic page" and where["f-bar"] == "Long section"
