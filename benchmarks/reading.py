@@ -209,7 +209,7 @@ def prose(events: list[dict]) -> dict:
 
 
 # A formula's LaTeX as tokens (commands, single characters; spaces and braces dropped): "$f$"
-# is a use in "Y=f(X)" but not in "\\bar f" (an accent makes another symbol) or "\\frac".
+# is a use in "Y=f(X)" but not in "\bar f" (an accent makes another symbol) or "\frac".
 _LATEX_TOKEN = re.compile(r"\\[A-Za-z]+|\\.|[^\s{}]")
 _ACCENTS = {"\\bar", "\\overline", "\\hat", "\\widehat", "\\tilde", "\\widetilde", "\\dot", "\\ddot",
             "\\vec", "\\check", "\\breve", "\\acute", "\\grave", "\\underline"}

@@ -83,7 +83,7 @@ def _tracked(t: dict, path: Path) -> tuple[Tracked, ...]:
         if not (isinstance(k, dict) and isinstance(k.get("id"), str) and TRACK_ID.fullmatch(k["id"])):
             raise BuildError(f"term {t['en']!r}: each [[term.track]] needs an 'id' of a-z, 0-9 and '-'",
                              _shown(path))
-        spellings = {lang: v for lang, v in k.items() if lang != "id"}
+        spellings = {key: v for key, v in k.items() if key != "id"}   # the languages
         if not all(isinstance(v, list) and v and all(isinstance(s, str) and s for s in v)
                    for v in spellings.values()):
             raise BuildError(f"tracked term {k['id']!r}: each language maps to a list of spellings",
