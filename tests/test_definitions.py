@@ -56,3 +56,13 @@ def test_the_build_refuses_an_unknown_or_second_definition(tmp_path, line, messa
     with pytest.raises(BuildError, match=message) as err:
         build(tmp_path / "site", content_dir=content, runtime="none", quiet=True)
     assert "index.md" in str(err.value)
+
+
+def test_a_formula_defined_alone_is_glued_to_its_punctuation():
+    """Chromium may start a line with the "." after an inline formula (mathml.py): a formula that
+    is a whole definition is glued with its <dfn>, not inside it."""
+    from tpsite import mathml
+    out = mathml.restore('<p>operator <dfn id="dfn-f">MXTPMATH00000Z</dfn>. And <dfn id="dfn-g">MXTPMATH00000Z, '
+                         'then</dfn></p>', ['<math display="inline"><mi>f</mi></math>'])
+    assert '<span class="nobr"><dfn id="dfn-f"><math display="inline"><mi>f</mi></math></dfn>.</span>' in out
+    assert '<dfn id="dfn-g"><span class="nobr"><math display="inline"><mi>f</mi></math>,</span> then</dfn>' in out

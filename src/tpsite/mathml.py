@@ -353,14 +353,18 @@ def convert_all(formulas: list[Formula], path) -> list[str]:
 # "，" or "）" -- a word joiner (U+2060) does not hold against it -- so "，" could start a line
 # after a formula.  A formula, the closing punctuation right after it and the opening brackets
 # right before it are therefore one no-wrap span (style.css .nobr); the line still breaks
-# before or after the span.
+# before or after the span.  A formula that is a whole definition (``[$f$]{dfn=f}``) is glued
+# with its <dfn> (a span inside the dfn could not hold the punctuation after it).
 OPENING = "（「『【《〈“‘(["
 CLOSING = "。，、；：！？）」』】》〉”’.,;:!?)]"
-GLUED_RE = re.compile(f"([{re.escape(OPENING)}]*)(MXTPMATH\\d{{5}}Z)([{re.escape(CLOSING)}]*)")
+GLUED_RE = re.compile(f"([{re.escape(OPENING)}]*)"
+                      f"(<dfn id=\"[a-z0-9-]+\">MXTPMATH(\\d{{5}})Z</dfn>|MXTPMATH(\\d{{5}})Z)"
+                      f"([{re.escape(CLOSING)}]*)")
 
 
 def _glue(m: re.Match, mathml: list[str]) -> str:
-    if not (m.group(1) or m.group(3)) or ' display="block"' in mathml[int(m.group(2)[8:13])][:120]:
+    index = int(m.group(3) or m.group(4))
+    if not (m.group(1) or m.group(5)) or ' display="block"' in mathml[index][:120]:
         return m.group(0)
     return f'<span class="nobr">{m.group(0)}</span>'
 
