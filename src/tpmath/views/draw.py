@@ -30,7 +30,8 @@ from __future__ import annotations
 import functools
 import math
 import unicodedata
-from typing import Any, Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -46,6 +47,10 @@ CAP_H = 16.0            # a caption line above a row of the drawing
 TEXT_CHAR = 6.6         # px per character of a short verbatim label (symbols, shapes) in the sans font
 ROW_H = 20.0            # one buffer element (a cell of a buffer drawing)
 BLOCK = 12.0            # one entry of a matrix drawn without its numbers (its shape is the point)
+LINE_H = 15.0           # one more line of a wrapped caption
+BAR_H = 20.0            # a bar of a time chart
+NAME_H = 14.0           # a rank's name above its columns of a grid
+NAME_W = 30.0           # a rank's name right of its rows
 
 
 # ---------------------------------------------------------------- text and measures
@@ -53,6 +58,11 @@ BLOCK = 12.0            # one entry of a matrix drawn without its numbers (its s
 def num_w(s: str) -> float:
     """Width of a ``num`` text."""
     return NUM_CHAR * len(s)
+
+
+def _glyphs(s: str) -> int:
+    """The characters of ``s`` that take room (a combining macron sits on the letter before it: f̄)."""
+    return sum(not unicodedata.combining(ch) for ch in s)
 
 
 def widest(strings: Iterable[str]) -> float:
@@ -309,21 +319,6 @@ def chain(x0: float, parts: Iterable[tuple[str, float, float]]) -> tuple[dict, t
 
 # ---------------------------------------------------------------- grids
 
-def _cells(a: np.ndarray, x: float, y: float, rank: int | None, cw: float, ch: float, scale: float | None,
-           key: str | None) -> list[dict]:
-    """The shaded cells of a matrix with its numbers (the text attributes that every number
-    shares sit once on the group: SVG inherits them), and its frame."""
-    level = shades(a, scale)
-    kids = [el("rect", {**rank_attrs(rank, f"cell v{int(level[i, j])}"), "x": n(x + j * cw),
-                        "y": n(y + i * ch), "width": n(cw), "height": n(ch)}) for (i, j), _ in np.ndenumerate(a)]
-    # y: the centre of the cell plus about half the height of an 11 px digit
-    kids += [el("text", {"x": n(x + (j + 0.5) * cw), "y": n(y + (i + 0.5) * ch + 4), "class": "num",
-                         "data-key": f"{key}.{i}.{j}"}, text=fmt.num(v)) for (i, j), v in np.ndenumerate(a)]
-    kids.append(el("rect", {**rank_attrs(rank, "frame"), "x": n(x), "y": n(y), "width": n(a.shape[1] * cw),
-                            "height": n(a.shape[0] * ch)}))
-    return kids
-
-
 def _block(a: np.ndarray, x: float, y: float, rank: int | None) -> list[dict]:
     """A matrix whose shape is the point: one tinted rectangle ruled into its entries."""
     rows, cols = a.shape
@@ -361,17 +356,17 @@ def grid_panel(m, caption: Any, rank: int | None, key: str, cell_w: float | None
     cw, ch = (cell_w, CELL_H) if cell_w else (BLOCK, BLOCK)
 
     def draw(m, x, y, r, k):
-        return _cells(m, x, y, r, cw, ch, scale, k) if cell_w else _block(m, x, y, r)
-    parts = []
+        return svg_grid(m, x, y, r, k, scale, cell_w=cw) if cell_w else el("g", {"data-part": k}, _block(m, x, y, r))
     if blocks:
         k = a.shape[axis] // blocks
+        parts = []
         for r in range(blocks):
             part = a[:, r * k:(r + 1) * k] if axis == 1 else a[r * k:(r + 1) * k, :]
             x, y = (r * k * cw, 0.0) if axis == 1 else (0.0, r * k * ch)
-            parts.append(el("g", {"data-part": f"{key}.b{r}"}, draw(part, x, LABEL_H + y, r, f"{key}.b{r}")))
+            parts.append(draw(part, x, LABEL_H + y, r, f"{key}.b{r}"))
+        g = el("g", {"data-part": key}, parts)
     else:
-        parts += draw(a, 0, LABEL_H, rank, key)
-    g = el("g", {"data-part": key, "text-anchor": "middle"} if cell_w else {"data-part": key}, parts)
+        g = draw(a, 0, LABEL_H, rank, key)
     nodes = [text(0, LABEL_H - 5, caption, "cap"), g]
     grid_w, h = a.shape[1] * cw, LABEL_H + a.shape[0] * ch
     lines = _shape_lines(shape, grid_w)
@@ -383,26 +378,41 @@ def grid_panel(m, caption: Any, rank: int | None, key: str, cell_w: float | None
     return Panel(w, h, nodes)
 
 
-def owned_grid(m: np.ndarray, owner, x: float, y: float, key: str, scale: float, frame_cls: str = "frame",
-                cell_cls: str = "cell") -> list[dict]:
-    """A matrix as cells with their numbers; ``owner(i, j)`` is the rank that holds entry (i, j)
-    (None: every rank); each owner's block is framed in its colour."""
-    a = np.asarray(m, dtype=np.float64)
-    level = shades(a, scale)
-    nodes, spans = [], {}
-    for (i, j), v in np.ndenumerate(a):
-        r = owner(i, j)
-        cx, cy = x + j * CELL_W, y + i * CELL_H
-        cls = f"{cell_cls} v{int(level[i, j])}"
-        nodes.append(rect(cx, cy, CELL_W, CELL_H, rank_attrs(r, cls)))
-        nodes.append(mid_text(cx + CELL_W / 2, cy + CELL_H / 2, fmt.num(v), "num" if r is not None else "num fin",
-                              **{"data-key": f"{key}.{i}.{j}"}))
-        lo = spans.setdefault(r, [i, j, i, j])
-        spans[r] = [min(lo[0], i), min(lo[1], j), max(lo[2], i), max(lo[3], j)]
-    for r, (i0, j0, i1, j1) in spans.items():     # an owner's entries form one block (columns or rows)
-        nodes.append(rect(x + j0 * CELL_W, y + i0 * CELL_H, (j1 - j0 + 1) * CELL_W, (i1 - i0 + 1) * CELL_H,
-                          rank_attrs(r, frame_cls)))
-    return nodes
+def owned_panel(m, owner, caption: Any, key: str, scale: float, names: str = "", notes: Sequence = (),
+                frame_cls: str = "frame", cell_cls: str = "cell", num_cls: str = "num", min_w: float = 0.0) -> Panel:
+    """A captioned matrix whose entries are tinted by ``owner(i, j)``, the rank that holds entry
+    (i, j) (None: every rank), each owner's block framed in its colour; ``names``: each owner's
+    name above its columns ("cols") or right of its rows ("rows"); ``notes``: (cell, class) lines
+    under it."""
+    a = rows2(m)
+    rows, cols = a.shape
+    top = LABEL_H + (NAME_H if names == "cols" else 0.0)
+    nodes = [text(0, LABEL_H - 5, caption, "cap"),
+             svg_grid(a, 0, top, None, key, scale, owner=owner, cell_cls=cell_cls, frame_cls=frame_cls,
+                      num_cls=num_cls)]
+    where: dict = {}
+    for i, j in np.ndindex(rows, cols):
+        where.setdefault(owner(i, j), []).append(j if names == "cols" else i)
+    for r, at in where.items() if names else ():
+        mid = (min(at) + max(at) + 1) / 2
+        if names == "cols":
+            nodes.append(text(mid * CELL_W, top - 4, rank_name(r), "rk-t", "middle", **rank_attrs(r, "rk-t")))
+        else:
+            nodes.append(mid_text(cols * CELL_W + 6, top + mid * CELL_H, rank_name(r), "rk-t", "start",
+                                  **rank_attrs(r, "rk-t")))
+    h = top + rows * CELL_H
+    for cell, cls in notes:
+        nodes.append(text(0, h + 14, cell, cls))
+        h += LINE_H
+    w = cols * CELL_W + (NAME_W if names == "rows" else 0.0)
+    return Panel(max(w, min_w), h + (4.0 if notes else 0.0), nodes, part=key)
+
+
+def sign(symbol: str, h: float, cls: str = "op") -> Panel:
+    """An operator sign (+, ·, =) between two grids ``h`` high with their captions, centred on
+    their cells; it stays on the line of the grid after it."""
+    w = max(16.0, 9.0 * len(symbol) + 4)
+    return Panel(w, h, [mid_text(w / 2, LABEL_H + (h - LABEL_H) / 2, symbol, cls)], joins=True)
 
 
 def rows2(a) -> np.ndarray:
@@ -441,6 +451,187 @@ def heat_panel(m, caption, rank: int | None, key: str, cell: float, scale=None, 
     return Panel(max(w, min_w), height, out, part=key)
 
 
+# ---------------------------------------------------------------- blocks, captions, legend keys
+
+def column(panels: Iterable[Panel | None], gap: float = 4.0, part: str | None = None) -> Panel:
+    """Panels stacked top to bottom, left-aligned, ``gap`` apart: a captioned block (its caption,
+    its drawing, a note under it) that the figure's flow places as one."""
+    nodes, y, w = [], 0.0, 0.0
+    for p in panels:
+        if p is not None:
+            nodes.append(p.at(0, y))
+            y, w = y + p.h + gap, max(w, p.w)
+    return Panel(w, max(y - gap, 0.0), nodes, part=part)
+
+
+def words(pieces: Any, w: float, cls: str = "dimtext") -> Panel:
+    """A line of text (a cell, or the pieces of one, wrapped to ``w``) as a panel as high as its lines."""
+    node, lines = wrapped(0, 12, pieces if isinstance(pieces, list) else [pieces], w, cls)
+    return Panel(w, 16 + (lines - 1) * LINE_H, [node])
+
+
+# swatch sizes of a legend key: a lane's dashed frame, a bar segment, a column's frame, a band
+_SWATCH = {"wide": (22.0, 12.0), "box": (14.0, 12.0), "tall": (14.0, 16.0), "flat": (18.0, 10.0)}
+KEY_TEXT_X = 28.0       # the text of a legend key, right of its swatch (stacked keys align)
+
+
+def key(cls: str, pieces: Any, w: float | None = None, mark: str = "box") -> Panel:
+    """A legend key: a swatch of class ``cls`` (``mark``: a box of :data:`_SWATCH`, or "tick", a
+    short upright line) and what it stands for, wrapped to ``w`` (by default: as wide as the
+    text, measured, on one line)."""
+    if mark == "tick":
+        swatch = line(9, 2, 9, 14, cls)
+    else:
+        sw, sh = _SWATCH[mark]
+        swatch = rect((22 - sw) / 2, 8 - sh / 2, sw, sh, {"class": cls}, rx="4" if mark in ("wide", "tall") else None)
+    if w is None:
+        w = KEY_TEXT_X + max(text_w(p, "dimtext") for p in (pieces if isinstance(pieces, list) else [pieces]))
+    text_part = words(pieces, w - KEY_TEXT_X)
+    return Panel(w, max(16.0, text_part.h), [swatch, text_part.at(KEY_TEXT_X, 0)])
+
+
+# ---------------------------------------------------------------- charts on a log axis
+
+@dataclass(frozen=True)
+class LogAxis:
+    """A log axis ``w`` px long from base**lo to base**hi (base 2 or 10); a value off the axis
+    sits at its nearer end, zero and below at its floor."""
+
+    lo: float
+    hi: float
+    w: float
+    base: int = 10
+
+    def x(self, v: float) -> float:
+        e = (math.log2(v) if self.base == 2 else math.log10(v)) if v > 0 else self.lo
+        return self.w * (min(max(e, self.lo), self.hi) - self.lo) / (self.hi - self.lo)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Something drawn on a chart row's axis, at values ``a`` (and ``b``): "zone" (a band from a to
+    b), "tick" (an upright line at a), "dot" (a dot at a), "floor" (an arrowhead at a pointing to
+    the axis' floor: a value below what the axis shows)."""
+
+    kind: str
+    a: float
+    b: float = 0.0
+    cls: str = ""
+
+
+@dataclass(frozen=True)
+class ChartRow:
+    """One row of :func:`axis_chart`: its name, its marks, and its numbers ((text, class, suffix),
+    one per number column; a suffix such as "×" follows the number in the plain text style)."""
+
+    part: str
+    name: Any
+    marks: Sequence[Mark]
+    nums: Sequence[tuple]
+
+
+def _mark(m: Mark, axis: LogAxis, x0: float, cy: float) -> dict:
+    xa = x0 + axis.x(m.a)
+    if m.kind == "zone":
+        xb = x0 + axis.x(m.b)
+        return rect(min(xa, xb), cy - 6, abs(xb - xa), 12, {"class": m.cls})
+    if m.kind == "tick":
+        return line(xa, cy - 9, xa, cy + 9, m.cls)
+    if m.kind == "dot":
+        return circle(xa, cy, 5, m.cls)
+    return polygon([(xa, cy - 5), (xa - 9, cy), (xa, cy + 5)], m.cls)       # "floor"
+
+
+def axis_chart(axis: LogAxis, rows: Sequence[ChartRow], ticks: Sequence[tuple[float, Any]], lead: float,
+               col_w: float = 60.0, heads: Sequence = (), names_above: bool = False, grid: bool = False) -> Panel:
+    """Rows of marks on one log axis, each row's numbers in columns right of it: the row's name
+    left of its axis (``lead`` px) or above it (``names_above``, the axis indented by ``lead``);
+    ``heads``: the number columns' captions; ``ticks``: (value, label) under the rows, their lines
+    across every row (``grid``) or short."""
+    top = 24.0 if heads else 0.0
+    row_h, cy0 = (38.0, 25.0) if names_above else (26.0, 12.0)
+    x_num = lead + axis.w + 10
+    nodes = [text(x_num + c * col_w, 14, h, "cap") for c, h in enumerate(heads)]
+    y = top
+    for row in rows:
+        cy = y + cy0
+        parts = [text(lead, y + 11, row.name, "dimtext") if names_above else text(0, cy + 4, row.name, "cap"),
+                 line(lead, cy, lead + axis.w, cy, "ax")]
+        parts += [_mark(m, axis, lead, cy) for m in row.marks]
+        for c, (s, cls, suffix) in enumerate(row.nums):
+            parts.append(text(x_num + c * col_w, cy + 4, s, cls))
+            if suffix:
+                parts.append(text(x_num + c * col_w + num_w(s) + 2, cy + 4, suffix, "dimtext"))
+        nodes.append(group(parts, part=row.part))
+        y += row_h
+    y_ax = y - 4 if names_above else y
+    for v, name in ticks:
+        xt = lead + axis.x(v)
+        nodes.append(line(xt, top - 2, xt, y_ax, "ax tick") if grid else line(xt, y_ax - 4, xt, y_ax + 2, "ax"))
+        nodes.append(text(xt, y_ax + (12 if grid else 14), name, "dimtext", "middle"))
+    return Panel(x_num + col_w * max((len(r.nums) for r in rows), default=0), y_ax + 18, nodes)
+
+
+# ---------------------------------------------------------------- rank groups
+
+def badge_grid(rows: int, cols: int, row_name, w: float, lead: float = 74.0, box_w: float = 46.0,
+               box_h: float = 24.0, gap: float = 8.0, row_cls: str = "tpg", col_cls: str = "dpg") -> Panel:
+    """``rows`` × ``cols`` rank badges (row k, column r: rank r of group k), every row framed in
+    ``row_cls`` and every column in ``col_cls``, a row's name (``row_name(k)``) left of it;
+    the badges narrower than ``box_w`` where ``w`` would not hold them."""
+    bw = min(box_w, (w - lead) / cols - gap)
+    pitch_x, pitch_y = bw + gap, box_h + gap
+    nodes = [rect(lead + r * pitch_x - gap / 2, 0, pitch_x, rows * pitch_y, {"class": col_cls}, rx="6")
+             for r in range(cols)]
+    for k in range(rows):
+        y = gap / 2 + k * pitch_y
+        nodes.append(rect(lead - 6, y - 2, cols * pitch_x + 4, box_h + 4, {"class": row_cls}, rx="5"))
+        nodes.append(mid_text(lead - 12, y + box_h / 2, row_name(k), "dimtext", "end"))
+        nodes += [group(badge(r, lead + r * pitch_x, y, bw, box_h), part=f"rank.{k}.{r}") for r in range(cols)]
+    return Panel(lead + cols * pitch_x, rows * pitch_y, nodes)
+
+
+# ---------------------------------------------------------------- time bars
+
+@dataclass(frozen=True)
+class Seg:
+    """A segment of a bar: ``w`` px long, of class ``cls`` (``key``: its data-key), with ``text``
+    (of class ``text_cls``) inside it where it fits."""
+
+    w: float
+    cls: str
+    key: str
+    text: str | None = None
+    text_cls: str = "num"
+
+
+def bar(segs: Sequence[Seg], outside: str | None = "below", end: tuple | None = None,
+        bar_w: float | None = None) -> Panel:
+    """Segments end to end; a segment's text inside it, or, where it does not fit, ``outside``:
+    "below" it (from its left end, unless that runs past ``bar_w``: then ending at its right),
+    "right" of it, or (None) not at all; ``end``: (text, class) right of the whole bar."""
+    nodes, x, below = [], 0.0, False
+    reach = bar_w if bar_w is not None else sum(s.w for s in segs)
+    for s in segs:
+        nodes.append(rect(x, 0, s.w, BAR_H, {"class": s.cls}, **{"data-key": s.key}))
+        if s.text is None:
+            pass
+        elif NUM_CHAR * _glyphs(s.text) + 6 <= s.w:
+            nodes.append(text(x + s.w / 2, BAR_H / 2 + 4, s.text, s.text_cls, "middle"))
+        elif outside == "below":
+            below = True
+            nodes.append(text(x, BAR_H + 13, s.text, s.text_cls) if x + num_w(s.text) <= reach
+                         else text(x + s.w, BAR_H + 13, s.text, s.text_cls, "end"))
+        elif outside == "right":
+            nodes.append(text(x + s.w + 6, BAR_H / 2 + 4, s.text, s.text_cls))
+        x += s.w
+    w = x
+    if end is not None:
+        nodes.append(text(x + 6, BAR_H / 2 + 4, end[0], end[1]))
+        w = x + 6 + num_w(end[0])
+    return Panel(max(w, reach), BAR_H + (16.0 if below else 0.0), nodes)
+
+
 # ---------------------------------------------------------------- the figure
 
 def single(name: str, title: Any, nodes: list[dict], w: float, h: float, desc: Any = None,
@@ -450,3 +641,9 @@ def single(name: str, title: Any, nodes: list[dict], w: float, h: float, desc: A
     svg = figure_svg(title, nodes, w, h, desc, "fig-one")
     kids = [svg] + ([el("figcaption", None, text=caption)] if caption is not None else [])
     return el("figure", {"class": "tp-figure", "data-figure": name}, kids)   # checked where built (tree.py)
+
+
+def figure_at(name: str, title: Any, rows_at: Any, desc: Any = None, caption: Any = None) -> dict:
+    """A figure whose panels depend on the width they are drawn at (a chart's axis, a bar's
+    length): ``rows_at(max_w)`` -> panel rows, built and flowed for each drawing of the pair."""
+    return pair(name, title, lambda max_w: flow(rows_at(max_w), max_w), desc, caption)

@@ -270,30 +270,41 @@ def text(x: float, y: float, cell: Any, cls: str = "lbl", anchor: str = "start",
 
 
 def svg_grid(m: Any, x: float, y: float, rank: int | None, key: str, scale: float | None = None,
-             decimals: int = 4, cell_w: float = CELL_W) -> dict:
-    """A matrix drawn as cells with their numbers; the cells carry the owner's rank tint."""
+             decimals: int = 4, cell_w: float = CELL_W, owner: Any = None, cell_cls: str = "cell",
+             frame_cls: str = "frame", num_cls: str = "num") -> dict:
+    """A matrix drawn as cells with their numbers (the one numbered-grid drawer of the figures):
+    the cells carry the owner's rank tint, ``rank``'s for all of them, or, given ``owner(i, j)``,
+    the rank that holds entry (i, j) (None: every rank), each owner's block framed in its colour."""
     a = np.asarray(m, dtype=np.float64)
     if a.ndim < 2:
         a = a.reshape(1, -1)
     rows = a.tolist()
     top = scale_of(a) if scale is None else float(scale)
-    owner = rank_attrs(rank)
+    tint = rank_attrs(rank)
     # Literal nodes (the shape el() and text() would build): this loop draws every matrix entry
     # of every figure on every control change.  Columns and rows share their coordinate strings.
     xs = [n(x + j * cell_w) for j in range(a.shape[1])]
     mids = [n(x + j * cell_w + cell_w / 2) for j in range(a.shape[1])]
     w, h = n(cell_w), n(CELL_H)
-    kids = []
+    kids, spans = [], {}
     for i, row in enumerate(rows):
         y_i, ymid = n(y + i * CELL_H), n(y + i * CELL_H + CELL_H / 2)
         for j, (v, lv) in enumerate(zip(row, _levels(row, top))):
-            kids.append({"t": "rect", "a": {**owner, "class": f"cell v{lv} {owner['class']}", "x": xs[j], "y": y_i,
-                                            "width": w, "height": h}})
-            kids.append({"t": "text", "a": {"x": mids[j], "y": ymid, "class": "num", "text-anchor": "middle",
+            if owner is not None:
+                r = owner(i, j)
+                tint = rank_attrs(r)
+                lo = spans.setdefault(r, [i, j, i, j])
+                spans[r] = [min(lo[0], i), min(lo[1], j), max(lo[2], i), max(lo[3], j)]
+            kids.append({"t": "rect", "a": {**tint, "class": f"{cell_cls} v{lv} {tint['class']}", "x": xs[j],
+                                            "y": y_i, "width": w, "height": h}})
+            kids.append({"t": "text", "a": {"x": mids[j], "y": ymid, "class": num_cls, "text-anchor": "middle",
                                             "dominant-baseline": "central", "data-key": f"{key}.{i}.{j}"},
                          "x": fmt.num(v, decimals)})
-    kids.append(el("rect", {**rank_attrs(rank, "frame"), "x": n(x), "y": n(y),
-                            "width": n(a.shape[1] * cell_w), "height": n(a.shape[0] * CELL_H)}))
+    if owner is None:
+        spans = {rank: [0, 0, a.shape[0] - 1, a.shape[1] - 1]}
+    for r, (i0, j0, i1, j1) in spans.items():     # an owner's entries form one block (columns or rows)
+        kids.append(el("rect", {**rank_attrs(r, frame_cls), "x": n(x + j0 * cell_w), "y": n(y + i0 * CELL_H),
+                                "width": n((j1 - j0 + 1) * cell_w), "height": n((i1 - i0 + 1) * CELL_H)}))
     return el("g", {"data-part": key}, kids)
 
 
