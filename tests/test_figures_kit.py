@@ -74,6 +74,40 @@ def test_figure_module_defines_no_part_the_kit_has(path):
     assert not own, f"{path.name} defines {own}: the kit (views/draw.py) has one"
 
 
+# Figure modules laid out by the kit alone: they hand panels to the flow (column, words, key,
+# axis_chart, bar, owned_panel …) and place no shape at a coordinate of their own.
+LAID_OUT = ("fig_backward.py", "fig_comm_cost.py")
+SHAPES = {"rect", "text", "mid_text", "line", "hline", "circle", "path", "polygon", "group", "moved", "badge",
+          "arrow", "curve", "down_arrow", "arrow_head", "wrapped", "band", "heat", "svg_grid", "pair", "flow"}
+# numeric literals per 100 lines: 69.7 (fig_backward) and 65.3 (fig_comm_cost) while they placed
+# their shapes by hand, 29.8 and 13.6 since (tree.py: 19.9); what remains are values (axis ends,
+# a panel's least width), not positions
+MAX_LITERALS_PER_100_LINES = 32
+
+
+@pytest.mark.parametrize("name", LAID_OUT)
+def test_a_laid_out_figure_module_places_no_shape_itself(name):
+    tree = _tree(VIEWS / name)
+    used = sorted({a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names
+                   if a.name in SHAPES})
+    assert not used, f"{name} imports shape parts {used}: its layout belongs to the kit's panels"
+    lines = len((VIEWS / name).read_text(encoding="utf-8").splitlines())
+    nums = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and type(n.value) in (int, float)]
+    assert 100 * len(nums) / lines <= MAX_LITERALS_PER_100_LINES, f"{name}: {len(nums)} number literals in {lines} lines"
+
+
+def test_the_kit_has_one_numbered_grid_drawer():
+    """grid_panel, matrix_panel and owned_panel all draw their numbers with tree.svg_grid."""
+    import inspect
+
+    from tpmath.views import draw, tree
+    assert tree.svg_grid is draw.svg_grid
+    src = inspect.getsource(draw)
+    assert "def _cells(" not in src and "def owned_grid(" not in src
+    for part in (draw.grid_panel, draw.owned_panel, tree.matrix_panel):
+        assert "svg_grid(" in inspect.getsource(part), part.__name__
+
+
 def test_the_kit_itself_passes_the_tree_contract():
     """The parts build whitelisted trees (tree.check), so a figure made of them does too."""
     import numpy as np
@@ -83,10 +117,39 @@ def test_the_kit_itself_passes_the_tree_contract():
     panels = [draw.lane_badge(1, 60, "numbers"), draw.grid_panel(np.eye(2), "A", 1, "A", 40.0, shape=("B×D", "2×2")),
               draw.op_box(draw.label("fig.sum_ranks", last="R1"), "x", 120, "coll hl", "op"),
               draw.heat_panel(np.eye(3), "P", 0, "P", 12.0), draw.arrow_panel("·W"),
-              draw.coll_panel("AllReduce", "sum", 200)]
+              draw.coll_panel("AllReduce", "sum", 200), draw.sign("+", 60),
+              draw.owned_panel(np.eye(2), lambda i, j: j, "G", "G", 1.0, "cols", [("n", "dimtext")]),
+              draw.column([draw.words("a", 100, "cap"), draw.bar([draw.Seg(60, "seg-calc", "b.0", "1 ms")], "below",
+                                                             ("2 ms", "num em"))]),
+              draw.axis_chart(draw.LogAxis(-1, 1, 100), [draw.ChartRow("r", "x", [draw.Mark("dot", 1.0, cls="d"),
+                              draw.Mark("floor", 0.5, cls="f")], [("1", "num", "×")])], [(1.0, "1×")], 10),
+              draw.badge_grid(2, 2, lambda k: "r", 200), draw.key("tpg", "TP", 100, "wide")]
     node = draw.figure("kit", "title", lambda: [draw.Row(panels, rank=1, hang=True)], caption="c")
     tree.check(node)
     assert [s["a"]["class"] for s in node["c"] if s["t"] == "svg"] == ["fig fig-wide", "fig fig-narrow"]
+
+
+def test_a_log_axis_puts_its_ends_and_its_middle_where_the_logarithm_says():
+    from tpmath.views import draw
+
+    ten = draw.LogAxis(-17, 2, 190.0)
+    assert ten.x(1e-17) == 0 and ten.x(100.0) == pytest.approx(190.0) and ten.x(1e-7) == pytest.approx(100.0)
+    assert ten.x(0.0) == 0 and ten.x(1e-300) == 0 and ten.x(1e300) == pytest.approx(190.0)   # clamped
+    two = draw.LogAxis(-3, 3, 120.0, base=2)
+    assert [two.x(v) for v in (0.125, 0.5, 1.0, 4.0, 8.0)] == pytest.approx([0, 40, 60, 100, 120])
+
+
+def test_a_bar_writes_a_time_inside_its_segment_only_where_it_fits():
+    from tpmath.views import draw
+
+    fits, narrow = draw.Seg(100, "seg-calc", "a", "12.5 ms"), draw.Seg(20, "seg-comm", "b", "3.25 ms")
+    texts = [t for t in draw.bar([fits, narrow], "below").nodes if t["t"] == "text"]
+    # 7 characters at 6.8 px fit in 100 px with air, not in 20: that one goes under its segment,
+    # ending at its right end (from its left end it would run 28 px past the bar)
+    assert [(t["x"], t["a"]["x"], t["a"]["y"], t["a"].get("text-anchor")) for t in texts] == \
+        [("12.5 ms", "50", "14", "middle"), ("3.25 ms", "120", "33", "end")]
+    assert draw.bar([fits, narrow], "below").h == draw.BAR_H + 16
+    assert [t["x"] for t in draw.bar([narrow], None).nodes if t["t"] == "text"] == []
 
 
 # ---------------------------------------------------------------- captions that wrap
