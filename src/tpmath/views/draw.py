@@ -15,14 +15,18 @@ The parts, by kind:
   :func:`polygon`, :func:`group`;
 * badge: :func:`badge` (R0 on its tint), :func:`badge_panel` / :func:`lane_badge` (a lane's);
 * operator box: :func:`op_box`, :func:`band`, :func:`coll_panel`, :func:`heading`;
-* grids: :func:`matrix_panel` / :func:`svg_grid` (numbers), :func:`grid_panel` (numbers or a
-  ruled block, rank blocks), :func:`owned_grid` (numbers, each entry tinted by its owner),
-  :func:`heat` / :func:`heat_panel` (shaded cells only);
+* grids: one numbered-grid drawer, :func:`svg_grid` (a rank's tint, or an owner per entry),
+  in :func:`matrix_panel`, :func:`grid_panel` (numbers or a ruled block, rank blocks) and
+  :func:`owned_panel` (each entry tinted by its owner); :func:`heat` / :func:`heat_panel`
+  (shaded cells only); :func:`sign` (+, ·, = between grids);
 * arrows and flow: :func:`arrow`, :func:`curve`, :func:`down_arrow`, :func:`arrow_head`,
   :func:`arrow_panel`, ``Panel``, ``Row`` (a rank's lane), :func:`flow`, :func:`chain` (a row of
-  parts joined by arrows, from their widths);
-* the figure: :func:`figure` (panel rows flowed twice), :func:`pair` (any drawing at two
-  widths), :func:`single` (one fixed drawing).
+  parts joined by arrows, from their widths), :func:`column` (panels stacked);
+* text blocks and legends: :func:`words` (a wrapped line as a panel), :func:`key` (a legend key);
+* charts: :func:`axis_chart` (rows of :class:`Mark` on a :class:`LogAxis`, numbers in columns),
+  :func:`bar` (time bars of :class:`Seg`), :func:`badge_grid` (ranks in row and column groups);
+* the figure: :func:`figure` (panel rows flowed twice), :func:`figure_at` (panel rows built for
+  each width), :func:`pair` (any drawing at two widths), :func:`single` (one fixed drawing).
 """
 
 from __future__ import annotations
