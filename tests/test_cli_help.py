@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tpmath import i18n
-from tpmath.cli import COMMAND_MODULES, build_parser
+from tpmath.cli import build_parser, commands as all_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI_DIR = ROOT / "src" / "tpmath" / "cli"
@@ -45,7 +45,7 @@ def test_every_option_of_every_command_has_help_in_the_language(lang):
     strings = i18n.strings(lang)
     parser = build_parser(lang)
     commands = _commands(parser)
-    assert len(commands) == len(COMMAND_MODULES)
+    assert list(commands) == [c.NAME for c in all_commands()]     # every command of every module, once
     for name, sub in [("", parser), *commands.items()]:
         assert sub.description and not sub.description.startswith("cli."), name
         for action in sub._actions:

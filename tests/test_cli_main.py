@@ -26,6 +26,21 @@ def test_help_lists_commands():
         assert name in out.stdout
 
 
+def test_every_command_module_is_a_core_topic_and_the_commands_stay_the_same():
+    """One name per topic: cli/<topic>.py holds that core module's commands (row_linear: row-linear
+    and column-linear; vocab_ce: vocab-ce and vocab-pad); the command names are the ones the
+    README, design.md and the pages' copied command lines use."""
+    from tpmath.cli import COMMAND_MODULES, commands
+
+    core = {p.stem for p in Path(SRC, "tpmath").glob("*.py")}
+    assert set(COMMAND_MODULES) <= core, set(COMMAND_MODULES) - core
+    assert [c.NAME for c in commands()] == ["attention", "collective", "column-linear", "comm-cost", "dp-tp", "layer",
+                                            "memory", "mismatch", "mlp", "precision", "ring", "row-linear", "sp-layer",
+                                            "vocab-ce", "vocab-pad"]
+    out = run("--help")
+    assert all(c.NAME in out.stdout for c in commands())
+
+
 @pytest.mark.parametrize("args", [("no-such-command",), ("mlp", "--tp"), ("mlp", "--bogus", "1"), ()])
 def test_bad_usage_is_one_error_line(args):
     out = run(*args)

@@ -1,8 +1,9 @@
 """Command line over the core: ``python -m tpmath COMMAND … [--json]``.
 
-Each command lives in its own module in this package and exposes ``NAME``,
-``add_arguments(parser)``, ``run(args) -> dict`` and, when its help strings quote values,
-``HELP_ARGS``.  The help itself is content (``content/i18n/<lang>.cli.toml``: ``cli.<NAME>.about``,
+Each topic's commands live in its module in this package (one name per topic): a module of one
+command exposes ``NAME``, ``add_arguments(parser)``, ``run(args) -> dict`` and, when its help
+strings quote values, ``HELP_ARGS``; a module of several lists them as :class:`Command` records
+in ``COMMANDS`` (``row_linear``: row-linear and column-linear).  The help itself is content (``content/i18n/<lang>.cli.toml``: ``cli.<NAME>.about``,
 ``cli.<NAME>.options.<dest>``, ``cli.<NAME>.epilog``), printed in the ``--lang`` language.  Output is one
 JSON object (compact with ``--json``, indented otherwise).  Bad input prints a
 single ``error: …`` line on stderr and exits with status 2, never a traceback.
@@ -17,6 +18,8 @@ import importlib
 import json
 import pkgutil
 import sys
+from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -27,8 +30,25 @@ from ..errors import TPMathError
 from ..i18n import Text
 from ..jsonio import to_jsonable
 
-# Every module of this package whose name does not start with "_" is a command.
+# Every module of this package whose name does not start with "_" holds commands.
 COMMAND_MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")))
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of a module that holds several: what a module of one command defines itself."""
+
+    NAME: str
+    add_arguments: Callable
+    run: Callable
+    HELP_ARGS: dict = field(default_factory=dict)
+
+
+def commands() -> list:
+    """Every command (a module or a :class:`Command`), by command name, whatever its module's
+    file name; a broken command module fails here, loudly."""
+    modules = [importlib.import_module(f".{m}", __name__) for m in COMMAND_MODULES]
+    return sorted((c for mod in modules for c in getattr(mod, "COMMANDS", (mod,))), key=lambda c: c.NAME)
 
 
 def build_parser(lang: str = i18n.DEFAULT_LANG) -> argparse.ArgumentParser:
@@ -38,8 +58,7 @@ def build_parser(lang: str = i18n.DEFAULT_LANG) -> argparse.ArgumentParser:
     parser.add_argument("--lang", metavar="LANG", default=i18n.DEFAULT_LANG)
     _help_of(parser, "cli", lang, {"lang": {"choices": i18n.languages()}})
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=say_help("cli.command", lang))
-    modules = [importlib.import_module(f".{m}", __name__) for m in COMMAND_MODULES]   # a broken command fails here, loudly
-    for mod in sorted(modules, key=lambda m: m.NAME):   # listed by command name, whatever the module's file name
+    for mod in commands():
         args = getattr(mod, "HELP_ARGS", {})
         about = say_help(f"cli.{mod.NAME}.about", lang, **args.get("about", {}))
         epilog = i18n.strings(lang).get(f"cli.{mod.NAME}.epilog")
