@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import BOOT_TIMEOUT_MS, LivePage, diff, expected, expected_error, live_pages  # noqa: F401
+from test_pages_browser import BOOT_TIMEOUT_MS, LivePage, diff, expected, expected_error, live_pages  # noqa: F401
 from tpmath import views
 
 pytestmark = pytest.mark.browser
@@ -53,7 +53,7 @@ def axe_js() -> Path:
 
 @pytest.fixture(scope="module")
 def context(new_context):
-    """Used by ``live_pages`` (tests/test_browser.py): CSP bypassed so add_script_tag can inject axe."""
+    """Used by ``live_pages`` (tests/test_pages_browser.py): CSP bypassed so add_script_tag can inject axe."""
     return new_context(bypass_csp=True)
 
 

@@ -21,7 +21,7 @@ import json
 
 import pytest
 
-from test_browser import BOOT_TIMEOUT_MS, LivePage, diff, expected
+from test_pages_browser import BOOT_TIMEOUT_MS, LivePage, diff, expected
 from tpmath import views
 
 pytestmark = pytest.mark.browser

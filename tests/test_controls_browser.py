@@ -21,7 +21,7 @@ import json
 
 import pytest
 
-from test_browser import BOOT_TIMEOUT_MS, SET_JS, LivePage, cell_text, expected, strings  # noqa: F401
+from test_pages_browser import BOOT_TIMEOUT_MS, SET_JS, LivePage, cell_text, expected, strings  # noqa: F401
 from tpmath import views
 
 pytestmark = pytest.mark.browser

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import BOOT_TIMEOUT_MS, SETTLED_FN, SNAPSHOT_JS, diff, expected
+from test_pages_browser import BOOT_TIMEOUT_MS, SETTLED_FN, SNAPSHOT_JS, diff, expected
 
 pytestmark = pytest.mark.browser
 

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import (BOOT_TIMEOUT_MS, CJK, SET_JS, SETTLED_FN, LivePage, cell_text, context, diff,  # noqa: F401
-                          expected, expected_error, html_files, live_pages, strings)
+from test_pages_browser import (BOOT_TIMEOUT_MS, CJK, SET_JS, SETTLED_FN, LivePage, cell_text, context,  # noqa: F401
+                                diff, expected, expected_error, html_files, live_pages, strings)
 from tpmath import views
 from tpmath.views import tree
 from tpsite.render import _attr_value

@@ -27,8 +27,8 @@ import time
 
 import pytest
 
-from test_browser import (BOOT_TIMEOUT_MS, CJK, SET_JS, LivePage, cell_text, context, expected,  # noqa: F401
-                          expected_error, html_files, live_pages, strings)
+from test_pages_browser import (BOOT_TIMEOUT_MS, CJK, SET_JS, LivePage, cell_text, context, expected,  # noqa: F401
+                                expected_error, html_files, live_pages, strings)
 from tpmath import views
 
 pytestmark = pytest.mark.browser
@@ -365,7 +365,7 @@ def test_a_hostile_program_leaves_every_demo_unchanged(program_pages):
     """The program rebinds tpmath.fmt.num and views.render_json: before the fix it ran in the
     demos' worker and 312 cells read HACKED.  It runs in its own worker now; every demo still
     shows CPython's values after it, and Reset gives the reader a fresh Python too."""
-    from test_browser import settings_for
+    from test_pages_browser import settings_for
     live = program_pages["en"]
     page = live.page
     demo = page.locator(".pydemo").first.element_handle()

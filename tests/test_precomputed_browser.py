@@ -28,7 +28,7 @@ import pytest
 
 from tpmath import views
 from tpsite import precompute
-from test_browser import BOOT_TIMEOUT_MS, CJK, SETTLED_FN, SNAPSHOT_JS, diff, expected, strings  # noqa: F401
+from test_pages_browser import BOOT_TIMEOUT_MS, CJK, SETTLED_FN, SNAPSHOT_JS, diff, expected, strings  # noqa: F401
 
 pytestmark = pytest.mark.browser
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from test_browser import BOOT_TIMEOUT_MS, LivePage, cli, diff, expected  # noqa: F401
+from test_pages_browser import BOOT_TIMEOUT_MS, LivePage, cli, diff, expected  # noqa: F401
 from test_frontend_browser import FIGURES_JS, py_ser
 from tpmath import fmt
 

@@ -27,7 +27,7 @@ import time
 import pytest
 
 from tpsite import runtime as rt
-from test_browser import BOOT_TIMEOUT_MS, SNAPSHOT_JS, diff, expected, strings
+from test_pages_browser import BOOT_TIMEOUT_MS, SNAPSHOT_JS, diff, expected, strings
 from test_precomputed_browser import CHANGE_JS
 
 pytestmark = pytest.mark.browser

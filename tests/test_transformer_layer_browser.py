@@ -21,7 +21,7 @@ import pytest
 
 from tpmath import views
 from tpmath import fmt
-from test_browser import SETTLED_FN
+from test_pages_browser import SETTLED_FN
 
 pytestmark = pytest.mark.browser
 

@@ -1,4 +1,5 @@
-"""Real Chromium + real Pyodide 0.27.7 against ``build.py --runtime local`` served on 127.0.0.1.
+"""Every content page in both languages: real Chromium + real Pyodide 0.27.7 against
+``build.py --runtime local`` served on 127.0.0.1 (the other browser tests import its helpers).
 
 What is compared with what:
 - live tables vs ``python -m tpmath … --json`` for the same inputs, formatted with
