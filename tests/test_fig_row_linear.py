@@ -25,17 +25,19 @@ def _matrix(texts: dict[str, str], prefix: str, shape: tuple[int, int]) -> np.nd
     return np.array([[ft.num(texts[f"{prefix}.{i}.{j}"]) for j in range(shape[1])] for i in range(shape[0])])
 
 
-def _controls(tp, b, d, o, seed):
-    return {"tp": tp, "batch": b, "d_in": d, "d_out": o, "seed": seed}
+def _drawn(section: str, tp, b, d, o, seed) -> tuple[dict, dict, dict, dict]:
+    """The section's figure at these controls (its two drawings showing the same numbers), its
+    first drawing, that drawing's texts by data-key, and the inputs it was drawn from."""
+    fig = render(section, {"tp": tp, "batch": b, "d_in": d, "d_out": o, "seed": seed})["figures"][section]
+    ft.same_content(fig)
+    svg = ft.svgs(fig)[0]
+    texts = {k: n["x"] for k, n in ft.keyed(svg).items() if n["t"] == "text"}
+    return fig, svg, texts, row_linear.example_inputs(seed, b, d, o)
 
 
 @pytest.mark.parametrize("tp,b,d,o,seed", ROW_CASES)
 def test_row_linear_partials_sum_to_xa(tp, b, d, o, seed):
-    fig = render("row-linear", _controls(tp, b, d, o, seed))["figures"]["row-linear"]
-    ft.same_content(fig)
-    svg = ft.svgs(fig)[0]
-    texts = {k: n["x"] for k, n in ft.keyed(svg).items() if n["t"] == "text"}
-    inp = row_linear.example_inputs(seed, b, d, o)
+    fig, svg, texts, inp = _drawn("row-linear", tp, b, d, o, seed)
     X, A = inp["X"], inp["A"]
     Y = X @ A                                           # the unsharded layer, by numpy
     partials = [_matrix(texts, f"Yr.{r}", (b, o)) for r in range(tp)]
@@ -76,11 +78,7 @@ def _check_blocks(svg: dict, expect: dict) -> None:
 
 @pytest.mark.parametrize("tp,b,d,o,seed", ROW_CASES)
 def test_row_backward_gradients(tp, b, d, o, seed):
-    fig = render("row-backward", _controls(tp, b, d, o, seed))["figures"]["row-backward"]
-    ft.same_content(fig)
-    svg = ft.svgs(fig)[0]
-    texts = {k: n["x"] for k, n in ft.keyed(svg).items() if n["t"] == "text"}
-    inp = row_linear.example_inputs(seed, b, d, o)
+    fig, svg, texts, inp = _drawn("row-backward", tp, b, d, o, seed)
     X, A, dY = inp["X"], inp["A"], inp["dY"]
     dX = dY @ A.T                                       # unsharded gradients, by numpy
     k, c = d // tp, o // tp
