@@ -433,13 +433,18 @@ def _sel(name: str, default: str, options: tuple, lab: str) -> Control:
     return Control(name, "select", default, options=options, label=lab)
 
 
+def _heads(tp_options: tuple, head_options: tuple) -> tuple:
+    """The controls every section of the page starts with: tp, query heads, KV heads."""
+    return (_sel("tp", "2", tp_options, "ctl.tp"),
+            _sel("heads", "4", head_options, "ctl.att_heads"),
+            _sel("kv_heads", "2", HEAD_OPTIONS, "ctl.att_kv_heads"))
+
+
 SECTIONS = {
     "attention": Section(
         name="attention",
         controls=(
-            _sel("tp", "2", TP_OPTIONS, "ctl.tp"),
-            _sel("heads", "4", HEAD_OPTIONS, "ctl.att_heads"),
-            _sel("kv_heads", "2", HEAD_OPTIONS, "ctl.att_kv_heads"),
+            *_heads(TP_OPTIONS, HEAD_OPTIONS),
             _sel("causal", "on", SWITCH, "ctl.att_causal"),
             _sel("mistake", "none", att.MISTAKES, "ctl.att_mistake"),
             _sel("seq", "4", SEQ_OPTIONS, "ctl.att_seq"),
@@ -455,9 +460,7 @@ SECTIONS = {
     "layer": Section(
         name="layer",
         controls=(
-            _sel("tp", "2", LAYER_TP_OPTIONS, "ctl.tp"),
-            _sel("heads", "4", LAYER_HEAD_OPTIONS, "ctl.att_heads"),
-            _sel("kv_heads", "2", HEAD_OPTIONS, "ctl.att_kv_heads"),
+            *_heads(LAYER_TP_OPTIONS, LAYER_HEAD_OPTIONS),
             _sel("causal", "on", SWITCH, "ctl.att_causal"),
             _sel("pass", "forward", PASSES, "ctl.layer_pass"),
         ),
@@ -469,9 +472,7 @@ SECTIONS = {
     "qkv-layout": Section(
         name="qkv-layout",
         controls=(
-            _sel("tp", "2", TP_OPTIONS, "ctl.tp"),
-            _sel("heads", "4", HEAD_OPTIONS, "ctl.att_heads"),
-            _sel("kv_heads", "2", HEAD_OPTIONS, "ctl.att_kv_heads"),
+            *_heads(TP_OPTIONS, HEAD_OPTIONS),
             _sel("head_dim", "2", HEAD_DIM_OPTIONS, "ctl.qkv_head_dim"),
         ),
         render=render_qkv,

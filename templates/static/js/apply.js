@@ -184,46 +184,43 @@ function valid(kind, name, node) {
   }
 }
 
-/** Tables are element trees (tpmath/views/table.py: the whole div.table-wrap), morphed into the
- * page like figures, from TABLE_DEPTH: see treeOf.  A table the result lacks is hidden (the parts
- * `keep` names stay as they are). */
-function applyTables(demo, tables, cue, keep) {
-  const seen = new Set(keep);
-  for (const [name, node] of Object.entries(tables)) {
-    seen.add(name);
-    if (!valid("table", name, node)) continue;
-    const table = findIn(demo, "data-table", name);
-    if (table) {
-      morphTree(boxOf(table), node, false, cue, TABLE_DEPTH);   // (also shows it again: a tree has no `hidden`)
-    } else {   // a table the static page did not have (another control state): after the last one
-      const fresh = build(node);
+/** Figures and tables are both element trees, morphed into the page from their depth (a table is
+ * the whole div.table-wrap of tpmath/views/table.py, from TABLE_DEPTH: see treeOf).  One the
+ * static page did not have (another control state) is added where `place` puts it; one the result
+ * lacks is hidden (the parts `keep` names stay as they are). */
+const PARTS = {
+  figure: {
+    attr: "data-figure", selector: "figure[data-figure]", depth: 0, box: (el) => el,
+    place(demo, fresh) {   // figures come before the tables
+      const first = demo.querySelector(".table-wrap, table[data-table], [data-note], details.real-ranks");
+      if (first) first.before(fresh); else demo.appendChild(fresh);
+    },
+  },
+  table: {
+    attr: "data-table", selector: "table[data-table]", depth: TABLE_DEPTH, box: boxOf,
+    place(demo, fresh) {   // after the last table
       const all = demo.querySelectorAll("table[data-table]");
       const after = all.length ? boxOf(all[all.length - 1]) : null;
       if (after) after.after(fresh); else demo.appendChild(fresh);
-    }
-  }
-  for (const table of demo.querySelectorAll("table[data-table]")) {
-    if (!seen.has(table.getAttribute("data-table"))) boxOf(table).hidden = true;
-  }
-}
+    },
+  },
+};
 
-function applyFigures(demo, figures, cue, keep) {
+function applyParts(kind, demo, trees, cue, keep) {
+  const { attr, selector, depth, box, place } = PARTS[kind];
   const seen = new Set(keep);
-  for (const [name, node] of Object.entries(figures)) {
+  for (const [name, node] of Object.entries(trees)) {
     seen.add(name);
-    if (!valid("figure", name, node)) continue;
-    const old = findIn(demo, "data-figure", name);
-    if (old) {
-      if (old.hasAttribute("hidden")) treeOf.delete(old);   // hidden since: not as last made
-      morphTree(old, node, false, cue, 0);   // (also shows it again: a built figure has no `hidden`)
-    } else {   // figures come before the tables
-      const fresh = build(node);
-      const first = demo.querySelector(".table-wrap, table[data-table], [data-note], details.real-ranks");
-      if (first) first.before(fresh); else demo.appendChild(fresh);
-    }
+    if (!valid(kind, name, node)) continue;
+    const old = findIn(demo, attr, name);
+    if (!old) { place(demo, build(node)); continue; }
+    const target = box(old);
+    // hidden since it was last made: its tree is not what treeOf says (a keyed figure would be skipped)
+    if (target.hidden) treeOf.delete(target);
+    morphTree(target, node, false, cue, depth);   // (also shows it again: a tree has no `hidden`)
   }
-  for (const fig of demo.querySelectorAll("figure[data-figure]")) {
-    if (!seen.has(fig.getAttribute("data-figure"))) fig.hidden = true;
+  for (const el of demo.querySelectorAll(selector)) {
+    if (!seen.has(el.getAttribute(attr))) box(el).hidden = true;
   }
 }
 
@@ -255,8 +252,8 @@ function applyNotes(demo, notes, keep) {
 export function applyResult(demo, result) {
   const cue = [];
   const keep = result.stale || {};
-  if (result.figures) applyFigures(demo, result.figures, cue, keep.figures || []);
-  applyTables(demo, result.tables || {}, cue, keep.tables || []);
+  if (result.figures) applyParts("figure", demo, result.figures, cue, keep.figures || []);
+  applyParts("table", demo, result.tables || {}, cue, keep.tables || []);
   setTexts(demo, "data-value", result.values || {}, cue);
   applyNotes(demo, result.notes || {}, keep.notes || []);
   (result.real || []).forEach((run, i) => {
