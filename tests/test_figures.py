@@ -286,3 +286,29 @@ def test_grid_shading_and_stack():
     assert [tr["a"]["data-rank"] for tr in rows] == ["0", "1"]
     assert [tr["c"][0]["c"][0]["x"] for tr in rows] == ["R0", "R1"]
     assert [[td["x"] for td in tr["c"][1:]] for tr in rows] == [["1", "2"], ["10", "20"]]
+
+
+# The figures that had a fixed geometry wider than a phone column (issue 25 item 4): their phone
+# drawing (the narrow one, or the only one) fits the 280 px column at every setting of their
+# selects, so a 320 px screen shows them at their natural size.
+PHONE_FIGURES = {"ring": "ring", "mismatch": "mismatch", "vocab-ce": "vocab-ce", "vocab-extras": "vocab-extras",
+                 "sp-ln": "sp-layer"}
+
+
+@pytest.mark.parametrize("fig_name", sorted(PHONE_FIGURES))
+def test_phone_drawing_fits_the_phone_column_at_every_setting(fig_name):
+    checked = 0
+    for controls in _settings(PHONE_FIGURES[fig_name], limit=400):
+        try:
+            fig = render(PHONE_FIGURES[fig_name], controls)["figures"][fig_name]
+        except Exception as err:
+            assert type(err).__name__ == "TPMathError", err
+            continue
+        svgs = [c for c in fig["c"] if c["t"] == "svg"]
+        phone = svgs[-1]
+        assert phone["a"]["class"] in ("fig fig-narrow", "fig fig-one"), controls
+        assert float(phone["a"]["width"]) <= tree.NARROW_W, (fig_name, controls, phone["a"]["width"])
+        # the viewBox is the drawing's size: nothing is scaled inside it
+        assert phone["a"]["viewBox"] == f"0 0 {phone['a']['width']} {phone['a']['height']}"
+        checked += 1
+    assert checked >= 5

@@ -247,28 +247,42 @@ FIGURE_TEXT = """([han]) => [...document.querySelectorAll('svg.fig text')]
 
 
 # A phone drawing is at most a 320 px screen's column wide (tree.NARROW_W = 280), so a phone shows
-# it at its natural size and its 12 px text stays 12 px.  These figures have no such drawing yet
-# (a fixed geometry wider than 280 px, shrunk to the column on a phone): listed, so the list can
-# only shrink -- a listed figure whose Chinese text reaches 12 px fails the test until it is removed.
-PHONE_TOO_WIDE = {"ring", "mismatch", "vocab-ce", "vocab-extras", "sp-ln"}
-
-
+# it at its natural size and its 12 px text stays 12 px: no figure is shrunk at any of the widths.
 @pytest.mark.parametrize("width", WIDTHS)
 def test_chinese_in_figures_is_at_least_12px_and_upright(open_page, width):
-    seen, still_small = 0, set()
+    seen, figures = 0, set()
     for slug in SLUGS:
         texts = open_page("zh", slug, width).evaluate(FIGURE_TEXT, [HAN])
         small = [(t["fig"], t["text"], round(t["px"], 1)) for t in texts if t["px"] < 11.95]
-        if width < 640:
-            still_small |= {f for f, _, _ in small if f in PHONE_TOO_WIDE}
-            small = [s for s in small if s[0] not in PHONE_TOO_WIDE]
         assert not small, f"zh/{slug} at {width} px: {small[:6]}"
         slanted = [(t["fig"], t["text"]) for t in texts if t["style"] != "normal"]
         assert not slanted, f"zh/{slug}: synthetic italics on {slanted[:6]}"
         seen += len(texts)
+        figures |= {t["fig"] for t in texts}
     assert seen > 100
-    if width == 320:
-        assert still_small == PHONE_TOO_WIDE, f"now at least 12 px: {PHONE_TOO_WIDE - still_small}"
+    # the figures that were drawn at a fixed geometry and shrunk on a phone are among those measured
+    assert {"ring", "mismatch", "vocab-ce", "vocab-extras", "sp-ln"} <= figures
+
+
+FIGURE_SCALE = """() => [...document.querySelectorAll('svg.fig text')]
+    .filter(t => t.closest('svg.fig').getClientRects().length)
+    .map(t => {
+        const m = t.getScreenCTM();
+        return {fig: t.closest('figure').dataset.figure, scale: Math.hypot(m.a, m.b), text: t.textContent.slice(0, 24)};
+    })"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_english_figure_text_is_drawn_at_its_natural_size(open_page, width):
+    """The same bar for every language: a figure's text is not shrunk with its drawing (English
+    figure text has the Chinese's sizes, so at its natural size it is at least as large)."""
+    shrunk, seen = [], 0
+    for slug in SLUGS:
+        texts = open_page("en", slug, width).evaluate(FIGURE_SCALE)
+        shrunk += [(slug, t["fig"], t["text"], round(t["scale"], 3)) for t in texts if t["scale"] < 0.995]
+        seen += len(texts)
+    assert seen > 100
+    assert not shrunk, f"at {width} px: {shrunk[:6]}"
 
 
 QUOTES = """() => {

@@ -274,6 +274,56 @@ def coll_panel(label: Any, sub: Any, w: float = 340.0, part: str | None = None, 
                  + down_arrow(w / 2, bh, bh + 14), part=part)
 
 
+# ---------------------------------------------------------------- text blocks, nested flows, token maps
+
+NOTE_LINE_H = 15.0      # one more line of a wrapped note
+
+
+def note_panel(pieces: Any, w: float, cls: str = "dimtext", part: str | None = None) -> Panel:
+    """A note (a cell, or the pieces of one) as a panel: on one line when it fits ``w`` in every
+    language, else wrapped at its pieces; as wide as its widest line, as high as its lines."""
+    pieces = pieces if isinstance(pieces, list) else [pieces]
+    node, lines = wrapped(0, 12, pieces, w, cls, line_h=NOTE_LINE_H)
+    width = text_w(_cat(pieces), cls) if lines == 1 else w
+    return Panel(min(width, w), 16 + (lines - 1) * NOTE_LINE_H, [node], part=part)
+
+
+def flowed(rows: Any, max_w: float, part: str | None = None, gap: float = 10.0, row_gap: float = 6.0,
+           where: dict | None = None, min_w: float = 0.0) -> Panel:
+    """Panels flowed into a panel of their own (no margin): a block of the figure whose parts wrap
+    within it, placed by the figure's flow as one (a legend's keys, a strip of steps); at least
+    ``min_w`` wide (a column of panels side by side on a desktop)."""
+    nodes, w, h = flow(rows, max_w, gap=gap, row_gap=row_gap, pad=0.0, where=where)
+    return Panel(max(w, min_w), h, nodes, part=part)
+
+
+def token_map(x: float, y: float, rows: list, cols: int, owner: int | None, cell: float = BLOCK,
+              shade: int = 3, labels: list | None = None, crossed: np.ndarray | None = None) -> list[dict]:
+    """A matrix drawn without numbers whose every row belongs to one rank (a token map: a row per
+    token, tinted by the rank that owns it, ``rows[i]``; None: replicated), top left at (x, y):
+    one rect per row and the cell rules as one path (a few nodes per block instead of one per
+    entry), the entries ``crossed`` marks (rows × cols, True: zeroed) crossed out, ``owner``'s
+    frame; ``labels``: each row's name right-aligned left of it (a token index)."""
+    w, h = cols * cell, len(rows) * cell
+    kids = []
+    for i, r in enumerate(rows):
+        kids.append(rect(x, y + i * cell, w, cell, rank_attrs(r, f"cell v{shade}")))
+        if labels is not None:
+            kids.append(text(x - 3, y + i * cell + cell / 2, labels[i], "tok", "end",
+                             **{"dominant-baseline": "central"}))
+    if crossed is not None:
+        for i, j in zip(*np.nonzero(crossed)):
+            cx, cy = x + int(j) * cell, y + int(i) * cell
+            kids += [rect(cx, cy, cell, cell, {"class": "cell-off"}),
+                     line(cx + 2, cy + cell - 2, cx + cell - 2, cy + 2, "drop")]
+    rules = [f"M{n(x + j * cell)} {n(y)}V{n(y + h)}" for j in range(1, cols)]
+    rules += [f"M{n(x)} {n(y + i * cell)}H{n(x + w)}" for i in range(1, len(rows))]
+    if rules:
+        kids.append(path("".join(rules), "rules"))
+    kids.append(rect(x, y, w, h, rank_attrs(owner, "frame")))
+    return kids
+
+
 # ---------------------------------------------------------------- arrows
 
 def arrow(x1: float, y1: float, x2: float, y2: float, cls: str = "arrow", head_cls: str = "arrowhead",

@@ -13,14 +13,16 @@ Which block went where is read off the core's result, not restated here: the exa
 buffers are all distinct (rank r holds 10^r·[1, …, L]), so an output block that equals an
 input block came from it.  Only a reduction (``Collective.reduces``) creates new values.
 
-``mismatch``: one lane per rank, its calls in order; completed collectives are joined across
-the lanes, calls that met with different arguments are joined by a broken bond, and a rank
-that waits forever points at the peer it waits for.
+``mismatch``: one lane per rank, its calls in order (a column each on a desktop, one a line on
+a phone); completed collectives are joined across the lanes, calls that met with different
+arguments are joined by a broken bond, and a rank that waits forever points at the peer it
+waits for.  The connectors are drawn where the kit's flow put the calls.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -28,8 +30,8 @@ from .. import collectives as core
 from ..collectives import CollectiveResult
 from .. import mismatch
 from .. import fmt
-from .draw import (PAD, ROW_H, arrow, badge, cell_w, curve, group, label, line, mid_text, pair, rank_attrs,
-                   rank_name, rect, single, text)
+from .draw import (CAP_H, PAD, ROW_H, Panel, Row, arrow, badge, badge_panel, cell_w, curve, flow, group, label, line,
+                   mid_text, pair, rank_attrs, rank_name, rect, text)
 
 _OP_SYMBOL = {"sum": "Σ", "avg": "Σ ÷ n", "max": "max", "min": "min", "prod": "Π"}
 BLOCK_GAP = 4.0          # between the blocks of one buffer
@@ -276,6 +278,8 @@ def figure_collective(res: CollectiveResult, plan: dict | None = None) -> dict:
 BOX_W, BOX_H = 104.0, 46.0      # one call: name, count and dtype, group
 STATE_H = 16.0                  # the line under a call that never completes
 TRACK = 10.0                    # between two connectors in a gutter
+BOX_INSET = 8.0                 # a call's words from its box's left edge
+CALL_LINES_Y = (15.0, 29.0, 41.0)   # their baselines below the box's top: name, count · dtype, group
 MM_LANE_GAP = 10.0
 
 
@@ -308,36 +312,32 @@ def _outcome(seqs: list, res: mismatch.MismatchResult) -> dict:
     return {"pos": pos, "hangs": hangs, "met": {r for r in hangs if met(r)}, "bonds": bonds, "waits": waits}
 
 
-def _mismatch_geometry(seqs: list, out: dict) -> tuple[dict, list[float], float]:
-    """x of every column's boxes and of every connector's track; lane tops; the width."""
-    cols = max(len(seq) + (1 if out["pos"][r] >= len(seq) else 0) for r, seq in enumerate(seqs))
-    per_col = [0] * cols
+def _spans(out: dict) -> list[int]:
+    """The last call each connector (bonds, then waits) joins: the column whose gutter it runs in."""
+    return ([max(i for _, i in members) for _, members in out["bonds"]]
+            + [max(src[1], dst[1]) for src, dst in out["waits"]])
+
+
+def _tracks(spans: list[int], one_gutter: bool) -> list[int]:
+    """The track of every connector in its gutter: its index among the connectors of its column,
+    or, where the calls are stacked (one gutter for all of them), among all connectors."""
+    seen: dict[int, int] = {}
     tracks = []
-    for kind, members in out["bonds"]:
-        c = max(i for _, i in members)
-        tracks.append((c, per_col[c]))
-        per_col[c] += 1
-    for (src, dst) in out["waits"]:
-        c = max(src[1], dst[1])
-        tracks.append((c, per_col[c]))
-        per_col[c] += 1
-    x, col_x = PAD + BADGE_W + 10, []
-    for c in range(cols):
-        col_x.append(x)
-        x += BOX_W + 14 + TRACK * per_col[c] + 6
-    tops, y = [], 28.0
-    for r, seq in enumerate(seqs):
-        tops.append(y)
-        y += BOX_H + STATE_H + MM_LANE_GAP
-    return {"col_x": col_x, "tracks": tracks}, tops, max(x - 6, col_x[-1] + BOX_W) + PAD
+    for c in spans:
+        c = 0 if one_gutter else c
+        tracks.append(seen.get(c, 0))
+        seen[c] = tracks[-1] + 1
+    return tracks
 
 
-def _call_box(r: int, i: int, call: dict, state: str, x: float, y: float) -> dict:
+def _call_box(r: int, i: int, call: dict, state: str, w: float, head: Any) -> Panel:
+    """One call: its box (name, count and dtype, group), what became of it under the box, and
+    ``head`` (the call's index, where the columns have no heads) above it; ``w``: the box and the
+    gutter of connectors right of it."""
+    top = CAP_H if head is not None else 0.0
     lines = _call_lines(call)
-    nodes = [rect(x, y, BOX_W, BOX_H, rank_attrs(r, "call " + state), rx="5"),
-             text(x + 8, y + 15, lines[0], "call-t"),
-             text(x + 8, y + 29, lines[1], "dimtext"),
-             text(x + 8, y + 41, lines[2], "dimtext")]
+    nodes = [rect(0, top, BOX_W, BOX_H, rank_attrs(r, "call " + state), rx="5")]
+    nodes += [text(BOX_INSET, top + y, cell, cls) for cell, y, cls in zip(lines, CALL_LINES_Y, ("call-t", "dimtext", "dimtext"))]
     if state == "never":
         # the call that is never reached is faded; the words under it that say so are not (they
         # are read, so they keep their contrast: axe in tests/test_a11y_browser.py)
@@ -345,38 +345,83 @@ def _call_box(r: int, i: int, call: dict, state: str, x: float, y: float) -> dic
     under = {"wait": ("mm_waits", "warn-t"), "bad": ("mm_differ", "warn-t"), "never": ("mm_never", "dimtext")}
     if state in under:
         k, cls = under[state]
-        nodes.append(text(x + 2, y + BOX_H + 12, label("fig." + k), cls))
-    return group(nodes, part=f"call.{r}.{i}")
+        nodes.append(text(2, top + BOX_H + STATE_H - 4, label("fig." + k), cls))
+    if head is not None:
+        nodes.append(text(0, 12, head, "cap"))
+    return Panel(w, top + BOX_H + STATE_H, nodes, part=f"call.{r}.{i}")
 
 
-def _connectors(out: dict, geo: dict, tops: list[float]) -> list[dict]:
+def _exit_panel(r: int, w: float, top: float) -> Panel:
+    """Where a rank that returned from all its calls ends: a pill level with its calls' centres."""
+    y = top + BOX_H / 2
+    return Panel(w, top + BOX_H + STATE_H, [rect(0, y - 12, EXIT_W, 24, {"class": "exitp"}, rx="12"),
+                                            mid_text(EXIT_W / 2, y, label("fig.mm_exit"), "dimtext")], part=f"exit.{r}")
+
+
+def _connectors(out: dict, tracks: list[int], where: dict, top: float) -> list[dict]:
     """Bonds (a met collective: ✓ completed, ✗ arguments differ) and wait arrows, each on its own
-    vertical track in the gutter right of its column."""
+    vertical track in the gutter right of the last call it joins."""
+    def box(r: int, i: int) -> tuple[float, float, float]:
+        """(left, right, centre y) of call i of rank r (i = its number of calls: its exit)."""
+        x, y = where[f"call.{r}.{i}"] if i < len(out["seqs"][r]) else where[f"exit.{r}"]
+        return x, x + (BOX_W if i < len(out["seqs"][r]) else EXIT_W), y + top + BOX_H / 2
+
+    def track(members, t: int) -> float:
+        return max(box(r, i)[0] for r, i in members) + BOX_W + TRACK_GAP + TRACK * t
+
     nodes = []
-    mid = [t + BOX_H / 2 for t in tops]
-    k = 0
-    for kind, members in out["bonds"]:
-        c, t = geo["tracks"][k]
-        k += 1
-        tx = geo["col_x"][c] + BOX_W + 14 + TRACK * t
-        ys = [mid[r] for r, _ in members]
-        parts = [line(geo["col_x"][i] + BOX_W, mid[r], tx, mid[r], "bond " + kind) for r, i in members]
+    for (kind, members), t in zip(out["bonds"], tracks):
+        tx = track(members, t)
+        ys = [box(r, i)[2] for r, i in members]
+        parts = [line(box(r, i)[1], box(r, i)[2], tx, box(r, i)[2], "bond " + kind) for r, i in members]
         parts.append(line(tx, min(ys), tx, max(ys), "bond " + kind))
         parts.append(mid_text(tx, min(ys) - 9, "✓" if kind == "ok" else "✗", "ok-t" if kind == "ok" else "warn-t"))
         nodes.append(group(parts, part="bond." + ".".join(f"{r}-{i}" for r, i in members)))
-    for (r, i), (g, j) in out["waits"]:
-        c, t = geo["tracks"][k]
-        k += 1
-        tx = geo["col_x"][c] + BOX_W + 14 + TRACK * t
-        y1, y2 = mid[r] - 6, mid[g] + 6
-        x2 = geo["col_x"][j] + (BOX_W if j < len(out["seqs"][g]) else EXIT_W)
-        parts = [line(geo["col_x"][i] + BOX_W, y1, tx, y1, "waitline"), line(tx, y1, tx, y2, "waitline"),
-                 *arrow(tx, y2, x2 + 1, y2, "waitline", "arrowhead waitline")]
+    for ((r, i), (g, j)), t in zip(out["waits"], tracks[len(out["bonds"]):]):
+        tx = track([(r, i), (g, j)], t)
+        y1, y2 = box(r, i)[2] - 6, box(g, j)[2] + 6
+        parts = [line(box(r, i)[1], y1, tx, y1, "waitline"), line(tx, y1, tx, y2, "waitline"),
+                 *arrow(tx, y2, box(g, j)[1] + 1, y2, "waitline", "arrowhead waitline")]
         nodes.append(group(parts, part=f"wait.{r}.{g}"))
     return nodes
 
 
 EXIT_W = 54.0
+TRACK_GAP = 14.0        # from a call's box to the first track of its gutter
+LANE_BADGE_W = 36.0     # draw.badge_panel
+LANE_INNER = 6.0        # flow: a lane's panels start this far inside its edge (the heads above are not in a lane)
+
+
+def _mismatch_drawing(seqs: list, out: dict, max_w: float) -> tuple[list[dict], float, float]:
+    """The calls of every rank in a lane: one column per call on a desktop (the index above it);
+    on a phone one call a line under the rank's badge, one gutter of connectors right of them all."""
+    cols = max(len(seq) + (1 if out["pos"][r] >= len(seq) else 0) for r, seq in enumerate(seqs))
+    spans = _spans(out)
+
+    def gutter_w(tracks: int) -> float:          # a call's box and the tracks right of it
+        return BOX_W + TRACK_GAP + TRACK * max(tracks - 1, 0) + 4
+    col_w = [gutter_w(spans.count(c)) for c in range(cols)]
+    stacked = PAD + LANE_BADGE_W + sum(w + 10 for w in col_w) + 2 * LANE_INNER + PAD > max_w
+    if stacked:
+        col_w = [gutter_w(len(spans))] * cols
+    tracks = _tracks(spans, one_gutter=stacked)
+    top = CAP_H if stacked else 0.0
+    rows = [] if stacked else [[Panel(LANE_BADGE_W + LANE_INNER, CAP_H - 4)] +
+                               [Panel(col_w[c], CAP_H - 4, [text(0, 12, label("fig.mm_call", i="#" + fmt.integer(c)), "cap")])
+                                for c in range(max(len(seq) for seq in seqs))]]
+    for r, seq in enumerate(seqs):
+        panels = [badge_panel(r, top + BOX_H, top + BOX_H / 2 - 11)]
+        for i, call in enumerate(seq):
+            state = ("done" if i < out["pos"][r] else "never" if i > out["pos"][r]
+                     else "bad" if r in out["met"] else "wait")
+            head = label("fig.mm_call", i="#" + fmt.integer(i)) if stacked else None
+            panels.append(_call_box(r, i, call, state, col_w[i], head))
+        if out["pos"][r] >= len(seq):
+            panels.append(_exit_panel(r, col_w[len(seq)], top))
+        rows.append(Row(panels, rank=r, hang=True))
+    where: dict = {}
+    nodes, w, h = flow(rows, max_w, row_gap=MM_LANE_GAP, where=where)
+    return nodes + _connectors(out, tracks, where, top), w, h
 
 
 def figure_mismatch(calls: list, res: mismatch.MismatchResult) -> dict:
@@ -384,27 +429,5 @@ def figure_mismatch(calls: list, res: mismatch.MismatchResult) -> dict:
     seqs = mismatch.validate_calls(calls)
     out = _outcome(seqs, res)
     out["seqs"] = seqs
-    geo, tops, width = _mismatch_geometry(seqs, out)
-    calls_max = max(len(seq) for seq in seqs)
-    nodes = [text(geo["col_x"][c], 16, label("fig.mm_call", i="#" + fmt.integer(c)), "cap") for c in range(calls_max)]
-    for r, seq in enumerate(seqs):
-        y = tops[r]
-        lane = [rect(PAD - 4, y - 4, width - 2 * PAD + 8, BOX_H + STATE_H + 4, rank_attrs(r, "lane"), rx="6"),
-                *badge(r, PAD, y + BOX_H / 2 - 10)]
-        for i, call in enumerate(seq):
-            if i < out["pos"][r]:
-                state = "done"
-            elif i > out["pos"][r]:
-                state = "never"
-            else:
-                state = "bad" if r in out["met"] else "wait"
-            lane.append(_call_box(r, i, call, state, geo["col_x"][i], y))
-        if out["pos"][r] >= len(seq):
-            x = geo["col_x"][len(seq)]
-            lane += [rect(x, y + BOX_H / 2 - 12, EXIT_W, 24, {"class": "exitp"}, rx="12"),
-                     mid_text(x + EXIT_W / 2, y + BOX_H / 2, label("fig.mm_exit"), "dimtext")]
-        nodes.append(group(lane, part=f"rank{r}"))
-    nodes += _connectors(out, geo, tops)
-    height = tops[-1] + BOX_H + STATE_H + PAD
     title = label("fig.mm_title", n=fmt.integer(len(seqs)))
-    return single("mismatch", title, nodes, width, height)
+    return pair("mismatch", title, lambda max_w: _mismatch_drawing(seqs, out, max_w))

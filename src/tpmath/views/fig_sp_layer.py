@@ -11,7 +11,8 @@ crossed; under each masked block a ✓ or ✗ says whether the mask is this rank
 one-device mask.  The γ/β gradients have their own figure.
 
 ``sp-ln`` has the numbers of γ's and β's gradients: each rank's partial sums, the AllReduce and
-the result (or, under the mistake, the replicas that now differ).  ``memory`` stacks the model
+the result (or, under the mistake, the replicas that now differ); on a phone a lane's grids wrap
+under its badge.  ``memory`` stacks the model
 states and the activations of one rank for each configuration of Table 2 at the chosen t.
 """
 
@@ -27,9 +28,9 @@ import numpy as np
 from .. import sp_layer as core
 from .. import fmt
 from ..memory import MemoryResult
-from .draw import (CELL_H, NARROW_W, Panel, Row, arrow_head, arrow_panel, badge, circle, figure, group, label,
-                   lane_badge, line, matrix_panel, mid_text, moved, n, op_box, pair, path, rank_attrs, rect, text,
-                   text_w, wrapped)
+from .draw import (CELL_H, LABEL_H, NARROW_W, PAD as FIG_PAD, Panel, Row, arrow_head, arrow_panel, badge, badge_panel,
+                   circle, flow, flowed, group, label, lane_badge, line, matrix_panel, mid_text, moved, note_panel, op_box,
+                   pair, rect, text, text_w, token_map, wrapped)
 
 CELL = 12.0            # one entry of a token map
 ARROW = 14.0           # a horizontal arrow between two blocks of a column
@@ -41,6 +42,7 @@ SUB_W = 52.0           # room a translated sub-caption needs (about 8 Latin lett
 PAD, GAP = 8.0, 10.0
 BAND_H = 38.0
 REGION_T = 18.0        # the region's title line
+NOTE_W = NARROW_W - 2 * FIG_PAD    # a note that must fit a phone drawing
 _WIDE_CHAR = re.compile(r"[\u2e80-\u9fff\uff00-\uffef]")
 
 
@@ -83,25 +85,8 @@ class Block:
 
     def draw(self, x: float, y: float) -> dict:
         gx, gy = x + self.grid_x, y + CAP_H
-        w, h = self.cols * CELL, len(self.rows) * CELL
         kids = [text(gx, y + CAP_H - 4, self.caption, "cap")]
-        # One rect per token (a row has one owner), the cell rules as one path, and only the dropped
-        # entries drawn one by one: a few nodes per block instead of one per entry.
-        for i, r in enumerate(self.rows):
-            kids.append(rect(gx, gy + i * CELL, w, CELL, rank_attrs(r, f"cell v{self.shade}")))
-            if self.labels is not None:
-                kids.append(text(gx - 3, gy + i * CELL + CELL / 2, self.labels[i], "tok", "end",
-                                 **{"dominant-baseline": "central"}))
-        if self.dropped is not None:
-            for i, j in zip(*np.nonzero(self.dropped)):
-                cx, cy = gx + int(j) * CELL, gy + int(i) * CELL
-                kids += [rect(cx, cy, CELL, CELL, {"class": "cell-off"}),
-                         line(cx + 2, cy + CELL - 2, cx + CELL - 2, cy + 2, "drop")]
-        rules = [f"M{n(gx + j * CELL)} {n(gy)}V{n(gy + h)}" for j in range(1, self.cols)]
-        rules += [f"M{n(gx)} {n(gy + i * CELL)}H{n(gx + w)}" for i in range(1, len(self.rows))]
-        if rules:
-            kids.append(path("".join(rules), "rules"))
-        kids.append(rect(gx, gy, w, h, rank_attrs(self.owner, "frame")))
+        kids += token_map(gx, gy, self.rows, self.cols, self.owner, CELL, self.shade, self.labels, self.dropped)
         if self.sub is not None:
             kids.append(text(gx, gy + len(self.rows) * CELL + 11, self.sub, "dimtext"))
         return group(kids, part=self.part)
@@ -343,14 +328,22 @@ def figure_sp(step: str, res: core.SpLayerResult, one: core.SpRank) -> dict:
 
 # ------------------------------------------------------------------------- γ and β
 
+LN_BOX_W = 150.0       # the AllReduce box of sp-ln (wider where its words need it)
+LANE_BADGE_W = 36.0    # draw.badge_panel's width
+LANE_SLACK = 2 * 10.0 + 2 * (FIG_PAD + 6.0)    # flow's gaps, margins and a lane's inner edge
+
+
 def figure_ln(res: core.SpLayerResult) -> dict:
     """``sp-ln``: each rank's γ/β gradients from its own tokens, the AllReduce over the TP group
-    and what every rank steps with (under the mistake: the unreduced, differing replicas)."""
+    and what every rank steps with (under the mistake: the unreduced, differing replicas).
+
+    A rank's lane is its badge and its two partial gradients; on a phone they wrap under the badge
+    (not beside it: a grid of four numbers is as wide as the column)."""
     reduced = res.mistake != "ln-grad-not-reduced"
     T = res.tp
     scale = max(float(np.max(np.abs(getattr(res.reference, k)))) for k in ("G_gamma", "G_beta"))
 
-    def rows():
+    def rows(max_w: float):
         out = []
         for rk in res.ranks:
             r = rk.rank
@@ -358,30 +351,35 @@ def figure_ln(res: core.SpLayerResult) -> dict:
             panels = [matrix_panel(rk.G_gamma_partial, "G_γ", r, f"G_gamma_partial.{r}", scale, shape=tokens),
                       matrix_panel(rk.G_beta_partial, "G_β", r, f"G_beta_partial.{r}", scale, shape=tokens)]
             h = max(p.h for p in panels)
-            out.append(Row([lane_badge(r, h, "numbers")] + panels, rank=r, hang=True))
-        # skipped: the box as wide as what it says instead
-        box = op_box(label("fig.sp_ln_box" if reduced else "fig.sp_ln_box_skipped"),
-                     label("fig.sum_ranks", last="R" + fmt.integer(T - 1)) if reduced else label("fig.sp_ln_box_none"),
-                     150 if reduced else max(150, text_w(label("fig.sp_ln_box_none")) + 12),
-                     "coll" if reduced else "coll skip", "ln-allreduce", h=2 * CELL_H, top=18,
-                     title_y=CELL_H * 0.75, sub_y=CELL_H * 1.55, lit="hl" if reduced else "dim")
+            one_line = LANE_BADGE_W + sum(p.w for p in panels) + LANE_SLACK <= max_w
+            # beside the grids, centred on them; alone on the lane's first line above them
+            out.append(Row([lane_badge(r, h, "numbers") if one_line else badge_panel(r, 22, 0)] + panels, rank=r))
+        box_h = 2 * CELL_H
         if reduced:
+            box = op_box(label("fig.sp_ln_box"), label("fig.sum_ranks", last="R" + fmt.integer(T - 1)), LN_BOX_W,
+                         "coll", "ln-allreduce", h=box_h, top=LABEL_H, title_y=CELL_H * 0.75, sub_y=CELL_H * 1.55,
+                         lit="hl")
             ref = res.reference
             err = max(float(np.max(np.abs(getattr(res.sharded, k) - getattr(ref, k)))) for k in ("G_gamma", "G_beta"))
             tol = min(res.tolerances[k] for k in ("G_gamma", "G_beta"))
             check_text = label("fig.matches_ref" if err <= tol else "fig.sp_off_ref", err=fmt.err(err))
-            out.append([box, arrow_panel(None, w=30, h=2 * CELL_H + 18),
+            out.append([box, arrow_panel(None, w=30, h=box_h + LABEL_H),
                         matrix_panel(res.sharded.G_gamma, label("fig.every_rank", name="G_γ"),
                                      None, "G_gamma", scale, shape=check_text),
                         matrix_panel(res.sharded.G_beta, label("fig.every_rank", name="G_β"),
                                      None, "G_beta", scale)])
         else:
-            out.append([box, Panel(280, 2 * CELL_H + 18, [text(0, 18 + CELL_H * 0.75, label("fig.sp_ln_drift1"), "op"),
-                                                          text(0, 18 + CELL_H * 1.55, label("fig.sp_ln_drift2"), "op")])])
+            # skipped: the box as wide as what it says, the words beside it wrapped to the column
+            none = label("fig.sp_ln_box_none")
+            box = op_box(label("fig.sp_ln_box_skipped"), none, max(LN_BOX_W, text_w(none) + 12), "coll skip",
+                         "ln-allreduce", h=box_h, top=LABEL_H, title_y=CELL_H * 0.75, sub_y=CELL_H * 1.55, lit="dim")
+            drift = flowed([[note_panel([label("fig.sp_ln_drift1_1"), label("fig.sp_ln_drift1_2")], NOTE_W, "op")],
+                            [note_panel(label("fig.sp_ln_drift2"), NOTE_W, "op")]], NOTE_W, row_gap=0)
+            out.append([box, Panel(drift.w, LABEL_H + drift.h, [moved(drift.nodes, 0, LABEL_H)])])
         return out
 
     title = label("fig.sp_ln_title", tp=fmt.integer(T))
-    return figure("sp-ln", title, rows)
+    return pair("sp-ln", title, lambda max_w: flow(rows(max_w), max_w))
 
 
 # ------------------------------------------------------------------------------ memory

@@ -364,10 +364,13 @@ class Row:
 
 
 def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0, row_gap: float = 14.0,
-         pad: float = 8.0) -> tuple[list[dict], float, float]:
+         pad: float = 8.0, where: dict | None = None) -> tuple[list[dict], float, float]:
     """Place panels left to right, row after row, wrapping a row that is wider than ``max_w``.
 
     Panels of one line share a top edge.  Returns (nodes, width, height) of the whole.
+    ``where``, if given, receives the top left corner of every panel that has a ``part``
+    (part -> (x, y)): what a connector drawn across panels (an arrow from one lane to another)
+    needs to know of the layout.
     """
     placed, y, width = [], pad, 0.0
     lanes = []
@@ -386,6 +389,8 @@ def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0,
                 x = start + (row.panels[0].w + gap if row.hang and i > 1 else 0.0)
                 line_h = 0.0
             placed.append(p.at(x, y))
+            if where is not None and p.part:
+                where[p.part] = (x, y)
             x += p.w + gap
             line_h = max(line_h, p.h)
             width = max(width, x - gap + pad + inner)
