@@ -312,3 +312,19 @@ def test_phone_drawing_fits_the_phone_column_at_every_setting(fig_name):
         assert phone["a"]["viewBox"] == f"0 0 {phone['a']['width']} {phone['a']['height']}"
         checked += 1
     assert checked >= 5
+
+
+@pytest.mark.parametrize("section", sorted(sections()))
+def test_every_phone_drawing_fits_the_phone_column(section):
+    """Every figure of every section, at every combination of its selects (capped): the drawing a
+    phone shows is at most 280 px wide, so its 12 px text is not scaled down (the mlp figure at
+    tp = 1 was 290 px: a whole matrix hung beside its lane's badge)."""
+    for controls in _settings(section, limit=150):
+        try:
+            figures = render(section, controls).get("figures") or {}
+        except Exception as err:
+            assert type(err).__name__ == "TPMathError", err
+            continue
+        for name, fig in figures.items():
+            phone = [c for c in fig["c"] if c["t"] == "svg"][-1]
+            assert float(phone["a"]["width"]) <= tree.NARROW_W, (name, controls, phone["a"]["width"])

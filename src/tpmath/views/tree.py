@@ -386,7 +386,10 @@ def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0,
             need = p.w + (gap + row.panels[i + 1].w if p.joins and i + 1 < len(row.panels) else 0.0)
             if x > start and x + need > max_w - pad - inner:
                 y += line_h + row_gap / 2
-                x = start + (row.panels[0].w + gap if row.hang and i > 1 else 0.0)
+                # a hanging lane goes on under its first panel (the badge), unless the panel would
+                # then stick out of max_w (a whole matrix on a phone at tp = 1)
+                indent = row.panels[0].w + gap if row.hang and i > 1 else 0.0
+                x = start + (indent if start + indent + p.w <= max_w - pad - inner else 0.0)
                 line_h = 0.0
             placed.append(p.at(x, y))
             if where is not None and p.part:
