@@ -7,6 +7,7 @@ pages where they can.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import http.server
@@ -32,17 +33,29 @@ def _build_local(out: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    """``python build.py --runtime local`` into a temporary directory (the real site/ is untouched).
-    Under pytest-xdist (``-n``) the workers share one build: the first one builds it under a lock
-    in the run's common temporary directory; the tests only read it."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        out = tmp_path_factory.mktemp("site") / "site"
-        _build_local(out)
-        return out
-    out = tmp_path_factory.getbasetemp().parent / "built-site"
-    with open(out.with_suffix(".lock"), "w") as lock:
+def run_dir(tmp_path_factory) -> Path:
+    """A directory every pytest-xdist worker of this run shares (the run's temporary directory
+    without workers): what a fixture makes once for all of them is left there, under a lock."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def locked(path: Path):
+    """Hold an exclusive lock on ``path`` (made if missing) while the block runs: one worker
+    makes a shared thing while the others wait for it."""
+    with open(path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(scope="session")
+def built_site(run_dir) -> Path:
+    """``python build.py --runtime local`` into a temporary directory (the real site/ is untouched).
+    Under pytest-xdist (``-n``) the workers share one build: the first one builds it under a lock;
+    the tests only read it."""
+    out = run_dir / "built-site"
+    with locked(out.with_suffix(".lock")):
         if not (out / "index.html").is_file():   # build.py swaps a finished site in at once
             _build_local(out)
     return out
