@@ -139,7 +139,9 @@ def request_log() -> RequestLog:
 
 @pytest.fixture(scope="session")
 def new_context(browser, request_log):
-    """Factory of browser contexts that log every request into the session's request log."""
+    """Factory of browser contexts that log every request into the session's request log.  When the
+    session ends, no request of any of them may have left 127.0.0.1 (an error of the last test
+    otherwise): under pytest-xdist each worker checks its own contexts, so every context is."""
     contexts = []
 
     def make(**kwargs):
@@ -151,6 +153,7 @@ def new_context(browser, request_log):
     yield make
     for ctx in contexts:
         ctx.close()
+    assert request_log.foreign() == [], request_log.foreign()
 
 
 # ---- tables a test hands to the end of the run (tests/test_benchmarks.py: the benchmark table)
