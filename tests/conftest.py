@@ -172,3 +172,11 @@ def pytest_terminal_summary(terminalreporter):
     for text in _TABLES:
         terminalreporter.write_sep("-", "benchmarks/run.py --smoke")
         terminalreporter.write_line(text)
+
+
+# ---- order: the files that start browsers or torchrun first
+# Under pytest-xdist (-n, --dist loadfile) a worker takes the next whole file when it is free;
+# with the long files first, the workers end together on short ones instead of one worker
+# finishing a long file alone.  Within a file the order is unchanged (a stable sort).
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: not (item.get_closest_marker("browser") or item.get_closest_marker("torch")))
