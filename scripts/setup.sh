@@ -7,7 +7,7 @@
 #                                  images), and the fonts those images are drawn with (Debian:
 #                                  fonts-dejavu-core, fonts-noto-cjk)
 #   bash scripts/setup.sh --test   all of the above, plus what the tests and benchmarks need: pytest,
-#                                  hypothesis, playwright, actionlint; PyTorch 2.13.0 CPU; Debian's
+#                                  pytest-xdist (3.8.0), hypothesis, playwright, actionlint; PyTorch 2.13.0 CPU; Debian's
 #                                  chromium and npm; the Pyodide 0.27.7 runtime cache and axe-core
 #                                  (sha-verified, ~/.cache/tp-explained/); Lighthouse 12 (npm ci from
 #                                  benchmarks/lighthouse/package-lock.json into the same cache)

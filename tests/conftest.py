@@ -7,6 +7,7 @@ pages where they can.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import http.server
@@ -32,17 +33,29 @@ def _build_local(out: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    """``python build.py --runtime local`` into a temporary directory (the real site/ is untouched).
-    Under pytest-xdist (``-n``) the workers share one build: the first one builds it under a lock
-    in the run's common temporary directory; the tests only read it."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        out = tmp_path_factory.mktemp("site") / "site"
-        _build_local(out)
-        return out
-    out = tmp_path_factory.getbasetemp().parent / "built-site"
-    with open(out.with_suffix(".lock"), "w") as lock:
+def run_dir(tmp_path_factory) -> Path:
+    """A directory every pytest-xdist worker of this run shares (the run's temporary directory
+    without workers): what a fixture makes once for all of them is left there, under a lock."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def locked(path: Path):
+    """Hold an exclusive lock on ``path`` (made if missing) while the block runs: one worker
+    makes a shared thing while the others wait for it."""
+    with open(path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(scope="session")
+def built_site(run_dir) -> Path:
+    """``python build.py --runtime local`` into a temporary directory (the real site/ is untouched).
+    Under pytest-xdist (``-n``) the workers share one build: the first one builds it under a lock;
+    the tests only read it."""
+    out = run_dir / "built-site"
+    with locked(out.with_suffix(".lock")):
         if not (out / "index.html").is_file():   # build.py swaps a finished site in at once
             _build_local(out)
     return out
@@ -126,7 +139,9 @@ def request_log() -> RequestLog:
 
 @pytest.fixture(scope="session")
 def new_context(browser, request_log):
-    """Factory of browser contexts that log every request into the session's request log."""
+    """Factory of browser contexts that log every request into the session's request log.  When the
+    session ends, no request of any of them may have left 127.0.0.1 (an error of the last test
+    otherwise): under pytest-xdist each worker checks its own contexts, so every context is."""
     contexts = []
 
     def make(**kwargs):
@@ -138,6 +153,7 @@ def new_context(browser, request_log):
     yield make
     for ctx in contexts:
         ctx.close()
+    assert request_log.foreign() == [], request_log.foreign()
 
 
 # ---- tables a test hands to the end of the run (tests/test_benchmarks.py: the benchmark table)
@@ -156,3 +172,11 @@ def pytest_terminal_summary(terminalreporter):
     for text in _TABLES:
         terminalreporter.write_sep("-", "benchmarks/run.py --smoke")
         terminalreporter.write_line(text)
+
+
+# ---- order: the files that start browsers or torchrun first
+# Under pytest-xdist (-n, --dist loadfile) a worker takes the next whole file when it is free;
+# with the long files first, the workers end together on short ones instead of one worker
+# finishing a long file alone.  Within a file the order is unchanged (a stable sort).
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: not (item.get_closest_marker("browser") or item.get_closest_marker("torch")))

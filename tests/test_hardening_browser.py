@@ -461,7 +461,8 @@ def test_huge_output_is_cut_with_a_note_and_input_says_it_is_not_available(progr
 # ---- no request leaves 127.0.0.1 ------------------------------------------------------------------
 
 def test_no_request_leaves_127_0_0_1(live_pages, request_log, built_site):
-    """Every request of every page and worker opened through the session's contexts so far."""
+    """Every request of every page and worker opened through this session's contexts so far (under
+    pytest-xdist: this worker's; tests/conftest.py's new_context checks every context at the end)."""
     urls = request_log.urls
     for lang, name in html_files(built_site):
         assert any(u.endswith(f"/{lang}/{name}") for u in urls), f"{lang}/{name} not loaded"

@@ -1,12 +1,16 @@
 """The site's examples on real processes: ``torchrun -m tpmath.real`` vs the simulated core.
 
-Every case launches torchrun (``python -m torch.distributed.run``, which is what the
-``torchrun`` script runs) with 2 or 4 gloo processes on 127.0.0.1, in its own process
-group with a hard deadline (killed, and the test failed, if it does not finish).  Each
-rank's printed lines must equal, character for character, what :func:`tpmath.ranks.expected`
-computes with the numpy core and the same formatting; rank 0's comparison with the
-unsharded computation (done in torch, in one process) must pass.  Low-precision runs and
-random shapes are compared numerically from ``--json`` output.
+Every run is torchrun (``python -m torch.distributed.run``, which is what the ``torchrun``
+script runs) with 2 or 4 gloo processes on 127.0.0.1, in its own process group with a hard
+deadline (killed, and the test failed, if it does not finish).  A launch costs more than the
+examples (a torch import per process), so a file's cases of one world size run in one launch
+(:func:`together`, tests/real_many.py: the command's own steps, one case after the other);
+the page's commands (the first of each example), the wheel, the mismatches and the errors are
+launched as a reader types them.  Each rank's printed lines must equal, character for
+character, what :func:`tpmath.ranks.expected` computes with the numpy core and the same
+formatting; rank 0's comparison with the unsharded computation (done in torch, in one process)
+must pass.  Low-precision runs and random shapes are compared numerically from ``--json``
+output.
 
 The mismatch scenarios run with a 3 s collective timeout: the test asserts that the run
 ends, that every call the checker says completes did complete with the right data, and that
@@ -15,12 +19,15 @@ no call the checker says never completes was reported as a correct completion.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +37,8 @@ pytest.importorskip("torch")
 
 from tpmath import collectives, i18n, mismatch, ranks  # noqa: E402
 from check_lines import assert_same_check  # noqa: E402
+from conftest import locked  # noqa: E402
+from real_many import MARK  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -38,20 +47,71 @@ WORLD_SIZES = (2, 4)
 DEADLINE_S = 120
 
 
-def launch(n: int, argv: list[str], deadline: float = DEADLINE_S) -> subprocess.CompletedProcess:
-    """``torchrun --standalone --nproc-per-node n -m tpmath.real *argv`` with this checkout's code."""
+def _torchrun(n: int, target: list[str], deadline: float) -> tuple[subprocess.CompletedProcess, bool]:
+    """``torchrun --standalone --nproc-per-node n *target`` with this checkout's code; (the run,
+    whether it was killed at the deadline)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n),
-           "-m", "tpmath.real", *argv]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n), *target]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             cwd=ROOT, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=deadline)
+        killed = False
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)      # torchrun and every rank it started
         out, err = proc.communicate()
-        pytest.fail(f"{' '.join(argv)} on {n} ranks did not finish in {deadline} s\n{out}\n{err[-2000:]}")
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        killed = True
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), killed
+
+
+def launch(n: int, argv: list[str], deadline: float = DEADLINE_S) -> subprocess.CompletedProcess:
+    """``torchrun --standalone --nproc-per-node n -m tpmath.real *argv`` with this checkout's code."""
+    run, killed = _torchrun(n, ["-m", "tpmath.real", *argv], deadline)
+    if killed:
+        pytest.fail(f"{' '.join(argv)} on {n} ranks did not finish in {deadline} s\n{run.stdout}\n{run.stderr[-2000:]}")
+    return run
+
+
+def launch_many(n: int, argvs: list[list[str]]) -> list[subprocess.CompletedProcess]:
+    """Every ``launch(n, argv)`` of ``argvs`` from one launch (tests/real_many.py): each stdout is
+    that case's lines; the status and stderr are the launch's.  A launch killed at its deadline
+    or a rank that died leaves a failed status and says so in stderr (the cases' tests fail)."""
+    deadline = DEADLINE_S + 10 * len(argvs)
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = Path(tmp) / "cases.json"
+        cases.write_text(json.dumps(argvs), encoding="utf-8")
+        run, killed = _torchrun(n, [str(ROOT / "tests" / "real_many.py"), str(cases)], deadline)
+    parts: dict[str, list[str]] = {}
+    for line in run.stdout.splitlines(keepends=True):
+        if line.startswith(MARK):
+            parts[line.split()[-1]] = []
+        elif parts:
+            parts[list(parts)[-1]].append(line)
+    code, err = run.returncode, run.stderr
+    if killed or "end" not in parts:
+        code = code or 1
+        err = f"{len(argvs)} cases on {n} ranks: killed at {deadline} s: {killed}; last case started: " \
+              f"{list(parts)[-1:]}\n{err}"
+    return [subprocess.CompletedProcess([*run.args, *argv], code, "".join(parts.get(str(i), [])), err)
+            for i, argv in enumerate(argvs)]
+
+
+_TOGETHER: dict[str, list] = {}
+
+
+def together(run_dir: Path, n: int, argvs: list[list[str]], argv: list[str]) -> subprocess.CompletedProcess:
+    """``argv``'s run from one launch of all ``argvs`` on n ranks (:func:`launch_many`), made the
+    first time one of them is asked for, by the first pytest-xdist worker that asks (the others
+    read what it left in the run's shared directory)."""
+    key = hashlib.sha256(json.dumps([n, argvs]).encode()).hexdigest()[:16]
+    if key not in _TOGETHER:
+        path = run_dir / f"real-many-{key}.json"
+        with locked(path.with_suffix(".lock")):
+            if not path.is_file():
+                runs = [[r.args, r.returncode, r.stdout, r.stderr] for r in launch_many(n, argvs)]
+                path.write_text(json.dumps(runs), encoding="utf-8")
+        _TOGETHER[key] = json.loads(path.read_text(encoding="utf-8"))
+    return subprocess.CompletedProcess(*_TOGETHER[key][argvs.index(argv)])
 
 
 def rank_lines(stdout: str, n: int, lang: str = "en") -> tuple[list[list[str]], list[str]]:
@@ -69,12 +129,12 @@ def rank_lines(stdout: str, n: int, lang: str = "en") -> tuple[list[list[str]], 
     return per, check
 
 
-def assert_same_as_core(n: int, example: str, given: dict, argv: list[str], lang: str = "en") -> None:
+def assert_same_as_core(n: int, example: str, given: dict, run: subprocess.CompletedProcess,
+                        lang: str = "en") -> None:
     """Real run's printed lines == the core's expected lines, rank by rank; the check passes."""
     p = ranks.plan(example, given)
     assert p["world"] == n
     want_ranks, want_check = ranks.expected(p)
-    run = launch(n, argv + (["--lang", lang] if lang != "en" else []))
     assert run.returncode == 0, run.stderr[-3000:]
     got_ranks, got_check = rank_lines(run.stdout, n, lang)
     for r in range(n):
@@ -106,18 +166,33 @@ def text_cases():
         yield n, "vocab-ce", {"shards": n, "label_smoothing": 0.1, "target": 0}
 
 
+LANG_CASES = [(4, "vocab-ce", {"shards": 4}), (2, "collective", {"name": "scatter", "ranks": 2, "root": 1})]
+
+
+def _zh(example: str, given: dict) -> list[str]:
+    return _argv(example, given) + ["--lang", "zh"]
+
+
+def _cases_on(n: int) -> list[list[str]]:
+    """This file's runs on n ranks, made in one launch (:func:`together`)."""
+    return ([_argv(ex, g) for m, ex, g in text_cases() if m == n]
+            + [_zh(ex, g) for m, ex, g in LANG_CASES if m == n]
+            + [_argv(ex, g) + ["--json"] for m, ex, g, _ in NUMERIC_CASES if m == n])
+
+
 @pytest.mark.parametrize("n, example, given", [
     pytest.param(n, ex, g, id=f"n{n}-{ex}-" + "-".join(f"{k}={v}" for k, v in g.items()))
     for n, ex, g in text_cases()])
-def test_every_rank_prints_what_the_core_computes(n, example, given):
-    assert_same_as_core(n, example, given, _argv(example, given))
+def test_every_rank_prints_what_the_core_computes(n, example, given, run_dir):
+    argv = _argv(example, given)
+    assert_same_as_core(n, example, given, together(run_dir, n, _cases_on(n), argv))
 
 
-@pytest.mark.parametrize("n, example, given", [(4, "vocab-ce", {"shards": 4}),
-                                               (2, "collective", {"name": "scatter", "ranks": 2, "root": 1})])
-def test_every_rank_prints_in_the_language_asked_for(n, example, given):
+@pytest.mark.parametrize("n, example, given", LANG_CASES)
+def test_every_rank_prints_in_the_language_asked_for(n, example, given, run_dir):
     """``--lang zh``: the same records in Chinese, as the Chinese page shows them."""
-    assert_same_as_core(n, example, given, _argv(example, given), "zh")
+    argv = _zh(example, given)
+    assert_same_as_core(n, example, given, together(run_dir, n, _cases_on(n), argv), "zh")
 
 
 # ------------------------------------------------------------------------ numeric (--json)
@@ -162,10 +237,10 @@ NUMERIC_CASES = [
 @pytest.mark.parametrize("n, example, given, rtol", [
     pytest.param(*c, id=f"n{c[0]}-{c[1]}-" + "-".join(f"{k}={v}" for k, v in c[2].items())[:60])
     for c in NUMERIC_CASES])
-def test_json_values_match_the_core(n, example, given, rtol):
+def test_json_values_match_the_core(n, example, given, rtol, run_dir):
     p = ranks.plan(example, given)
     want_ranks, want_check = ranks.expected(p)
-    run = launch(n, _argv(example, given) + ["--json"])
+    run = together(run_dir, n, _cases_on(n), _argv(example, given) + ["--json"])
     assert run.returncode == 0, run.stderr[-3000:]
     got = json_ranks(run.stdout, n)
     for r in range(n):
@@ -331,22 +406,54 @@ def test_every_section_with_an_example_has_a_block_in_both_languages(built_site)
         [(p, s, c, number.findall(o)) for p, s, c, o in zh]
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_command_copied_from_the_page_prints_the_page_output(built_site, lang):
-    """What a reader does: copy the command, run it, compare with the block, line by line."""
+def _page_argv(command: str) -> tuple[int, list[str]]:
+    """(ranks, what follows ``-m tpmath.real``) of a block's command."""
     import shlex
+    argv = shlex.split(command)
+    assert argv[:3] == ["torchrun", "--standalone", "--nproc-per-node"], command
+    assert argv[4:6] == ["-m", "tpmath.real"], command
+    if argv[6] == "mismatch":
+        argv += ["--timeout", "3"]                    # the page's default waits 10 s per call
+    return int(argv[3]), argv[6:]
+
+
+@functools.cache
+def _launched_alone(site: Path) -> frozenset[str]:
+    """The commands launched exactly as a reader types them: the first English block of each example
+    and world size, and every mismatch (its broken group cannot be shared)."""
+    first: dict[tuple[str, int], str] = {}
+    for lang in ("en", "zh"):
+        for _, _, command, _ in page_blocks(site, lang):
+            n, argv = _page_argv(command)
+            if lang == "en" or argv[0] == "mismatch":
+                first.setdefault((lang, argv[0], n), command)
+    return frozenset(first.values())
+
+
+@functools.cache
+def _page_cases_on(site: Path, n: int) -> list[list[str]]:
+    """The other blocks' runs on n ranks, both languages, made in one launch (:func:`together`)."""
+    runs = [_page_argv(command) for lang in ("en", "zh") for _, _, command, _ in page_blocks(site, lang)
+            if command not in _launched_alone(site)]
+    return [argv for m, argv in runs if m == n and argv[0] != "mismatch"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_command_copied_from_the_page_prints_the_page_output(built_site, run_dir, lang):
+    """What a reader does: copy the command, run it, compare with the block, line by line."""
     from tpmath import i18n
     real_said = i18n.text({"key": "real.real_outcome", "args": {"outcome": ""}}, lang)
+    alone = _launched_alone(built_site)
+    shown = {_page_argv(c)[1][0] for lg in ("en", "zh") for _, _, c, _ in page_blocks(built_site, lg)}
+    assert {_page_argv(c)[1][0] for c in alone} == shown, alone     # every example launched as typed
     for page, section, command, output in page_blocks(built_site, lang):
-        argv = shlex.split(command)
-        assert argv[:3] == ["torchrun", "--standalone", "--nproc-per-node"], command
-        n = int(argv[3])
-        assert argv[4:6] == ["-m", "tpmath.real"]
-        if argv[6] == "mismatch":
-            argv += ["--timeout", "3"]                    # the page's default waits 10 s per call
-        run = launch(n, argv[6:])
+        n, argv = _page_argv(command)
+        if command in alone or argv[0] == "mismatch":
+            run = launch(n, argv)
+        else:
+            run = together(run_dir, n, _page_cases_on(built_site, n), argv)
         got = [line for line in run.stdout.splitlines() if line.startswith("[rank ")]
-        if argv[6] == "mismatch":                         # the real run adds its "real:" lines
+        if argv[0] == "mismatch":                         # the real run adds its "real:" lines
             got = [line for line in got if real_said not in line]
             assert sorted(got) == sorted(output.splitlines()), (page, section, run.stdout)
             continue

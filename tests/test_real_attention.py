@@ -1,6 +1,7 @@
 """``torchrun -m tpmath.real attention`` on 2 and 4 gloo processes vs the simulated core.
 
-As tests/test_real.py (whose launcher and parsers this reuses): every rank's printed
+As tests/test_real.py (whose launchers and parsers this reuses; the cases of one world size
+run in one launch, test_real.together): every rank's printed
 lines equal, character for character, what :func:`tpmath.ranks.expected` computes with the
 numpy core; rank 0's comparison with the unsharded computation (PyTorch's
 scaled_dot_product_attention with GQA, one process) passes, or, under a mistake, fails with
@@ -14,7 +15,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from test_real import _argv, _num, _one_error_line, _plain_run, json_ranks, launch, rank_lines  # noqa: E402
+from test_real import _argv, _num, _one_error_line, _plain_run, json_ranks, launch, rank_lines, together  # noqa: E402
 
 from tpmath import i18n, ranks  # noqa: E402
 from check_lines import assert_same_check  # noqa: E402
@@ -47,11 +48,17 @@ def _id(n, given):
     return f"n{n}-" + "-".join(f"{k}={v}" for k, v in given.items())
 
 
-def _run_and_compare(n: int, given: dict) -> list[str]:
+def _cases_on(n: int) -> list[list[str]]:
+    """This file's runs on n ranks, made in one launch (test_real.together)."""
+    return ([_argv_flags(g) for m, g in TEXT_CASES + MISTAKE_CASES if m == n]
+            + [_argv_flags(g) + ["--json"] for m, g in JSON_CASES if m == n])
+
+
+def _run_and_compare(n: int, given: dict, run_dir) -> list[str]:
     p = ranks.plan("attention", given)
     assert p["world"] == n
     want_ranks, want_check = ranks.expected(p)
-    run = launch(n, _argv_flags(given))
+    run = together(run_dir, n, _cases_on(n), _argv_flags(given))
     assert run.returncode == 0, run.stderr[-3000:]
     got_ranks, got_check = rank_lines(run.stdout, n)
     for r in range(n):
@@ -61,27 +68,30 @@ def _run_and_compare(n: int, given: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("n, given", [pytest.param(n, g, id=_id(n, g)) for n, g in TEXT_CASES])
-def test_every_rank_prints_what_the_core_computes(n, given):
-    check = _run_and_compare(n, given)
+def test_every_rank_prints_what_the_core_computes(n, given, run_dir):
+    check = _run_and_compare(n, given, run_dir)
     assert len(check) == 1 + len(ranks.attention.ATTENTION_CHECK)
     assert all(line.endswith(ranks.OK) for line in check[1:]), check
 
 
 @pytest.mark.parametrize("n, given", [pytest.param(n, g, id=_id(n, g)) for n, g in MISTAKE_CASES])
-def test_a_mistake_on_real_ranks_leaves_the_reference_as_the_core_says(n, given):
-    check = _run_and_compare(n, given)
+def test_a_mistake_on_real_ranks_leaves_the_reference_as_the_core_says(n, given, run_dir):
+    check = _run_and_compare(n, given, run_dir)
     assert any(ranks.BAD in line for line in check[1:]), check
 
 
-@pytest.mark.parametrize("n, given", [
+JSON_CASES = [
     (2, {"tp": 2, "heads": 6, "kv_heads": 2, "seq": 5, "batch": 2, "hidden": 18, "seed": 11, "causal": True}),
     (4, {"tp": 4, "heads": 12, "kv_heads": 2, "seq": 3, "batch": 3, "hidden": 12, "seed": 12}),
     (4, {"tp": 4, "heads": 8, "kv_heads": 4, "seq": 6, "batch": 1, "hidden": 24, "seed": 13, "causal": True}),
-], ids=["n2-gqa-6-2", "n4-kv2-replicated", "n4-kv4"])
-def test_json_values_match_the_core(n, given):
+]
+
+
+@pytest.mark.parametrize("n, given", JSON_CASES, ids=["n2-gqa-6-2", "n4-kv2-replicated", "n4-kv4"])
+def test_json_values_match_the_core(n, given, run_dir):
     p = ranks.plan("attention", given)
     want_ranks, want_check = ranks.expected(p)
-    run = launch(n, _argv_flags(given) + ["--json"])
+    run = together(run_dir, n, _cases_on(n), _argv_flags(given) + ["--json"])
     assert run.returncode == 0, run.stderr[-3000:]
     got = json_ranks(run.stdout, n)
     for r in range(n):

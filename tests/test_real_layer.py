@@ -1,6 +1,6 @@
 """``torchrun -m tpmath.real layer`` on 2 and 4 gloo processes vs the simulated core.
 
-As tests/test_real_attention.py: every rank's printed lines equal, character for character,
+As tests/test_real_attention.py (the cases of one world size in one launch): every rank's printed lines equal, character for character,
 what :func:`tpmath.ranks.expected` computes with the numpy core; rank 0's comparison with the
 unsharded layer (PyTorch autograd in one process: layer_norm, scaled_dot_product_attention with
 GQA, tanh GeLU) passes for every parameter, including the replicated LayerNorm weights and
@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from test_real import _argv, _num, _one_error_line, _plain_run, json_ranks, launch, rank_lines  # noqa: E402
+from test_real import _argv, _num, _one_error_line, _plain_run, json_ranks, rank_lines, together  # noqa: E402
 
 from tpmath import i18n, ranks  # noqa: E402
 from check_lines import assert_same_check  # noqa: E402
@@ -39,12 +39,18 @@ def _id(n, given):
     return f"n{n}-" + "-".join(f"{k}={v}" for k, v in given.items())
 
 
+def _cases_on(n: int) -> list[list[str]]:
+    """This file's runs on n ranks, made in one launch (test_real.together)."""
+    return ([_argv_flags(g) for m, g in CASES if m == n]
+            + [_argv_flags(g) + ["--json"] for m, g in JSON_CASES if m == n])
+
+
 @pytest.mark.parametrize("n, given", [pytest.param(n, g, id=_id(n, g)) for n, g in CASES])
-def test_every_rank_prints_what_the_core_computes(n, given):
+def test_every_rank_prints_what_the_core_computes(n, given, run_dir):
     p = ranks.plan("layer", given)
     assert p["world"] == n
     want_ranks, want_check = ranks.expected(p)
-    run = launch(n, _argv_flags(given))
+    run = together(run_dir, n, _cases_on(n), _argv_flags(given))
     assert run.returncode == 0, run.stderr[-3000:]
     got_ranks, got_check = rank_lines(run.stdout, n)
     for r in range(n):
@@ -54,14 +60,17 @@ def test_every_rank_prints_what_the_core_computes(n, given):
     assert all(line.endswith(ranks.OK) for line in got_check[1:]), got_check
 
 
-@pytest.mark.parametrize("n, given", [
+JSON_CASES = [
     (2, {"tp": 2, "heads": 6, "kv_heads": 2, "seq": 5, "batch": 2, "hidden": 18, "ffn": 10, "seed": 11, "causal": True}),
     (4, {"tp": 4, "heads": 8, "kv_heads": 2, "seq": 3, "batch": 1, "hidden": 16, "seed": 12}),
-], ids=["n2-gqa-6-2", "n4-kv2-replicated"])
-def test_json_values_match_the_core(n, given):
+]
+
+
+@pytest.mark.parametrize("n, given", JSON_CASES, ids=["n2-gqa-6-2", "n4-kv2-replicated"])
+def test_json_values_match_the_core(n, given, run_dir):
     p = ranks.plan("layer", given)
     want_ranks, want_check = ranks.expected(p)
-    run = launch(n, _argv_flags(given) + ["--json"])
+    run = together(run_dir, n, _cases_on(n), _argv_flags(given) + ["--json"])
     assert run.returncode == 0, run.stderr[-3000:]
     got = json_ranks(run.stdout, n)
     for r in range(n):

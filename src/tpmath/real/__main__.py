@@ -90,19 +90,25 @@ def main(argv: list[str] | None = None) -> int:
         return refused
     timeout = p.get("timeout", 300.0)
     ctx = common.init(torch, backend, rank, world, local, timeout)
+    run_example(args, p, ctx, lang)
+    ctx.dist.destroy_process_group()
+    return 0
+
+
+def run_example(args: argparse.Namespace, p: dict, ctx: common.Ctx, lang: str) -> None:
+    """Run one planned example in the joined group and print what every rank prints (the
+    tests run many in one group this way: tests/real_many.py)."""
     module = importlib.import_module(f".{ranks.TOPICS[p['example']].real_module}", __package__)
     if p["example"] == "mismatch":
         module.run(p, ctx, lang)
         common.flush_and_exit(0)                   # never wait on a broken communicator
     records, check = module.run(p, ctx)
     if args.json:
-        common.emit_in_rank_order(ctx, [ranks.records_json(rank, records, check, lang)])
+        common.emit_in_rank_order(ctx, [ranks.records_json(ctx.rank, records, check, lang)])
     else:
-        common.emit_in_rank_order(ctx, ranks.format_rank(rank, records, lang=lang))
-        if rank == 0:
+        common.emit_in_rank_order(ctx, ranks.format_rank(ctx.rank, records, lang=lang))
+        if ctx.rank == 0:
             common.say(ranks.format_check(check, lang))
-    ctx.dist.destroy_process_group()
-    return 0
 
 
 if __name__ == "__main__":
