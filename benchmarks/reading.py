@@ -370,26 +370,37 @@ def _defined(path: str, events: list[dict]) -> set[str]:
     return {e["id"] for e in events if e["kind"] == "dfn"}
 
 
-def measure_site(site: Path, tracked=None) -> list[dict]:
-    """Every page of every language of a built site, measured (see the module's docstring)."""
-    from playwright.sync_api import sync_playwright
-
+def measure_site(site: Path, tracked=None, browser=None) -> list[dict]:
+    """Every page of every language of a built site, measured (see the module's docstring).
+    ``browser``: a Playwright Chromium already running (the tests' session browser: a second sync
+    Playwright cannot start inside the first's event loop); otherwise one is launched here."""
     if tracked is None:
         from tpsite import glossary
         tracked = glossary.tracked(glossary.load(ROOT / "content" / "i18n"))
     pages = discover(site)
     server, base = start_server(site)
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            # bypass_csp: the pages forbid inline styles, and the style that lays skipped blocks out is one
-            ctx = browser.new_context(bypass_csp=True)
-            raws = {path: measure_page(ctx, base + path) for _, path in pages}
-            browser.close()
+        if browser is not None:
+            raws = _measure_pages(browser, base, pages)
+        else:
+            from playwright.sync_api import sync_playwright
+            with sync_playwright() as pw:
+                own = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+                raws = _measure_pages(own, base, pages)
+                own.close()
     finally:
         server.shutdown()
     defined = {path: _defined(path, raw["events"]) for path, raw in raws.items()}
     return [evaluate(lang, path, raws[path], tracked, defined) for lang, path in pages]
+
+
+def _measure_pages(browser, base: str, pages) -> dict:
+    # bypass_csp: the pages forbid inline styles, and the style that lays skipped blocks out is one
+    ctx = browser.new_context(bypass_csp=True)
+    try:
+        return {path: measure_page(ctx, base + path) for _, path in pages}
+    finally:
+        ctx.close()
 
 
 # ------------------------------------------------------------------------------ output

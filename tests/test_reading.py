@@ -118,7 +118,7 @@ FIGURE_PHONE = 100 + 50 + 600 + 40       # the lead is 600 px tall below 600 px
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
+def results(tmp_path_factory, browser):
     site = tmp_path_factory.mktemp("reading") / "site"
     for lang in ("en", "zh"):
         (site / lang).mkdir(parents=True)
@@ -129,7 +129,7 @@ def results(tmp_path_factory):
     (site / "static").mkdir()                                           # not a language: no pages
     (site / "static" / "x.html").write_text("<p>not a page</p>", encoding="utf-8")
     (site / "index.html").write_text(SHORT, encoding="utf-8")           # the root: not a language
-    return {m["page"]: m for m in reading.measure_site(site, tracked=TRACKED)}
+    return {m["page"]: m for m in reading.measure_site(site, tracked=TRACKED, browser=browser)}
 
 
 def test_pages_and_languages_come_from_the_build(results):
