@@ -603,10 +603,25 @@ def same_shape(before: dict, after: dict, key: str) -> bool:
     return {k for k in before if k.startswith(part)} == {k for k in after if k.startswith(part)}
 
 
+# Set the controls and read the texts as soon as the answer is shown: the cue lasts 1.6 s, and
+# waiting for the page to be idle as well (LivePage.set) took longer than that on a busy CI machine.
+CUE_SET_JS = """async ([demo, values]) => { const texts = """ + TEXTS_JS + """;
+  const form = demo.querySelector("form.controls");
+  let last = null;
+  for (const [name, value] of Object.entries(values)) { form.elements[name].value = value; last = form.elements[name]; }
+  (last || form.elements[0]).dispatchEvent(new Event("change", {bubbles: true}));
+  if (demo.hasAttribute("aria-busy")) {
+    await new Promise(resolve => {
+      const obs = new MutationObserver(() => { if (!demo.hasAttribute("aria-busy")) { obs.disconnect(); resolve(); } });
+      obs.observe(demo, {attributes: true, attributeFilter: ["aria-busy"]});
+    });
+  }
+  return texts(demo); }"""
+
+
 def _cue_check(live, section, change):
     before = live.page.evaluate(TEXTS_JS, live.demo(section))
-    live.set(section, change)
-    after = live.page.evaluate(TEXTS_JS, live.demo(section))
+    after = live.page.evaluate(CUE_SET_JS, [live.demo(section), change])
     changed = {k for k, v in after.items() if k != "shown" and k in before and before[k][0] != v[0]
                and (k.startswith("fig/") or same_shape(before, after, k))}
     marked = {k for k, v in after.items() if k != "shown" and v[1]}
