@@ -242,8 +242,16 @@ def inline_strings(strings: dict[str, str]) -> dict[str, str]:
 
 
 def _restore_toc(tokens: list[dict], mathml_list: list[str]) -> list[dict]:
-    return [{"id": tok["id"], "html": mathml.restore(tok["html"], mathml_list),
+    return [{"id": tok["id"], "html": mathml.restore(tok["html"], mathml_list), "deep": tok.get("deep", False),
              "children": _restore_toc(tok["children"], mathml_list)} for tok in tokens]
+
+
+def _line_of(path, text: str) -> int | None:
+    """The first line of the file ``path`` that holds ``text`` (1-based), else None."""
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if text in line:
+            return n
+    return None
 
 
 def _check_definitions(html: str, terms: tuple, path) -> None:
@@ -266,8 +274,12 @@ def convert_markdown(content: Content, prepared: dict, keys=None) -> None:
     for key in sorted(prepared if keys is None else keys):
         prep = prepared[key]
         t = content.strings[prep.page.lang]
-        labels = {"permalink": t.get("site.permalink_named", "{heading}"), "cite": t.get("site.cite", "[{n}]")}
-        html, toc = markdown_ext.to_html(prep.text, t.get("site.permalink", "#"), labels)
+        labels = {"permalink": t.get("site.permalink_named", "{heading}"), "cite": t.get("site.cite", "[{n}]"),
+                  "deep": t.get("site.deep", "Deep dive")}
+        try:
+            html, toc = markdown_ext.to_html(prep.text, t.get("site.permalink", "#"), labels)
+        except markdown_ext.DeepError as err:
+            raise BuildError(err.message, prep.page.path, _line_of(prep.page.path, "{#" + err.heading_id)) from None
         html = markdown_ext.restore_shortcodes(html, prep.blocks, prep.shortcodes, prep.page.path)
         prep.html = mathml.restore(html, prep.mathml)
         prep.toc = _restore_toc(toc, prep.mathml)

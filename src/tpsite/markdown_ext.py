@@ -18,6 +18,10 @@ They are replaced by tokens before Markdown runs and by the rendered blocks afte
 A definition of a tracked term (content/i18n/glossary.toml ``[[term.track]]``) is marked
 ``[text]{dfn=ID}``: ``<dfn id="dfn-ID">text</dfn>``, the place a first use can link to
 (``[AllReduce](#dfn-allreduce)``, or ``index.html#dfn-allreduce`` from another page).
+A section whose heading has the class ``deep`` (``### Ring steps {#ring .deep}``) is a deep dive:
+the heading, the paragraph after it (its one-line gist) and everything up to the next heading of
+its level or higher are folded into ``<details class="deep">``, the heading and gist being the
+summary -- off the page's main path, still in the page, its contents and its anchors.
 Tables get ``<th scope="col">``, a ``<caption>`` from a following paragraph that starts
 with ``: `` (Pandoc's syntax), and a scrolling wrapper for narrow screens.
 """
@@ -208,6 +212,63 @@ def dfn_ids(html: str) -> list[str]:
     return DFN_ID_RE.findall(html)
 
 
+HEADINGS = ("h2", "h3", "h4")
+
+
+class DeepError(BuildError):
+    """A deep dive that cannot be folded; ``heading_id`` names it (the build finds its line)."""
+
+    def __init__(self, message: str, heading_id: str):
+        super().__init__(message)
+        self.heading_id = heading_id
+
+
+class _DeepProcessor(Treeprocessor):
+    """Fold each ``.deep`` section (see the module's docstring) into a details element whose
+    summary is its heading (a summary may hold one heading) and its gist."""
+
+    def __init__(self, md, labels: dict[str, str]):
+        super().__init__(md)
+        self.labels = labels
+
+    def run(self, root: etree.Element) -> None:
+        self.md.tp_deep = []
+        kids = list(root)
+        for i, h in enumerate(kids):
+            if h.tag not in HEADINGS or "deep" not in (h.get("class") or "").split():
+                continue
+            hid = h.get("id") or ""
+            gist = kids[i + 1] if i + 1 < len(kids) else None
+            if gist is None or gist.tag != "p":
+                raise DeepError(f"deep dive #{hid}: its heading must be followed by a one-line paragraph "
+                                "(the gist, shown while it is folded)", hid)
+            end = i + 2
+            while end < len(kids) and not (kids[end].tag in HEADINGS and kids[end].tag <= h.tag):
+                if kids[end].tag in HEADINGS and "deep" in (kids[end].get("class") or "").split():
+                    raise DeepError(f"deep dive #{kids[end].get('id')} is inside deep dive #{hid}", hid)
+                end += 1
+            self.md.tp_deep.append(hid)
+            h.set("class", " ".join(c for c in h.get("class").split() if c != "deep") or None)
+            if h.get("class") is None:
+                del h.attrib["class"]
+            details = etree.Element("details", {"class": "deep"})
+            summary = etree.SubElement(details, "summary")
+            tag = etree.SubElement(summary, "span", {"class": "deep-tag"})
+            tag.text = self.labels["deep"]
+            summary.append(h)
+            line = etree.SubElement(summary, "span", {"class": "deep-gist"})
+            line.text, line.tail = gist.text, None
+            for sub in list(gist):
+                line.append(sub)
+            body = etree.SubElement(details, "div", {"class": "deep-body"})
+            for el in kids[i + 2:end]:
+                body.append(el)
+            pos = list(root).index(h)
+            for el in kids[i:end]:      # (ElementTree's append does not take them out of root)
+                root.remove(el)
+            root.insert(pos, details)
+
+
 class _SiteExtension(Extension):
     def __init__(self, labels: dict[str, str]):
         super().__init__()
@@ -217,9 +278,10 @@ class _SiteExtension(Extension):
         md.inlinePatterns.register(_DfnProcessor(DFN_PATTERN, md), "tp_dfn", 175)   # before links (160, 170)
         md.treeprocessors.register(_TableProcessor(md), "tp_tables", 4)
         md.treeprocessors.register(_LinkProcessor(md, self.labels), "tp_links", 3)   # after toc's permalinks
+        md.treeprocessors.register(_DeepProcessor(md, self.labels), "tp_deep", 2)   # after the links: ids are final
 
 
-DEFAULT_LABELS = {"permalink": "{heading}", "cite": "[{n}]"}
+DEFAULT_LABELS = {"permalink": "{heading}", "cite": "[{n}]", "deep": "Deep dive"}
 
 
 def make_markdown(permalink_title: str, labels: dict[str, str] | None = None) -> markdown.Markdown:
@@ -237,10 +299,18 @@ def make_markdown(permalink_title: str, labels: dict[str, str] | None = None) ->
 
 
 def to_html(text: str, permalink_title: str, labels: dict[str, str] | None = None) -> tuple[str, list[dict]]:
-    """Convert Markdown; return the HTML and the toc tokens (level, id, html, children).
-    ``labels``: the names of permalinks ({heading}) and citations ({n}), see _LinkProcessor."""
+    """Convert Markdown; return the HTML and the toc tokens (level, id, html, children, and
+    ``deep``: whether the heading opens a deep dive).  ``labels``: the names of permalinks
+    ({heading}) and citations ({n}), see _LinkProcessor, and the deep-dive tag (deep)."""
     md = make_markdown(permalink_title, labels)
     html = cite_glue(code_breaks(md.convert(text)))
+    deep = set(md.tp_deep)
+
+    def mark(tokens):
+        for tok in tokens:
+            tok["deep"] = tok["id"] in deep
+            mark(tok["children"])
+    mark(md.toc_tokens)
     return html, md.toc_tokens
 
 

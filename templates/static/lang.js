@@ -3,7 +3,9 @@
  * unless they asked to choose (index.html?choose): a remembered choice first, else
  * navigator.languages (zh* -> zh).  That page loads this script in <head>, before the stylesheet,
  * without defer: the reader who is sent on never waits for the choice page's own CSS or paint.
- * On every page: clicking a language link (a.lang-choose / a.lang-switch) remembers the choice. */
+ * On every page: clicking a language link (a.lang-choose / a.lang-switch) remembers the choice,
+ * and a folded deep dive (details.deep) opens when the URL's #anchor points into it (a link, the
+ * contents, a language switch that keeps the reader's place) and while the page is printed. */
 (function () {
   "use strict";
   var KEY = "tp-lang";
@@ -38,6 +40,24 @@
     var all = document.querySelectorAll("a.lang-switch[data-lang], a.lang-choose[data-lang]");
     for (var i = 0; i < all.length; i++) all[i].addEventListener("click", remember);
   }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", wire);
-  else wire();
+  function reveal() {
+    var id = window.location.hash.slice(1);
+    var el = null;
+    try { el = id && document.getElementById(decodeURIComponent(id)); } catch (e) { el = null; }
+    var deep = el && el.closest ? el.closest("details.deep") : null;
+    if (deep && !deep.open) { deep.open = true; el.scrollIntoView(); }
+  }
+  var printed = [];
+  window.addEventListener("beforeprint", function () {
+    printed = Array.prototype.slice.call(document.querySelectorAll("details.deep:not([open])"));
+    for (var i = 0; i < printed.length; i++) printed[i].open = true;
+  });
+  window.addEventListener("afterprint", function () {
+    for (var i = 0; i < printed.length; i++) printed[i].open = false;
+    printed = [];
+  });
+  window.addEventListener("hashchange", reveal);
+  function ready() { wire(); reveal(); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ready);
+  else ready();
 })();
