@@ -627,7 +627,7 @@ def test_every_value_is_a_formatted_string():
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_output_layer_example_has_its_own_section_before_the_extras(lang):
     md = (ROOT / "content" / lang / "index.md").read_text(encoding="utf-8")
-    head, demo, extras = md.index("{#vocab-head}"), md.index("{{demo vocab-head}}"), md.index("{#vocab-extras}")
+    head, demo, extras = md.index("{#vocab-head"), md.index("{{demo vocab-head}}"), md.index("{#vocab-extras")
     assert md.index("{{demo vocab-ce}}") < head < md.index("W_\\text{out}=\\begin{bmatrix}") < demo < extras
     assert md.count("{{demo vocab-head}}") == 1
     # the sentence before the backward bullets says what the bullets (not the formulas) say
@@ -637,7 +637,7 @@ def test_output_layer_example_has_its_own_section_before_the_extras(lang):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_ring_lower_bound_is_argued_and_cited(lang):
     md = (ROOT / "content" / lang / "index.md").read_text(encoding="utf-8")
-    ring = md[md.index("{#ring}"):md.index("{{demo ring}}")]
+    ring = md[md.index("{#ring"):md.index("{{demo ring}}")]
     assert "[\\[10\\]](#ref-10)" in ring and "$2(n-1)$" in ring and "$u$" in ring
     assert "receive the $n-1$ reduced shares" not in ring and "再收回自己没算的" not in ring
     assert 'id="ref-10">P. Patarasuk, X. Yuan.' in md and "10.1016/j.jpdc.2008.09.002" in md

@@ -622,6 +622,6 @@ def test_gqa_with_fewer_kv_heads_than_ranks_matches_page3(lang):
     assert "AllGather" in practice and "transformer-layer.html#gqa" in practice
     assert "$K < n$" in comm and "transformer-layer.html#gqa" in comm
     page3 = (ROOT / "content" / lang / "transformer-layer.md").read_text(encoding="utf-8")
-    assert "num_kv_head_replicas" in page3 and "AllGather" in page3[page3.index("{#gqa}"):page3.index("{#qkv-layout}")]
+    assert "num_kv_head_replicas" in page3 and "AllGather" in page3[page3.index("{#gqa"):page3.index("{#qkv-layout")]
     refs = (ROOT / "content" / lang / "row-parallel.md").read_text(encoding="utf-8")
     assert "transformer/attention.py#L1851-L1870" in refs and "0036d38de46c5d48fdedeb658dedc0fc0f95677d" in refs
