@@ -191,8 +191,8 @@ function valid(kind, name, node) {
 const PARTS = {
   figure: {
     attr: "data-figure", selector: "figure[data-figure]", depth: 0, box: (el) => el,
-    place(demo, fresh) {   // figures come before the tables
-      const first = demo.querySelector(".table-wrap, table[data-table], [data-note], details.real-ranks");
+    place(demo, fresh) {   // figures come before the values and the tables (templates/demo.html)
+      const first = demo.querySelector("dl.values, .table-wrap, table[data-table], [data-note], details.real-ranks");
       if (first) first.before(fresh); else demo.appendChild(fresh);
     },
   },
