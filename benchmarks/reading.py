@@ -19,7 +19,7 @@ pages are in the order of the language's navigation.  Per page:
   top in px at 1280 × 900 (target: inside the first screen, < 900) and at 390 × 844 (within
   two screens, < 1688);
 - the longest run of prose words with nothing to look at between (a figure, demo block,
-  ``{{figure}}`` block, Python demo, table, display formula ``math[display=block]``, image),
+  Python demo, table, display formula ``math[display=block]``, image),
   and the heading holding most of that run (target ≤ 250);
 - terms used before their definition: the glossary's tracked terms (content/i18n/glossary.toml
   ``[[term.track]]``) whose first use on the main path (prose, headings, inline code: a whole
@@ -83,7 +83,7 @@ async () => {
   for (const d of document.querySelectorAll("details[open]")) d.removeAttribute("open");
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
 
-  const VISUAL = "figure, .demo, .demo-figure, .pydemo, table, .table-wrap, math[display=block], img, svg, video, canvas";
+  const VISUAL = "figure, .demo, .pydemo, table, .table-wrap, math[display=block], img, svg, video, canvas";
   const SKIP = "script, style, noscript, template, nav, header, footer, pre, select, option, button, input, textarea, output, progress, .headerlink";
   const BLOCK = "p, li, dd, dt, blockquote, summary, caption, figcaption, td, th, h1, h2, h3, h4, h5, h6, label, legend, div, section, article, main, details, form, fieldset, ul, ol, dl";
   const blocks = new Map();

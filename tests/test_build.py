@@ -347,6 +347,9 @@ BAD_CASES = {
                                                  ("en/index.md", _line_of(c / "en/index.md", "{{demo mlp tp=3"))),
     "values on a pydemo": lambda c: (_edit(c / "en/index.md", "{{pydemo hello}}", "{{pydemo hello x=1}}"),
                                      ("en/index.md", _line_of(c / "en/index.md", "{{pydemo hello x=1"))),
+    # a figure is drawn once, in its demo block (issue 27): the old {{figure NAME}} is refused
+    "figure shortcode": lambda c: (_edit(c / "en/index.md", "{{pydemo hello}}", "{{figure mlp}}"),
+                                   ("en/index.md", _line_of(c / "en/index.md", "{{figure mlp}}"))),
     "heading ids differ": lambda c: (_edit(c / "zh/index.md", "{#vocab}", "{#vocabulary}"),
                                      ("zh/index.md", None)),
 }

@@ -3,8 +3,6 @@
 - page 1 opens on the column→row MLP demo (issue 27 item 1): after a setup of at most 80 words,
   its live figure's top is inside the first screen at 1280×900 and the first two at 390×844, its
   stepper at stage 1; no page draws a figure twice;
-- its controls are the demo's: changing one there changes the demo block's control, tables and
-  figure (and the other way round), the two figures stay equal;
 - the phone header is compact and the contents list is folded (details/summary, works without
   JavaScript); on a wide screen the sidebar list is shown instead.
 """
@@ -14,8 +12,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from test_pages_browser import BOOT_TIMEOUT_MS, SETTLED_FN, SNAPSHOT_JS, diff, expected
 
 pytestmark = pytest.mark.browser
 
@@ -83,47 +79,4 @@ def test_the_folded_contents_list_opens_without_javascript(new_context, site_url
     assert links.first.is_visible()
     links.first.click()
     assert page.evaluate("location.hash") == links.first.get_attribute("href")
-    ctx.close()
-
-
-CHANGE_IN_JS = """async ([form, name, value]) => {
-  const demo = document.querySelector('.demo[data-section="mlp"]');
-  const done = new Promise(resolve => demo.addEventListener("tp-rendered", ev => resolve(ev.detail), {once: true}));
-  const el = document.querySelector(form).elements[name];
-  el.value = value;
-  el.dispatchEvent(new Event("change", {bubbles: true}));
-  return await done;
-}"""
-FIGURES_JS = "async () => { " + SETTLED_FN + """
-  await settled();
-  const clean = (f) => { const c = f.cloneNode(true);
-    for (const e of [c, ...c.querySelectorAll('.tp-changed')]) { e.classList.remove('tp-changed');
-      if (e.getAttribute('class') === '') e.removeAttribute('class'); } return c.outerHTML; };
-  return [clean(document.querySelector('#figure-mlp figure')), clean(document.querySelector('#demo-mlp figure'))];
-}"""
-FORMS_JS = """() => ['#figure-mlp', '#demo-mlp'].map(s => Object.fromEntries(Array.from(
-    document.querySelector(s + ' form.controls').elements).filter(e => e.name).map(e => [e.name, e.value])))"""
-
-
-def test_the_intro_figure_and_the_demo_are_one_demo(new_context, site_url):
-    ctx = new_context()
-    page = ctx.new_page()
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(f"{site_url}en/index.html")
-    page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
-    demo = page.locator('.demo[data-section="mlp"]').element_handle()
-    for form, name, value in (("#figure-mlp form", "tp", "4"), ("#demo-mlp form", "stage", "backward"),
-                              ("#figure-mlp form", "stage", "shards")):
-        detail = page.evaluate(CHANGE_IN_JS, [form, name, value])
-        assert detail["ok"] and detail["source"] == "live"
-        intro, block = page.evaluate(FORMS_JS)
-        assert intro == block and block[name] == value
-        first, second = page.evaluate(FIGURES_JS)
-        assert first == second
-        snap = page.evaluate(SNAPSHOT_JS, demo)
-        assert diff(f"mlp {block}", snap, expected("mlp", block, "en")) == []
-    # the slider of the intro's copy follows too (position of "shards" = 0)
-    assert page.eval_on_selector("#figure-mlp input[type=range][data-for=stage]", "e => e.value") == "0"
-    assert errors == []
     ctx.close()

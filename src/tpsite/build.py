@@ -18,7 +18,6 @@ Output (deterministic: sorted iteration, no timestamps)::
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib
 import json
@@ -112,15 +111,17 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path, results
         prep = prepared[key]
         t = render.Translator(content.strings[prep.page.lang], prep.page.lang, prep.page.path)
         for sc in prep.shortcodes:
-            if sc.kind in ("demo", "figure"):
+            if sc.kind == "figure":
+                raise BuildError(f"{{{{figure {sc.name}}}}} is no longer a shortcode: a page draws each figure "
+                                 f"once, in its {{{{demo {sc.name}}}}} block (put that where the figure belongs)",
+                                 prep.page.path, sc.line)
+            if sc.kind == "demo":
                 if views is None:
                     views = _views_module()
                     sections = views.sections()
                 if sc.name not in sections:
                     raise BuildError(f"unknown demo section {sc.name!r}; known: "
                                      f"{', '.join(sorted(sections)) or '(none)'}", prep.page.path, sc.line)
-                if sc.kind == "figure":    # it mirrors the page's demo: the same starting values
-                    sc = _mirrored(sc, prep)
                 known = {c.name for c in sections[sc.name].controls}
                 unknown = [k for k, _ in sc.controls if k not in known]
                 if unknown:
@@ -131,9 +132,6 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path, results
                 except Exception as err:
                     raise BuildError(f"view section {sc.name!r} failed: {type(err).__name__}: {err}",
                                      prep.page.path, sc.line) from err
-                if sc.kind == "figure":
-                    prep.blocks.append(_figure_block(env, sections[sc.name], result, t, prep, sc))
-                    continue
                 prep.figures.update(result.get("figures") or {})
                 try:
                     done = (results or {}).get((sc.name, prep.page.lang))
@@ -159,26 +157,6 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path, results
                     prep.blocks.append(render.render_pydemo(env, sc.name, code, output, t))
                 except BuildError as err:
                     raise BuildError(f"{{{{pydemo {sc.name}}}}}: {err.message}", prep.page.path, sc.line) from None
-
-
-def _mirrored(sc, prep: Prepared):
-    """A ``{{figure NAME}}`` shortcode with the starting values of the page's ``{{demo NAME …}}``."""
-    demo = next((o for o in prep.shortcodes if o.kind == "demo" and o.name == sc.name), None)
-    return sc if demo is None else dataclasses.replace(sc, controls=demo.controls)
-
-
-def _figure_block(env, section, result: dict, t, prep: Prepared, sc) -> str:
-    """``{{figure NAME}}``: demo NAME's figure and controls elsewhere on its page; the page must
-    show the demo itself too (the figure block mirrors it)."""
-    if not result.get("figures"):
-        raise BuildError(f"{{{{figure {sc.name}}}}}: section {sc.name!r} draws no figure", prep.page.path, sc.line)
-    if not any(other.kind == "demo" and other.name == sc.name for other in prep.shortcodes):
-        raise BuildError(f"{{{{figure {sc.name}}}}} needs {{{{demo {sc.name}}}}} on the same page",
-                         prep.page.path, sc.line)
-    try:
-        return render.render_figure(env, section, result, t)
-    except BuildError as err:
-        raise BuildError(f"{{{{figure {sc.name}}}}}: {err.message}", prep.page.path, sc.line) from None
 
 
 def precompute_results(content: Content, prepared: dict) -> dict:

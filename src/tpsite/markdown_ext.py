@@ -7,7 +7,6 @@ the page's Content-Security-Policy can forbid them).
 Shortcodes stand alone on a line, separated from text by blank lines::
 
     {{demo mlp}}             the interactive block of view section "mlp"
-    {{figure mlp}}           that demo's figure with its controls, elsewhere on the same page
     {{demo collectives collective=all-reduce}}
                              the same, opening with other values than the section's defaults
                              (control=value pairs: the page's own starting point for its text)
@@ -48,7 +47,7 @@ TOKEN_RE = re.compile(r"MXTPSHORT(\d{4})Z")
 
 @dataclass(frozen=True)
 class Shortcode:
-    kind: str       # "demo" | "figure" | "pydemo"
+    kind: str       # "demo" | "pydemo" ("figure": refused by the build, see build.compute_blocks)
     name: str
     line: int
     controls: tuple[tuple[str, str], ...] = ()   # a demo's starting values (control=value), as written
@@ -78,7 +77,7 @@ def extract_shortcodes(text: str, path, first_line: int = 1) -> tuple[str, list[
                 out.append(TOKEN.format(len(found) - 1) + ("\n" if line.endswith("\n") else ""))
             elif LOOSE_SHORTCODE_RE.search(line):
                 raise BuildError("a shortcode must stand alone on its line: "
-                                 "{{demo NAME}}, {{demo NAME control=value}}, {{figure NAME}} or {{pydemo NAME}}",
+                                 "{{demo NAME}}, {{demo NAME control=value}} or {{pydemo NAME}}",
                                  path, lineno)
             else:
                 out.append(line)

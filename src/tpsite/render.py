@@ -224,12 +224,6 @@ def render_demo(env: jinja2.Environment, section, result: dict, t: Translator,
     return str(macro(demo_model(section, result, t, results_url), t))
 
 
-def render_figure(env: jinja2.Environment, section, result: dict, t: Translator) -> str:
-    """The HTML of one ``{{figure NAME}}`` block (the demo's figure and controls)."""
-    macro = env.get_template("demo.html").module.figure_block
-    return str(macro(demo_model(section, result, t), t))
-
-
 # ---------------------------------------------------------------- Python demos
 
 def run_pydemo(path: Path, src_dir: Path, shown_path) -> str:

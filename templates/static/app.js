@@ -58,13 +58,6 @@ for (const el of document.querySelectorAll(".demo[data-section]")) {
   if (el.querySelector("form.controls")) demos.push(new Demo(el, runtime));
 }
 const byForm = new Map(demos.map((d) => [d.form, d]));
-// Figure blocks ({{figure NAME}}, e.g. the page intro's) mirror their demo.
-for (const el of document.querySelectorAll(".demo-figure[data-figure-of]")) {
-  const demo = demos.find((d) => d.name === el.getAttribute("data-figure-of"));
-  if (!demo) continue;
-  demo.addMirror(el);
-  byForm.set(demo.mirrors[demo.mirrors.length - 1].form, demo);
-}
 
 function onControl(ev) {
   const form = ev.target && ev.target.closest ? ev.target.closest("form.controls") : null;
@@ -74,32 +67,29 @@ function onControl(ev) {
   const target = ev.target;
   if (target.matches && target.matches("input[type=range][data-for]")) fromSlider(target);
   else if (target.name) toSlider(target);
-  if (form !== demo.form) demo.takeFrom(form);   // a figure block's copy of the controls
   demo.changed();       // first: the request goes to the worker before the page's own work
   writeUrl(demo);
 }
 
 for (const d of demos) {
-  for (const form of [d.form, ...d.mirrors.map((m) => m.form)]) {
-    setupSliders(form);
-    for (const type of ["input", "change", "submit"]) form.addEventListener(type, onControl);
-    // The reader reaches for the controls: fetch the section's precomputed results now.
-    for (const type of ["focusin", "pointerdown"]) form.addEventListener(type, () => d.prefetch(), { once: true });
-  }
+  setupSliders(d.form);
+  for (const type of ["input", "change", "submit"]) d.form.addEventListener(type, onControl);
+  // The reader reaches for the controls: fetch the section's precomputed results now.
+  for (const type of ["focusin", "pointerdown"]) d.form.addEventListener(type, () => d.prefetch(), { once: true });
 }
 setupUrl(demos);
 setupPydemos(runtime);
 setupLayout();
 document.addEventListener("tp-rendered", (ev) => { remark(ev.target); refreshUrl(); });
 
-/* Once ready, each demo near the screen (or one of its figure blocks) has the worker compute its
+/* Once ready, each demo near the screen has the worker compute its
  * shown state, once: the demos a reader is about to use, not all of them at once (a phone's CPU,
  * and a first change right after ready would wait behind the others). */
 let warmer = null;
 function warmNearScreen() {
   if (warmer || typeof IntersectionObserver !== "function") return;
   const owner = new Map();
-  for (const d of demos) for (const el of [d.el, ...d.mirrors.map((m) => m.el)]) owner.set(el, d);
+  for (const d of demos) owner.set(d.el, d);
   const warmed = new Set();
   warmer = new IntersectionObserver((entries) => {
     for (const e of entries) {
@@ -107,7 +97,7 @@ function warmNearScreen() {
       if (!e.isIntersecting || !d || warmed.has(d)) continue;
       warmed.add(d);
       d.warm();
-      for (const el of [d.el, ...d.mirrors.map((m) => m.el)]) warmer.unobserve(el);
+      warmer.unobserve(d.el);
     }
   }, { rootMargin: "50% 0px" });
   for (const el of owner.keys()) warmer.observe(el);

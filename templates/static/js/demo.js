@@ -22,7 +22,7 @@
  *
  * shown: the tables answer the controls; asking: an answer is awaited (the worker's, the results
  * file, the strings); slow: awaited for BUSY_DIM_MS (dimmed); pending: waits for the runtime (a
- * note says so).  paint() writes the block's attributes (and its figure blocks') from it and
+ * note says so).  paint() writes the block's attributes from it and
  * nothing reads them back: data-state="pending", aria-busy while an answer is awaited (pending:
  * unless the runtime waits for the reader), data-slow (the dimming, style.css) when slow or so. */
 
@@ -77,7 +77,6 @@ export class Demo {
     this.pendingTimer = null;   // PENDING_AFTER_MS after a change not answered at once
     this.slowTimer = null;      // BUSY_DIM_MS after asking
     this.resultsUrl = el.getAttribute("data-results");
-    this.mirrors = [];          // figure blocks elsewhere showing this demo's figure: {el, form}
     this.defaults = this.values();
     this.shown = { ...this.defaults };   // the control values the tables show
   }
@@ -88,50 +87,6 @@ export class Demo {
 
   values() {
     return Object.fromEntries(this.controls().map((el) => [el.name, el.value]));
-  }
-
-  /** A figure block (div.demo-figure[data-figure-of]) shows this demo's figure with its own copy
-   * of the controls: a change there is a change here, and it always shows what this form shows. */
-  addMirror(el) {
-    const form = el.querySelector("form.controls");
-    if (form) this.mirrors.push({ el, form });
-  }
-
-  /** A mirror's control changed: take its values into this demo's form. */
-  takeFrom(form) {
-    this.setValues(Object.fromEntries(Array.from(form.elements).filter((e) => e.name).map((e) => [e.name, e.value])));
-  }
-
-  /** Copy this form's values, disabled states and reasons, message and state to the mirrors. */
-  syncMirrors() {
-    const msg = this.form.querySelector(".control-msg");
-    for (const m of this.mirrors) {
-      for (const el of this.controls()) {
-        const copy = m.form.elements.namedItem(el.name);
-        if (!copy || !copy.name) continue;
-        if (el.tagName === "SELECT") {          // single choices disabled with their reason
-          Array.from(el.options).forEach((opt, i) => {
-            const c = copy.options[i];
-            if (!c) return;
-            c.disabled = opt.disabled;
-            if (c.textContent !== opt.textContent) c.textContent = opt.textContent;
-          });
-        }
-        if (copy.value !== el.value) copy.value = el.value;
-        copy.disabled = el.disabled;
-        const why = document.getElementById(`why-${this.name}-${el.name}`);
-        this.setWhy(copy, why ? why.textContent : "", "fig-");
-        if (el.getAttribute("aria-invalid")) copy.setAttribute("aria-invalid", "true");
-        else copy.removeAttribute("aria-invalid");
-        toSlider(copy);
-      }
-      const out = m.form.querySelector(".control-msg");
-      if (out && msg) {
-        if (out.textContent !== msg.textContent) out.textContent = msg.textContent;
-        out.setAttribute("data-kind", msg.getAttribute("data-kind") || "");
-      }
-    }
-    this.paint();
   }
 
   /** Set controls (and their sliders) to `values`. */
@@ -160,7 +115,7 @@ export class Demo {
         else el.removeAttribute("aria-invalid");
       }
     }
-    this.syncMirrors();
+    this.paint();
   }
 
   // ---- state ------------------------------------------------------------------------------
@@ -195,17 +150,15 @@ export class Demo {
     this.showMessage();
   }
 
-  /** The block's attributes, and its figure blocks', from `state` (never read back). */
+  /** The block's attributes from `state` (never read back). */
   paint() {
     const waiting = this.state === "pending" && !this.runtime.deferred;   // busy while the runtime comes
     const attrs = { "data-state": this.state === "pending" ? "pending" : null,
       "aria-busy": this.state === "asking" || this.state === "slow" || waiting ? "true" : null,
       "data-slow": this.state === "slow" || waiting ? "" : null };
-    for (const el of [this.el, ...this.mirrors.map((m) => m.el)]) {
-      for (const [name, value] of Object.entries(attrs)) {
-        if (value === null) el.removeAttribute(name);
-        else if (el.getAttribute(name) !== value) el.setAttribute(name, value);
-      }
+    for (const [name, value] of Object.entries(attrs)) {
+      if (value === null) this.el.removeAttribute(name);
+      else if (this.el.getAttribute(name) !== value) this.el.setAttribute(name, value);
     }
   }
 
@@ -392,8 +345,6 @@ export class Demo {
       if (this.fromUrl.size && result.control_state) this.note = this.overriddenNote(result.control_state, sent) || this.note;
       this.fromUrl.clear();
       const changed = applyResult(this.el, result);
-      const keep = result.stale ? { figures: result.stale.figures || [] } : null;
-      for (const m of this.mirrors) changed.push(...applyResult(m.el, { figures: result.figures || {}, stale: keep }));
       if (result.control_state) this.applyControlState(result.control_state);
       this.markStale(result.stale || null);
       const before = this.shown;
@@ -449,10 +400,9 @@ export class Demo {
     return null;
   }
 
-  /** Dim what no longer matches the controls, here and in the figure blocks (apply.js). */
+  /** Dim what no longer matches the controls (apply.js). */
   markStale(stale) {
     markStale(this.el, stale);
-    for (const m of this.mirrors) markStale(m.el, stale && stale !== "all" ? { figures: stale.figures || [] } : stale);
   }
 
   /** A refusal of a value the reader cannot edit (a field the view set, e.g. a preset's: greyed,
@@ -507,8 +457,8 @@ export class Demo {
     }
   }
 
-  setWhy(el, text, prefix = "") {
-    const id = `why-${prefix}${this.name}-${el.name}`;
+  setWhy(el, text) {
+    const id = `why-${this.name}-${el.name}`;
     let why = document.getElementById(id);
     if (!text) {
       if (why) why.remove();
