@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from test_pages_browser import (BOOT_TIMEOUT_MS, CJK, SET_JS, SETTLED_FN, LivePage, cell_text, context,  # noqa: F401
+from test_pages_browser import (BOOT_TIMEOUT_MS, CJK, OPEN_DEEP_JS, SET_JS, SETTLED_FN, LivePage, cell_text, context,  # noqa: F401
                                 diff, expected, expected_error, html_files, live_pages, strings)
 from tpmath import views
 from tpmath.views import tree
@@ -174,12 +174,14 @@ def test_static_figures_equal_live_figures_and_cpython_trees(opened):
 
 # Change the mlp demo's tp and read its two drawings at once, then after `then` ran in the
 # same task ("" = nothing, or an event dispatched), then once the page is idle.
-DRAWINGS_JS = "async ([tp, then]) => { " + SER_FN + SETTLED_FN + """
+DRAWINGS_JS = "async ([stage, tp, then]) => { " + SER_FN + SETTLED_FN + """
   const demo = document.querySelector('.demo[data-section="mlp"]');
   const fig = demo.querySelector('figure[data-figure="mlp"]');
   const both = () => ['fig-wide', 'fig-narrow'].map(c => ser(fig.querySelector('svg.' + c)));
-  const el = demo.querySelector('form.controls [name="tp"]');
+  const form = demo.querySelector('form.controls');
   const done = new Promise(r => demo.addEventListener('tp-rendered', ev => r(ev.detail), {once: true}));
+  form.elements.stage.value = stage;
+  const el = form.elements.tp;
   el.value = tp;
   el.dispatchEvent(new Event('change', {bubbles: true}));
   const detail = await done;
@@ -198,11 +200,11 @@ def test_the_hidden_drawing_follows_when_idle_or_before_printing(new_context, si
     page = new_context(viewport={"width": 1280, "height": 800}).new_page()
     page.goto(f"{site_url}en/index.html", wait_until="domcontentloaded")
     page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
-    base = dict(views.defaults("mlp"))
+    base = dict(views.defaults("mlp"), stage="partial")    # a stage whose two drawings differ
     for tp, then in (("4", ""), ("1", "beforeprint")):
         fig = views.render("mlp", {**base, "tp": tp}, "en")["figures"]["mlp"]
         wide, narrow = (py_ser(svg, "en") for svg in fig["c"] if svg["t"] == "svg")
-        got = page.evaluate(DRAWINGS_JS, [tp, then])
+        got = page.evaluate(DRAWINGS_JS, [base["stage"], tp, then])
         assert got["detail"]["ok"] and got["detail"]["source"] == "live"
         assert got["now"][0] == wide                     # the wide window's drawing: at once
         assert got["now"][1] != narrow                   # the hidden one: not inside the change ...
@@ -603,19 +605,16 @@ def same_shape(before: dict, after: dict, key: str) -> bool:
     return {k for k in before if k.startswith(part)} == {k for k in after if k.startswith(part)}
 
 
-# Set the controls and read the texts as soon as the answer is shown: the cue lasts 1.6 s, and
-# waiting for the page to be idle as well (LivePage.set) took longer than that on a busy CI machine.
+# Set the controls and read the texts as soon as the answer is shown (tp-rendered): the cue lasts
+# 1.6 s, and waiting for the page to be idle as well (LivePage.set) took longer than that on a busy
+# CI machine.
 CUE_SET_JS = """async ([demo, values]) => { const texts = """ + TEXTS_JS + """;
   const form = demo.querySelector("form.controls");
   let last = null;
   for (const [name, value] of Object.entries(values)) { form.elements[name].value = value; last = form.elements[name]; }
+  const shown = new Promise(resolve => demo.addEventListener("tp-rendered", resolve, {once: true}));
   (last || form.elements[0]).dispatchEvent(new Event("change", {bubbles: true}));
-  if (demo.hasAttribute("aria-busy")) {
-    await new Promise(resolve => {
-      const obs = new MutationObserver(() => { if (!demo.hasAttribute("aria-busy")) { obs.disconnect(); resolve(); } });
-      obs.observe(demo, {attributes: true, attributeFilter: ["aria-busy"]});
-    });
-  }
+  await shown;     // dispatched right after the answer and its cue are in the page (js/demo.js)
   return texts(demo); }"""
 
 
@@ -642,9 +641,11 @@ def test_what_changed_is_marked_and_not_shown_under_reduced_motion(opened):
         assert shown is False
     finally:
         live.page.emulate_media(reduced_motion="no-preference")
-    # A figure's numbers are matched by their data-key: from tp 2 to tp 4 some stay and change.
+    # A figure's numbers are matched by their data-key: from tp 2 to tp 4 some partial results stay
+    # and some change (the page opens at the shards, whose numbers keep their keys: none change).
     mlp = dict(live.static["mlp"]["controls"])
-    changed, marked, _ = _cue_check(live, "mlp", {**mlp, "tp": "4"})
+    live.set("mlp", {**mlp, "stage": "partial", "tp": "2"})
+    changed, marked, _ = _cue_check(live, "mlp", {**mlp, "stage": "partial", "tp": "4"})
     changed_fig = {k for k in changed if k.startswith("fig/")}
     assert changed_fig and changed_fig == {k for k in marked if k.startswith("fig/")}
     live.set("mlp", mlp)
@@ -847,6 +848,7 @@ def test_layout_at_phone_and_desktop_widths(new_context, site_url, built_site, w
         page = ctx.new_page()
         page.goto(f"{site_url}{lang}/{name}")
         page.wait_for_function("() => document.documentElement.dataset.runtime === 'failed'", timeout=30_000)
+        page.evaluate(OPEN_DEEP_JS)      # as a reader who opens every deep dive sees them
         page.wait_for_timeout(300)
         r = page.evaluate(LAYOUT_JS)
         where = f"{lang}/{name} at {width} px"

@@ -283,6 +283,9 @@ class LivePage:
         return self.page.eval_on_selector_all(".demo[data-section]", "els => els.map(e => e.dataset.section)")
 
 
+OPEN_DEEP_JS = "document.querySelectorAll('details.deep').forEach(d => { d.open = true; })"
+
+
 def html_files(site: Path) -> list[tuple[str, str]]:
     return sorted((p.parent.name, p.name) for p in site.glob("*/*.html"))
 
@@ -306,6 +309,9 @@ def live_pages(context, site_url, built_site):
             live = LivePage(page, lang, name)
             page.goto(f"{site_url}{lang}/{name}", wait_until="domcontentloaded")
             live.static = {s: live.snapshot(s) for s in live.sections()}   # build-time DOM, before the runtime
+            # A reader opens a deep dive to use its demo (closed, its controls cannot be reached and
+            # nothing in it is drawn); tests/test_deep.py checks the folded page.
+            page.evaluate(OPEN_DEEP_JS)
             opened[(lang, name)] = live
             batch.append((lang, name, live))
         for lang, name, live in batch:

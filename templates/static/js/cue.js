@@ -44,10 +44,14 @@ function clear() {
   marked = [];
 }
 
+// Texts a reader never sees (a drawing's accessible name): marking them would show nothing.
+const UNSEEN = new Set(["title", "desc"]);
+
 /** Mark `els` now, replacing the previous cue (its marks go at once), and unmark them after CUE_MS. */
 export function showCue(els) {
   clear();
   clearTimeout(timer);
+  els = els.filter((el) => !UNSEEN.has(el.localName));
   if (!els.length) return;
   marked = els;
   for (const el of els) el.classList.add("tp-changed");
