@@ -462,11 +462,13 @@ def owned_panel(m, owner, caption: Any, key: str, scale: float, names: str = "",
     return Panel(max(w, min_w), h + (4.0 if notes else 0.0), nodes, part=key)
 
 
-def sign(symbol: str, h: float, cls: str = "op") -> Panel:
+def sign(symbol: str, h: float, cls: str = "op", grids: str = "numbers") -> Panel:
     """An operator sign (+, ·, =) between two grids ``h`` high with their captions, centred on
-    their cells; it stays on the line of the grid after it."""
+    their cells as :func:`lane_badge` is (``grids``: ``numbers`` or ``ruled``, a shape line under
+    them); it stays on the line of the grid after it."""
     w = max(16.0, 9.0 * len(symbol) + 4)
-    return Panel(w, h, [mid_text(w / 2, LABEL_H + (h - LABEL_H) / 2, symbol, cls)], joins=True)
+    mid = LABEL_H + (max(h - LABEL_H - 16, BLOCK) if grids == "ruled" else h - LABEL_H) / 2
+    return Panel(w, h, [mid_text(w / 2, mid, symbol, cls)], joins=True)
 
 
 def rows2(a) -> np.ndarray:
