@@ -834,9 +834,109 @@ def col_bars(cols: Sequence[Col], values: Sequence[float], unit: float, keys: Se
     return Panel(w + (text_w(axis_name, "op") + 4 if axis_name is not None else 0.0), up + down, nodes)
 
 
-def band_panel(cell: Any, w: float, part: str | None = None, h: float = 24.0) -> Panel:
-    """A collective as a band across the columns it joins, its result inside (:func:`band`)."""
-    return Panel(w, h, [band(0, 0, w, h, cell, part=part)])
+def band_panel(cell: Any, w: float, part: str | None = None, h: float = 24.0, sub: Any = None,
+               cls: str = "coll") -> Panel:
+    """A collective as a band across the columns it joins, its result inside (:func:`band`); with
+    ``sub`` (what it does, under its name) its name is a cell or its pieces, wrapped to the band."""
+    if sub is None:
+        return Panel(w, h, [band(0, 0, w, h, cell, part=part, cls=cls)])
+    name, lines = wrapped(w / 2, 15, cell if isinstance(cell, list) else [cell], w - 8, "coll-t", "middle")
+    more = (lines - 1) * LINE_H
+    return Panel(w, h + more, [rect(0, 0, w, h + more, {"class": cls}, rx="6"), name,
+                               text(w / 2, 30 + more, sub, "coll-s", "middle")], part=part)
+
+
+def col_arrows(cols: Sequence[Col], h: float = 16.0) -> Panel:
+    """A down arrow at the middle of every column, ``h`` long (into and out of a band across them)."""
+    return Panel(span(cols).x + span(cols).w, h, [a for c in cols for a in down_arrow(c.mid, 1, h - 1)])
+
+
+def col_panels(cols: Sequence[Col], panels: Sequence[Panel], part: str | None = None) -> Panel:
+    """Each panel centred in its column, tops aligned (a rank's blocks in the rank's column)."""
+    nodes = [p.at(c.x + (c.w - p.w) / 2, 0) for c, p in zip(cols, panels)]
+    return Panel(span(cols).x + span(cols).w, max((p.h for p in panels), default=0.0), nodes, part=part)
+
+
+def region(pieces: list, body: Panel, cls: str = "region", part: str | None = None) -> Panel:
+    """A region of the drawing: ``body`` framed (``cls``), reaching into the figure's margin, under
+    its title (pieces wrapped to the body's width)."""
+    title, lines = wrapped(0, 13, pieces, body.w, "region-t")
+    top = 22 + (lines - 1) * LINE_H
+    h = top + body.h + 6
+    return Panel(body.w, h, [rect(-PAD / 2, 0, body.w + PAD, h, {"class": cls}, rx="6"), title,
+                             body.at(0, top)], part=part)
+
+
+@dataclass
+class Anchored(Panel):
+    """A panel with the point arrows meet it at (its grid's middle): see :func:`snake`."""
+
+    ax: float = 0.0
+    ay: float = 0.0
+
+
+TOKEN_LABEL_W = 14.0    # the token indices left of a token map
+
+
+def token_panel(caption: Any, rows: list, cols: int, owner: int | None, shade: int = 3, labels: list | None = None,
+                crossed: np.ndarray | None = None, sub: Any = None, part: str | None = None, cell: float = BLOCK,
+                min_w: float = 0.0) -> Anchored:
+    """A captioned token map (:func:`token_map`), its token indices left of it, ``sub`` under it;
+    at least ``min_w`` wide (its translated caption's room)."""
+    gx = TOKEN_LABEL_W if labels is not None else 0.0
+    gh = len(rows) * cell
+    nodes = [text(gx, CAP_H - 4, caption, "cap")]
+    nodes += token_map(gx, CAP_H, rows, cols, owner, cell, shade, labels, crossed)
+    if sub is not None:
+        nodes.append(text(gx, CAP_H + gh + 11, sub, "dimtext"))
+    return Anchored(max(gx + cols * cell, min_w), CAP_H + gh + (NAME_H if sub is not None else 0.0), nodes,
+                    part=part, ax=gx + cols * cell / 2, ay=CAP_H + gh / 2)
+
+
+SNAKE_ARROW = 14.0      # an arrow between two panels of a snake
+SNAKE_DROP = 16.0       # the arrow down to its next line
+
+
+def snake(panels: Sequence[Panel], width: float) -> Panel:
+    """Panels left to right joined by arrows, turning under the last one onto a new line where the
+    next would not fit ``width`` (a chain of steps in a narrow column), centred in ``width``.
+    Arrows meet an :class:`Anchored` panel at its anchor, any other at its middle."""
+    lines, run, x, at = [], [], 0.0, {}
+    for p in panels:
+        if run and x + SNAKE_ARROW + p.w > width:
+            lines.append(run)
+            run, x = [], at[id(run[-1])]                 # under the panel it continues from
+        x = x + SNAKE_ARROW if run else x
+        at[id(p)] = x if run or not lines else min(x, max(0.0, width - p.w))
+        run.append(p)
+        x = at[id(p)] + p.w
+    lines.append(run)
+    dx = (width - max(at[id(p)] + p.w for p in panels)) / 2
+    nodes, y = [], 0.0
+    for k, run in enumerate(lines):
+        for i, p in enumerate(run):
+            nodes.append(p.at(dx + at[id(p)], y))
+            if i + 1 < len(run):
+                ax = dx + at[id(p)] + p.w
+                ay = y + min(getattr(p, "ay", p.h / 2), getattr(run[i + 1], "ay", run[i + 1].h / 2))
+                nodes += [line(ax + 2, ay, ax + SNAKE_ARROW - 6, ay, "arrow"), arrow_head(ax + SNAKE_ARROW - 1, ay, 0)]
+        y += max(p.h for p in run)
+        if k + 1 < len(lines):
+            last = run[-1]
+            nodes += down_arrow(dx + at[id(last)] + getattr(last, "ax", last.w / 2), y + 1, y + SNAKE_DROP - 1)
+            y += SNAKE_DROP
+    return Panel(width, y, nodes)
+
+
+def step_strip(count: int, lit: int, split: int, part: str = "steps") -> Panel:
+    """Steps as numbered circles on a line, ``lit`` (0-based) lit, a gap before step ``split``
+    (one pass | the next)."""
+    pitch, r, cy = 28.0, 10.0, 16.0
+    xs = [12 + i * pitch + (14 if i >= split else 0) for i in range(count)]
+    nodes = [line(xs[0], cy, xs[split - 1], cy, "strip"), line(xs[split], cy, xs[-1], cy, "strip")]
+    for i, cx in enumerate(xs):     # the number right after its circle (style.css: .step.hl + text)
+        nodes += [circle(cx, cy, r, "step hl" if i == lit else "step"), mid_text(cx, cy, fmt.integer(i + 1), "step-t")]
+    return Panel(xs[-1] + r + 2, 2 * cy, [group(nodes, part=part)])
 
 
 def lit_column(panel: Panel, col: Col, part: str, cls: str = "tgt") -> Panel:
@@ -912,3 +1012,29 @@ def hbars(rows: Sequence[tuple[Any, Sequence[HBar]]], w: float, longest: float, 
         nodes += [line(rx_, top - 8, rx_, y - 6, "axis ref"), text(rx_, top - 12, ref[1], "op", "middle")]
     nodes.append(line(x0, top - 6, x0, y - 6, "axis"))
     return Panel(min(w, x0 + max(hi, 0.0) * unit + num_room), y, nodes)
+
+
+# ---------------------------------------------------------------- named bars, one under another
+
+BAR_ROW_GAP = 8.0       # between two bars of :func:`bar_rows`
+
+
+def bar_rows(rows: Sequence[tuple], name_w: float, ref: tuple | None = None) -> Panel:
+    """Bars (:func:`bar`) one under another, each named right-aligned left of it: ``rows`` are
+    (part, name, bar panel, lit, length of its segments), the lit one named in bold and framed;
+    ``ref``: (x, cell), a line ``x`` px from the bars' start across all of them, its cell under it.
+    A bar's shapes are its group's own children (its part), so its segments read as one bar."""
+    nodes, y = [], 0.0
+    if ref is not None:             # behind the bars and their numbers
+        nodes.append(line(name_w + ref[0], -4, name_w + ref[0], len(rows) * (BAR_H + BAR_ROW_GAP), "mem-line"))
+    for part, name, b, lit, length in rows:
+        kids = [mid_text(-6, BAR_H / 2, name, "cap" if lit else "lbl", "end")]
+        if lit:
+            kids.append(rect(-2, -2, length + 4, BAR_H + 4, {"class": "frame-hl"}, rx="2"))
+        nodes.append(Panel(b.w, b.h, kids + b.nodes, part=part, cls="hl" if lit else "").at(name_w, y))
+        y += BAR_H + BAR_ROW_GAP
+    w = name_w + max((b.w for _, _, b, _, _ in rows), default=0.0)
+    if ref is not None:
+        nodes.append(text(name_w + ref[0], y + 10, ref[1], "dimtext", "middle"))
+        y += NAME_H + 2
+    return Panel(w, y - BAR_ROW_GAP + (BAR_ROW_GAP if ref is not None else 0.0), nodes)
