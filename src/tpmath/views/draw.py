@@ -1019,10 +1019,11 @@ def hbars(rows: Sequence[tuple[Any, Sequence[HBar]]], w: float, longest: float, 
 BAR_ROW_GAP = 8.0       # between two bars of :func:`bar_rows`
 
 
-def bar_rows(rows: Sequence[tuple], name_w: float, ref: tuple | None = None) -> Panel:
+def bar_rows(rows: Sequence[tuple], name_w: float, ref: tuple | None = None, min_w: float = 0.0) -> Panel:
     """Bars (:func:`bar`) one under another, each named right-aligned left of it: ``rows`` are
     (part, name, bar panel, lit, length of its segments), the lit one named in bold and framed;
-    ``ref``: (x, cell), a line ``x`` px from the bars' start across all of them, its cell under it.
+    ``ref``: (x, cell), a line ``x`` px from the bars' start across all of them, its cell under it
+    (``min_w``: the chart's width, room for that cell beside the longest bar).
     A bar's shapes are its group's own children (its part), so its segments read as one bar."""
     nodes, y = [], 0.0
     if ref is not None:             # behind the bars and their numbers
@@ -1033,7 +1034,7 @@ def bar_rows(rows: Sequence[tuple], name_w: float, ref: tuple | None = None) -> 
             kids.append(rect(-2, -2, length + 4, BAR_H + 4, {"class": "frame-hl"}, rx="2"))
         nodes.append(Panel(b.w, b.h, kids + b.nodes, part=part, cls="hl" if lit else "").at(name_w, y))
         y += BAR_H + BAR_ROW_GAP
-    w = name_w + max((b.w for _, _, b, _, _ in rows), default=0.0)
+    w = max(min_w, name_w + max((b.w for _, _, b, _, _ in rows), default=0.0))
     if ref is not None:
         nodes.append(text(name_w + ref[0], y + 10, ref[1], "dimtext", "middle"))
         y += NAME_H + 2

@@ -314,7 +314,7 @@ def _bars(r: MemoryResult, totals: dict, line_bytes: float, width: float) -> lis
         rows.append((f"bar-{name}", _cfg_name(name), bar(segs, None, (fmt.nbytes(per["total"]), "num")),
                      name == r.configuration, sum(s.w for s in segs)))
     ref = (bar_w * line_bytes / axis, label("fig.mem_line", size=fmt.nbytes(line_bytes))) if draw_line else None
-    return [legend, [bar_rows(rows, name_w, ref)]]
+    return [legend, [bar_rows(rows, name_w, ref, width - 2 * FIG_PAD)]]
 
 
 def figure_memory(r: MemoryResult, totals: dict, line_bytes: float) -> dict:
