@@ -462,11 +462,13 @@ def owned_panel(m, owner, caption: Any, key: str, scale: float, names: str = "",
     return Panel(max(w, min_w), h + (4.0 if notes else 0.0), nodes, part=key)
 
 
-def sign(symbol: str, h: float, cls: str = "op") -> Panel:
+def sign(symbol: str, h: float, cls: str = "op", grids: str = "numbers") -> Panel:
     """An operator sign (+, ·, =) between two grids ``h`` high with their captions, centred on
-    their cells; it stays on the line of the grid after it."""
+    their cells as :func:`lane_badge` is (``grids``: ``numbers`` or ``ruled``, a shape line under
+    them); it stays on the line of the grid after it."""
     w = max(16.0, 9.0 * len(symbol) + 4)
-    return Panel(w, h, [mid_text(w / 2, LABEL_H + (h - LABEL_H) / 2, symbol, cls)], joins=True)
+    mid = LABEL_H + (max(h - LABEL_H - 16, BLOCK) if grids == "ruled" else h - LABEL_H) / 2
+    return Panel(w, h, [mid_text(w / 2, mid, symbol, cls)], joins=True)
 
 
 def rows2(a) -> np.ndarray:
@@ -701,3 +703,339 @@ def figure_at(name: str, title: Any, rows_at: Any, desc: Any = None, caption: An
     """A figure whose panels depend on the width they are drawn at (a chart's axis, a bar's
     length): ``rows_at(max_w)`` -> panel rows, built and flowed for each drawing of the pair."""
     return pair(name, title, lambda max_w: flow(rows_at(max_w), max_w), desc, caption)
+
+
+# ---------------------------------------------------------------- columns: one quantity per id or rank
+# A drawing read down the page column by column (vocabulary ids grouped by the rank that owns
+# them): every row of it is a panel of the same columns, stacked by :func:`column`, so a column
+# keeps its x from row to row.
+
+BOX_H = 20.0            # a box of a column (an id, a rank's value)
+NUM_LINE = 14.0         # one line of numbers (a second one where neighbours' numbers would touch)
+ARROW_H = 12.0          # an arrow from a column's box down to what comes under it
+
+
+@dataclass(frozen=True)
+class Col:
+    """A column: its left edge and width in the rows' frame, the rank whose tint it takes."""
+
+    x: float
+    w: float
+    rank: int | None = None
+
+    @property
+    def mid(self) -> float:
+        return self.x + self.w / 2
+
+
+def span(cols: Sequence[Col], rank: int | None = None) -> Col:
+    """One column over ``cols`` (a rank's padding ids, the whole width)."""
+    x = min(c.x for c in cols)
+    return Col(x, max(c.x + c.w for c in cols) - x, rank)
+
+
+def col_groups(groups: Sequence[Sequence[float]], ranks: Sequence[int | None], gap: float,
+               least: float = 0.0) -> tuple[list[list[Col]], list[Col]]:
+    """Groups of columns side by side, ``gap`` apart (group k: the widths of its columns, in
+    ``ranks[k]``'s tint), each group at least ``least`` wide with its columns centred in it.
+    Returns every group's columns and the groups themselves as columns."""
+    cols, spans, x = [], [], 0.0
+    for widths, r in zip(groups, ranks):
+        inner = sum(widths)
+        gw = max(inner, least)
+        at = x + (gw - inner) / 2
+        run = []
+        for w in widths:
+            run.append(Col(at, w, r))
+            at += w
+        cols.append(run)
+        spans.append(Col(x, gw, r))
+        x += gw + gap
+    return cols, spans
+
+
+def _cell_w(cell: Any, cls: str) -> float:
+    return num_w(cell) if isinstance(cell, str) and cls.startswith("num") else text_w(cell, cls)
+
+
+def _kept(mid: float, cell: Any, cls: str, room: tuple[float, float] | None) -> float:
+    """The centre of a text at ``mid``, moved in where it would stick out of ``room`` (lo, hi)."""
+    if room is None:
+        return mid
+    half = _cell_w(cell, cls) / 2
+    return min(max(mid, room[0] + half), room[1] - half)
+
+
+def alternate(count: int, on: bool = True) -> list[int]:
+    """The line of each of ``count`` texts side by side: 0, 1, 0, 1 … (``on``), else all 0."""
+    return [i % 2 if on else 0 for i in range(count)]
+
+
+def col_texts(cols: Sequence[Col], cells: Sequence[tuple], room: tuple[float, float] | None = None,
+              lines: Sequence[int] | None = None) -> Panel:
+    """A line of texts, one centred on each column (``cells``: (cell, class, data-key or None));
+    ``lines``: the line of each (0 or 1: a second line where neighbours' numbers are wider than
+    their columns, :func:`alternate`); kept inside ``room``, (lo, hi) in the columns' frame."""
+    nodes = []
+    lines = lines or [0] * len(cols)
+    for c, (cell, cls, k), ln in zip(cols, cells, lines):
+        nodes.append(text(_kept(c.mid, cell, cls, room), 11 + NUM_LINE * ln, cell, cls, "middle",
+                          **({"data-key": k} if k else {})))
+    return Panel(max((c.x + c.w for c in cols), default=0.0), NUM_LINE * (1 + max(lines, default=0)), nodes)
+
+
+def col_boxes(cols: Sequence[Col], cells: Sequence[tuple], cls: Any = "box", w: float | None = None,
+              inset: float = 0.0, stagger: bool = False, arrow: bool = False, keys: Sequence | None = None,
+              rx: str | None = None, h: float = BOX_H) -> Panel:
+    """A box on each column, in its rank's tint, its text inside (``cells``: (cell, class, data-key
+    or None)): as wide as the column less ``inset`` (at most ``w``); ``stagger``: every other box
+    on a second line, where it may be ``w`` wide, into its neighbours' columns; ``arrow``: an
+    arrow under every box down to one line (what the boxes feed, drawn under the panel);
+    ``cls``: the boxes' class, or one per column; ``keys``: the boxes' data-keys."""
+    nodes = []
+    lines = 2 if stagger and len(cols) > 1 else 1
+    bottom = lines * (h + 4) - 4
+    for i, (c, (cell, tcls, k)) in enumerate(zip(cols, cells)):
+        bw = w if stagger and w else min(w or c.w, c.w - inset)
+        y = (h + 4) * (i % lines)
+        box_cls = cls if isinstance(cls, str) else cls[i]
+        nodes.append(rect(c.x + (c.w - bw) / 2, y, bw, h, rank_attrs(c.rank, box_cls), rx=rx,
+                          **({"data-key": keys[i]} if keys and keys[i] else {})))
+        nodes.append(mid_text(c.mid, y + h / 2, cell, tcls, **({"data-key": k} if k else {})))
+        if arrow:
+            nodes += down_arrow(c.mid, y + h, bottom + ARROW_H)
+    return Panel(max((c.x + c.w for c in cols), default=0.0), bottom + (ARROW_H if arrow else 0.0), nodes)
+
+
+def col_bars(cols: Sequence[Col], values: Sequence[float], unit: float, keys: Sequence[str],
+             ends: Sequence[tuple] | None = None, axis_name: Any = None, inset: float = 6.0,
+             room: tuple[float, float] | None = None, extent: tuple[float, float] | None = None,
+             width: float | None = None) -> Panel:
+    """A bar on each column from one axis, ``unit`` px per unit of value: up for a positive value,
+    down for a negative one (a logit hanging from the maximum); ``ends``: (cell, class, data-key)
+    at each bar's end, kept inside ``room``; ``axis_name``: a name right of the axis; ``extent``:
+    the values (lowest, highest) the panel holds room for (by default the bars'); ``width``: the
+    axis' length (by default to the last column's end)."""
+    lo, hi = extent if extent is not None else (min(0.0, *values), max(0.0, *values))
+    up = hi * unit + (NUM_LINE if ends else 0.0)
+    down = -lo * unit + (NUM_LINE if ends and lo < 0 else 0.0)
+    w = max((c.x + c.w for c in cols), default=0.0) if width is None else width
+    nodes = [hline(0, w, up, "axis")]
+    if axis_name is not None:
+        nodes.append(mid_text(w + 4, up, axis_name, "op", "start"))
+    for i, (c, v, k) in enumerate(zip(cols, values, keys)):
+        bh = abs(v) * unit
+        nodes.append(rect(c.x + inset, up - bh if v >= 0 else up, c.w - 2 * inset, bh,
+                          rank_attrs(c.rank, "bar"), **{"data-key": k}))
+        if ends:
+            cell, cls, key_ = ends[i]
+            nodes.append(text(_kept(c.mid, cell, cls, room), up - bh - 4 if v >= 0 else up + bh + 12, cell, cls,
+                              "middle", **{"data-key": key_}))
+    return Panel(w + (text_w(axis_name, "op") + 4 if axis_name is not None else 0.0), up + down, nodes)
+
+
+def band_panel(cell: Any, w: float, part: str | None = None, h: float = 24.0, sub: Any = None,
+               cls: str = "coll") -> Panel:
+    """A collective as a band across the columns it joins, its result inside (:func:`band`); with
+    ``sub`` (what it does, under its name) its name is a cell or its pieces, wrapped to the band."""
+    if sub is None:
+        return Panel(w, h, [band(0, 0, w, h, cell, part=part, cls=cls)])
+    name, lines = wrapped(w / 2, 15, cell if isinstance(cell, list) else [cell], w - 8, "coll-t", "middle")
+    more = (lines - 1) * LINE_H
+    return Panel(w, h + more, [rect(0, 0, w, h + more, {"class": cls}, rx="6"), name,
+                               text(w / 2, 30 + more, sub, "coll-s", "middle")], part=part)
+
+
+def col_arrows(cols: Sequence[Col], h: float = 16.0) -> Panel:
+    """A down arrow at the middle of every column, ``h`` long (into and out of a band across them)."""
+    return Panel(span(cols).x + span(cols).w, h, [a for c in cols for a in down_arrow(c.mid, 1, h - 1)])
+
+
+def col_panels(cols: Sequence[Col], panels: Sequence[Panel], part: str | None = None) -> Panel:
+    """Each panel centred in its column, tops aligned (a rank's blocks in the rank's column)."""
+    nodes = [p.at(c.x + (c.w - p.w) / 2, 0) for c, p in zip(cols, panels)]
+    return Panel(span(cols).x + span(cols).w, max((p.h for p in panels), default=0.0), nodes, part=part)
+
+
+def region(pieces: list, body: Panel, cls: str = "region", part: str | None = None) -> Panel:
+    """A region of the drawing: ``body`` framed (``cls``), reaching into the figure's margin, under
+    its title (pieces wrapped to the body's width)."""
+    title, lines = wrapped(0, 13, pieces, body.w, "region-t")
+    top = 22 + (lines - 1) * LINE_H
+    h = top + body.h + 6
+    return Panel(body.w, h, [rect(-PAD / 2, 0, body.w + PAD, h, {"class": cls}, rx="6"), title,
+                             body.at(0, top)], part=part)
+
+
+@dataclass
+class Anchored(Panel):
+    """A panel with the point arrows meet it at (its grid's middle): see :func:`snake`."""
+
+    ax: float = 0.0
+    ay: float = 0.0
+
+
+TOKEN_LABEL_W = 14.0    # the token indices left of a token map
+
+
+def token_panel(caption: Any, rows: list, cols: int, owner: int | None, shade: int = 3, labels: list | None = None,
+                crossed: np.ndarray | None = None, sub: Any = None, part: str | None = None, cell: float = BLOCK,
+                min_w: float = 0.0) -> Anchored:
+    """A captioned token map (:func:`token_map`), its token indices left of it, ``sub`` under it;
+    at least ``min_w`` wide (its translated caption's room)."""
+    gx = TOKEN_LABEL_W if labels is not None else 0.0
+    gh = len(rows) * cell
+    nodes = [text(gx, CAP_H - 4, caption, "cap")]
+    nodes += token_map(gx, CAP_H, rows, cols, owner, cell, shade, labels, crossed)
+    if sub is not None:
+        nodes.append(text(gx, CAP_H + gh + 11, sub, "dimtext"))
+    return Anchored(max(gx + cols * cell, min_w), CAP_H + gh + (NAME_H if sub is not None else 0.0), nodes,
+                    part=part, ax=gx + cols * cell / 2, ay=CAP_H + gh / 2)
+
+
+SNAKE_ARROW = 14.0      # an arrow between two panels of a snake
+SNAKE_DROP = 16.0       # the arrow down to its next line
+
+
+def snake(panels: Sequence[Panel], width: float) -> Panel:
+    """Panels left to right joined by arrows, turning under the last one onto a new line where the
+    next would not fit ``width`` (a chain of steps in a narrow column), centred in ``width``.
+    Arrows meet an :class:`Anchored` panel at its anchor, any other at its middle."""
+    lines, run, x, at = [], [], 0.0, {}
+    for p in panels:
+        if run and x + SNAKE_ARROW + p.w > width:
+            lines.append(run)
+            run, x = [], at[id(run[-1])]                 # under the panel it continues from
+        x = x + SNAKE_ARROW if run else x
+        at[id(p)] = x if run or not lines else min(x, max(0.0, width - p.w))
+        run.append(p)
+        x = at[id(p)] + p.w
+    lines.append(run)
+    dx = (width - max(at[id(p)] + p.w for p in panels)) / 2
+    nodes, y = [], 0.0
+    for k, run in enumerate(lines):
+        for i, p in enumerate(run):
+            nodes.append(p.at(dx + at[id(p)], y))
+            if i + 1 < len(run):
+                ax = dx + at[id(p)] + p.w
+                ay = y + min(getattr(p, "ay", p.h / 2), getattr(run[i + 1], "ay", run[i + 1].h / 2))
+                nodes += [line(ax + 2, ay, ax + SNAKE_ARROW - 6, ay, "arrow"), arrow_head(ax + SNAKE_ARROW - 1, ay, 0)]
+        y += max(p.h for p in run)
+        if k + 1 < len(lines):
+            last = run[-1]
+            nodes += down_arrow(dx + at[id(last)] + getattr(last, "ax", last.w / 2), y + 1, y + SNAKE_DROP - 1)
+            y += SNAKE_DROP
+    return Panel(width, y, nodes)
+
+
+def step_strip(count: int, lit: int, split: int, part: str = "steps") -> Panel:
+    """Steps as numbered circles on a line, ``lit`` (0-based) lit, a gap before step ``split``
+    (one pass | the next)."""
+    pitch, r, cy = 28.0, 10.0, 16.0
+    xs = [12 + i * pitch + (14 if i >= split else 0) for i in range(count)]
+    nodes = [line(xs[0], cy, xs[split - 1], cy, "strip"), line(xs[split], cy, xs[-1], cy, "strip")]
+    for i, cx in enumerate(xs):     # the number right after its circle (style.css: .step.hl + text)
+        nodes += [circle(cx, cy, r, "step hl" if i == lit else "step"), mid_text(cx, cy, fmt.integer(i + 1), "step-t")]
+    return Panel(xs[-1] + r + 2, 2 * cy, [group(nodes, part=part)])
+
+
+def lit_column(panel: Panel, col: Col, part: str, cls: str = "tgt") -> Panel:
+    """``panel`` with one of its columns lit from its top to its bottom (drawn behind it)."""
+    return Panel(panel.w, panel.h, [rect(col.x, 0, col.w, panel.h, {"class": cls}, **{"data-part": part})]
+                 + [panel.at(0, 0)])
+
+
+def col_badges(groups: Sequence[Col], w: float = 34.0, h: float = BOX_H) -> Panel:
+    """Each group's rank badge centred over it, narrower where the group is."""
+    return col_boxes(groups, [(rank_name(g.rank), "badge-t", None) for g in groups], "badge", w=w, rx="4", h=h)
+
+
+def centred(cell: Any, h: float, cls: str = "lbl", key: str | None = None, w: float | None = None) -> Panel:
+    """A line of text centred on the middle of a panel ``h`` high (a row's name beside its bars),
+    as wide as the text (or ``w``)."""
+    return Panel(text_w(cell, cls) if w is None else w, h,
+                 [mid_text(0, h / 2, cell, cls, "start", **({"data-key": key} if key else {}))])
+
+
+# ---------------------------------------------------------------- bars from zero on a linear scale
+
+HBAR_H = 11.0           # a bar of :func:`hbars`
+
+
+@dataclass(frozen=True)
+class HBar:
+    """A bar of :func:`hbars`: its value (None: ``none`` is written where it would be), the rank
+    whose tint it takes, its class, its key (the bar's is ``<key>bar.<tag>``, its number's
+    ``<key>.<tag>``) and the words left of it."""
+
+    who: Any
+    value: float | None
+    rank: int | None
+    cls: str
+    key: str
+    tag: str
+    none: Any = None
+
+
+def hbars(rows: Sequence[tuple[Any, Sequence[HBar]]], w: float, longest: float, ref: tuple | None = None) -> Panel:
+    """Rows of bars from one zero line, each row headed by a rank's badge (an int) or words, each
+    bar by its ``who`` and its number at its end, at most ``longest`` px long and within ``w``;
+    ``ref``: (value, cell), a dashed line at that value across every row, its cell above it."""
+    values = [b.value for _, bars in rows for b in bars if b.value is not None] + ([ref[0]] if ref else [])
+    head_w = max([34.0] + [text_w(h) for h, _ in rows if not isinstance(h, int)])
+    who_w = max(text_w(b.who, "op") for _, bars in rows for b in bars)
+    lead = head_w + 6 + who_w + 8
+    num_room = widest(fmt.num(v) for v in values) + 8
+    lo, hi = min(0.0, *values), max(0.0, *values)
+    unit = min(longest, w - lead - num_room) / ((hi - lo) or 1.0)
+    x0 = lead - lo * unit                                     # where the value 0 sits
+    top = 30.0 if ref else 0.0
+    y, nodes = top, []
+    for head, bars in rows:
+        if isinstance(head, int):
+            nodes += badge(head, 0, y + 1, 34.0)
+        else:
+            nodes.append(mid_text(0, y + HBAR_H + 1, head, "dimtext", "start"))
+        for k, b in enumerate(bars):
+            by = y + k * (HBAR_H + 3) if len(bars) > 1 else y + HBAR_H / 2 + 1
+            nodes.append(mid_text(lead - who_w - 8, by + HBAR_H / 2, b.who, "op", "start"))
+            if b.value is None:
+                nodes.append(mid_text(x0 + 4, by + HBAR_H / 2, b.none, "dimtext", "start"))
+                continue
+            left, bw = (x0, b.value * unit) if b.value >= 0 else (x0 + b.value * unit, -b.value * unit)
+            nodes.append(rect(left, by, bw, HBAR_H, rank_attrs(b.rank, b.cls), **{"data-key": f"{b.key}bar.{b.tag}"}))
+            nodes.append(mid_text(max(x0 + b.value * unit, x0) + 4, by + HBAR_H / 2, fmt.num(b.value), "num", "start",
+                                  **{"data-key": f"{b.key}.{b.tag}"}))
+        y += 2 * HBAR_H + 12
+    if ref:
+        rx_ = x0 + ref[0] * unit
+        nodes += [line(rx_, top - 8, rx_, y - 6, "axis ref"), text(rx_, top - 12, ref[1], "op", "middle")]
+    nodes.append(line(x0, top - 6, x0, y - 6, "axis"))
+    return Panel(min(w, x0 + max(hi, 0.0) * unit + num_room), y, nodes)
+
+
+# ---------------------------------------------------------------- named bars, one under another
+
+BAR_ROW_GAP = 8.0       # between two bars of :func:`bar_rows`
+
+
+def bar_rows(rows: Sequence[tuple], name_w: float, ref: tuple | None = None, min_w: float = 0.0) -> Panel:
+    """Bars (:func:`bar`) one under another, each named right-aligned left of it: ``rows`` are
+    (part, name, bar panel, lit, length of its segments), the lit one named in bold and framed;
+    ``ref``: (x, cell), a line ``x`` px from the bars' start across all of them, its cell under it
+    (``min_w``: the chart's width, room for that cell beside the longest bar).
+    A bar's shapes are its group's own children (its part), so its segments read as one bar."""
+    nodes, y = [], 0.0
+    if ref is not None:             # behind the bars and their numbers
+        nodes.append(line(name_w + ref[0], -4, name_w + ref[0], len(rows) * (BAR_H + BAR_ROW_GAP), "mem-line"))
+    for part, name, b, lit, length in rows:
+        kids = [mid_text(-6, BAR_H / 2, name, "cap" if lit else "lbl", "end")]
+        if lit:
+            kids.append(rect(-2, -2, length + 4, BAR_H + 4, {"class": "frame-hl"}, rx="2"))
+        nodes.append(Panel(b.w, b.h, kids + b.nodes, part=part, cls="hl" if lit else "").at(name_w, y))
+        y += BAR_H + BAR_ROW_GAP
+    w = max(min_w, name_w + max((b.w for _, _, b, _, _ in rows), default=0.0))
+    if ref is not None:
+        nodes.append(text(name_w + ref[0], y + 10, ref[1], "dimtext", "middle"))
+        y += NAME_H + 2
+    return Panel(w, y - BAR_ROW_GAP + (BAR_ROW_GAP if ref is not None else 0.0), nodes)

@@ -16,8 +16,8 @@ import numpy as np
 from ..schedules import bus_bandwidth_factor
 from .. import fmt
 from ..row_linear import ColumnLinearResult, RowLinearResult
-from .draw import (CELL_H, LABEL_H, NARROW_W, NUM_CHAR, PAD, TEXT_CHAR, Panel, Row, cell_width, coll_panel, figure,
-                   grid_panel, heading, label, lane_badge, pair, rect, text, text_w)
+from .draw import (NARROW_W, NUM_CHAR, PAD, TEXT_CHAR, Panel, Row, cell_width, coll_panel, figure,
+                   grid_panel, heading, label, lane_badge, pair, rect, sign, text, text_w)
 
 GAP = 10.0              # tree.flow's gap between panels
 CAPTION_W = 170.0       # the width a translated caption above a merged result may take
@@ -28,22 +28,14 @@ def _dims(sym: str, a: np.ndarray) -> tuple[str, str]:
     return sym, "×".join(fmt.integer(s) for s in np.shape(a))
 
 
-def _op(symbol: str, h: float) -> Panel:
-    """A multiplication or equals sign between two matrices, centred on their rows."""
-    y = LABEL_H + max(h - LABEL_H - 16, CELL_H) / 2
-    w = max(16.0, 9.0 * len(symbol) + 4)
-    # joins: an operator never ends a wrapped line, it goes along with the matrix it applies to
-    return Panel(w, h, [text(w / 2, y, symbol, "stage-name", "middle", **{"dominant-baseline": "central"})],
-                 joins=True)
-
-
 def _lane(r: int, parts: list) -> Row:
     """Rank r's lane (tinted behind): badge | matrix (operator) matrix …; ``parts`` are
     panels and operator symbols.  A phone wraps it, indented past the badge."""
     h = max(p.h for p in parts if isinstance(p, Panel))
     out = [lane_badge(r, h)]
     for p in parts:
-        out.append(_op(p, h) if isinstance(p, str) else p)
+        # an operator goes along with the matrix it applies to (it never ends a wrapped line)
+        out.append(sign(p, h, "stage-name", "ruled") if isinstance(p, str) else p)
     return Row(out, rank=r, hang=True)
 
 

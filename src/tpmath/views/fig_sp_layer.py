@@ -28,20 +28,16 @@ import numpy as np
 from .. import sp_layer as core
 from .. import fmt
 from ..memory import MemoryResult
-from .draw import (CELL_H, LABEL_H, NARROW_W, PAD as FIG_PAD, Panel, Row, arrow_head, arrow_panel, badge, badge_panel,
-                   circle, flow, flowed, group, label, lane_badge, line, matrix_panel, mid_text, moved, note_panel, op_box,
-                   pair, rect, text, text_w, token_map, wrapped)
+from .draw import (CELL_H, LABEL_H, NARROW_W, PAD as FIG_PAD, Panel, Row, Seg, arrow_panel, badge_panel, band_panel,
+                   bar, bar_rows, centred, col_arrows, col_badges, col_groups, col_panels, column, figure_at, flowed,
+                   key, label, lane_badge, matrix_panel, note_panel, op_box, region, snake, span, step_strip, text_w,
+                   token_panel, words)
 
 CELL = 12.0            # one entry of a token map
-ARROW = 14.0           # a horizontal arrow between two blocks of a column
-DROP_ARROW = 16.0      # a vertical arrow between stacked blocks / into and out of a band
-CAP_H = 16.0           # the caption line above a block
-SUB_H = 14.0           # the line under a block (partial, mask check)
-LABEL_W = 14.0         # the token indices left of a gathered block
 SUB_W = 52.0           # room a translated sub-caption needs (about 8 Latin letters or 4 Chinese characters)
-PAD, GAP = 8.0, 10.0
-BAND_H = 38.0
-REGION_T = 18.0        # the region's title line
+GAP = 10.0             # between two ranks' columns
+COL_MAX = 300.0        # the widest rank column
+STRIP_BESIDE = 560.0   # a drawing this wide has the step's name beside the steps, a narrower one under them
 NOTE_W = NARROW_W - 2 * FIG_PAD    # a note that must fit a phone drawing
 _WIDE_CHAR = re.compile(r"[\u2e80-\u9fff\uff00-\uffef]")
 
@@ -68,71 +64,11 @@ class Block:
     dropped: np.ndarray | None = None     # (rows, cols) True where dropout zeroed the entry
     labels: list | None = None    # token index of each row (gathered tensors)
     sub: Any = None               # a line under the block
-    x0: float = 0.0               # where _lines put it in its column
 
-    @property
-    def grid_x(self) -> float:
-        return LABEL_W if self.labels is not None else 0.0
-
-    @property
-    def w(self) -> float:
-        return max(self.grid_x + self.cols * CELL, _text_w(self.caption),
-                   _text_w(self.sub) if self.sub is not None else 0.0)
-
-    @property
-    def h(self) -> float:
-        return CAP_H + len(self.rows) * CELL + (SUB_H if self.sub is not None else 0.0)
-
-    def draw(self, x: float, y: float) -> dict:
-        gx, gy = x + self.grid_x, y + CAP_H
-        kids = [text(gx, y + CAP_H - 4, self.caption, "cap")]
-        kids += token_map(gx, gy, self.rows, self.cols, self.owner, CELL, self.shade, self.labels, self.dropped)
-        if self.sub is not None:
-            kids.append(text(gx, gy + len(self.rows) * CELL + 11, self.sub, "dimtext"))
-        return group(kids, part=self.part)
-
-
-def _lines(blocks: list[Block], width: float) -> list[list[Block]]:
-    """Blocks cut into lines that fit ``width``: a line ends where the next block would not fit,
-    and the next line starts under the last block of the one before (a snake)."""
-    lines, run, x = [], [], 0.0
-    for b in blocks:
-        if run and x + ARROW + b.w > width:
-            lines.append(run)
-            last = run[-1]
-            run, x = [], last.x0                # under the block it continues from
-        x = x + ARROW if run else x
-        b.x0 = x if run or not lines else min(x, max(0.0, width - b.w))
-        run.append(b)
-        x = b.x0 + b.w
-    return lines + [run]
-
-
-def _stack(blocks: list[Block], width: float) -> tuple[list[dict], float, float]:
-    """One rank's blocks of a region, left to right with arrows, continuing on a new line under
-    the last block when the column is too narrow.  Returns (nodes, used width, height)."""
-    lines = _lines(blocks, width)
-    used = max(b.x0 + b.w for run in lines for b in run)
-    dx = (width - used) / 2                      # centre the whole stack in the column
-    nodes, y = [], 0.0
-    for k, run in enumerate(lines):
-        for i, b in enumerate(run):
-            nodes.append(b.draw(dx + b.x0, y))
-            if i + 1 < len(run):
-                ax = dx + b.x0 + b.w
-                ay = y + CAP_H + min(len(b.rows), len(run[i + 1].rows)) * CELL / 2
-                nodes += [line(ax + 2, ay, ax + ARROW - 6, ay, "arrow"), arrow_head(ax + ARROW - 1, ay, 0)]
-        y += max(b.h for b in run)
-        if k + 1 < len(lines):
-            last = run[-1]
-            nodes += _down(dx + last.x0 + last.grid_x + last.cols * CELL / 2, y + 1, DROP_ARROW - 2)
-            y += DROP_ARROW
-    return nodes, used, y
-
-
-def _down(x: float, y: float, length: float) -> list[dict]:
-    return [line(x, y, x, y + length - 6, "arrow"),
-            arrow_head(x, y + length, 90)]
+    def panel(self) -> Panel:
+        room = max(_text_w(self.caption), _text_w(self.sub) if self.sub is not None else 0.0)
+        return token_panel(self.caption, self.rows, self.cols, self.owner, self.shade, self.labels, self.dropped,
+                           self.sub, self.part, CELL, room)
 
 
 # ------------------------------------------------------------------------ the pipeline
@@ -245,76 +181,42 @@ STEP_PARTS = {"ln": ("forward", {0}), "gather": ("forward", {1}), "tp": ("forwar
 STEP_ORDER = tuple(STEP_PARTS)
 
 
-def _strip(step: str, width: float) -> tuple[list[dict], float]:
+def _strip(step: str, width: float) -> Panel:
     """The nine steps as numbered circles, the active one lit, a gap between forward and backward;
     the step's name beside them on a desktop, under them on a phone."""
-    nodes, x, y = [], PAD + 12, 16.0
-    centres = []
-    for i, name in enumerate(STEP_ORDER):
-        if name == "grad-gather":
-            x += 14                      # forward | backward
-        centres.append(x)
-        x += 28
-    nodes.append(line(centres[0], y, centres[4], y, "strip"))
-    nodes.append(line(centres[5], y, centres[-1], y, "strip"))
-    for i, (name, cx) in enumerate(zip(STEP_ORDER, centres)):
-        nodes.append(circle(cx, y, 10, "step hl" if name == step else "step"))
-        nodes.append(mid_text(cx, y, fmt.integer(i + 1), "step-t"))
-    name = label(f"opt.step.{step.replace('-', '_')}")
-    if width >= 560:
-        nodes.append(text(centres[-1] + 22, y + 5, name, "stage-name"))
-        return [group(nodes, part="steps")], 36.0
+    strip = step_strip(len(STEP_ORDER), STEP_ORDER.index(step), STEP_ORDER.index("grad-gather"))
+    key = step.replace("-", "_")
+    if width >= STRIP_BESIDE:
+        return flowed([[strip, centred(label(f"opt.step.{key}"), strip.h, "stage-name", w=width - strip.w - GAP)]],
+                      width)
     # under the steps in a phone drawing, on two lines where one would not fit (opt.step in pieces)
-    key = f"fig.sp_step_{step.replace('-', '_')}"
-    name, lines = wrapped(PAD, y + 30, [label(key + "_1"), label(key + "_2")], width - 2 * PAD, "stage-name", line_h=16)
-    nodes.append(name)
-    return [group(nodes, part="steps")], 58.0 + (lines - 1) * 16
+    return column([strip, words([label(f"fig.sp_step_{key}_1"), label(f"fig.sp_step_{key}_2")], width,
+                                "stage-name")])
 
 
-def _pipeline(steps: list, T: int, step: str, max_w: float) -> tuple[list[dict], float, float]:
-    """Lay the steps out for a drawing at most ``max_w`` wide: rank columns, regions, bands; the
-    parts of the active step lit."""
-    col_w = min(300.0, (max_w - 2 * PAD - (T - 1) * GAP) / T)
-    width = 2 * PAD + T * col_w + (T - 1) * GAP
-    x_of = [PAD + r * (col_w + GAP) for r in range(T)]
+def _pipeline(steps: list, T: int, step: str, max_w: float) -> list:
+    """The steps for a drawing at most ``max_w`` wide: rank columns, regions, bands; the parts of
+    the active step lit."""
+    col_w = min(COL_MAX, (max_w - 2 * FIG_PAD - (T - 1) * GAP) / T)
+    _, cols = col_groups([[col_w]] * T, range(T), GAP)
+    width = span(cols).w
     lit = STEP_PARTS[step][1]
-    nodes, y = _strip(step, width)
-    for r in range(T):      # a badge on top of every column: colour is never the only cue
-        nodes += badge(r, x_of[r] + col_w / 2 - 17, y, 34)
-    y += 26
+    out = [_strip(step, width), col_badges(cols)]
     for k, (kind, payload) in enumerate(steps):
         hl = " hl" if k in lit else ""
         if kind == "region":
             name, per_rank = payload
-            stacks = [_stack(blocks, col_w - 4) for blocks in per_rank]
-            inner = max(h for _, _, h in stacks)
-            title, lines = wrapped(PAD, y + 13, [label(f"{_REGION_TITLE[name]}_{i}") for i in (1, 2)],
-                                   width - 2 * PAD, "region-t")
-            top = REGION_T + (lines - 1) * 15
-            h = top + inner + 10
-            cls = ("region tpr" if name == "tp" else "region") + hl
-            parts = [rect(PAD / 2, y, width - PAD, h, {"class": cls}, rx="6"), title]
-            for r, (kids, _, _) in enumerate(stacks):
-                parts.append(moved(kids, x_of[r] + 2, y + top + 4, **{"data-rank-column": str(r)}))
-            nodes.append(group(parts, part=f"region-{k}"))
-            y += h
+            # a rank's blocks in its column, with air either side
+            body = col_panels(cols, [snake([b.panel() for b in blocks], col_w - 4) for blocks in per_rank])
+            out.append(region([label(f"{_REGION_TITLE[name]}_{i}") for i in (1, 2)], body,
+                              ("region tpr" if name == "tp" else "region") + hl, f"region-{k}"))
         else:
             op, title, sub = payload
-            parts = []
-            for r in range(T):
-                parts += _down(x_of[r] + col_w / 2, y + 1, DROP_ARROW - 2)
-            y += DROP_ARROW
-            name, lines = wrapped(width / 2, y + 15, [label("fig.sp_band", op=op, what=label(f"{title}_1")),
-                                                      label(f"{title}_2")], width - 2 * PAD - 8, "coll-t", "middle")
-            more = (lines - 1) * 15
-            parts += [rect(PAD, y, width - 2 * PAD, BAND_H + more, {"class": "coll" + hl}, rx="6"), name,
-                      text(width / 2, y + 30 + more, sub, "coll-s", "middle")]
-            y += BAND_H + more
-            for r in range(T):
-                parts += _down(x_of[r] + col_w / 2, y + 1, DROP_ARROW - 2)
-            y += DROP_ARROW
-            nodes.append(group(parts, part=f"band-{k}"))
-    return nodes, width, y + PAD
+            band = band_panel([label("fig.sp_band", op=op, what=label(f"{title}_1")), label(f"{title}_2")], width,
+                              h=38, sub=sub, cls="coll" + hl)
+            out.append(column([col_arrows(cols), band, col_arrows(cols)], gap=0, part=f"band-{k}"))
+    head, body = column(out[:2], gap=4), column(out[2:], gap=0)       # regions and bands join
+    return [[column([head, body], gap=6)]]
 
 
 def figure_sp(step: str, res: core.SpLayerResult, one: core.SpRank) -> dict:
@@ -323,7 +225,7 @@ def figure_sp(step: str, res: core.SpLayerResult, one: core.SpRank) -> dict:
     steps = _forward(res, one) if phase == "forward" else _backward(res, one)
     title = label(f"fig.sp_title_{phase}", tp=fmt.integer(res.tp), s=fmt.integer(res.seq),
                   step=label(f"opt.step.{step.replace('-', '_')}"))
-    return pair("sp-layer", title, lambda w: _pipeline(steps, res.tp, step, w))
+    return figure_at("sp-layer", title, lambda w: _pipeline(steps, res.tp, step, w))
 
 
 # ------------------------------------------------------------------------- γ and β
@@ -375,11 +277,11 @@ def figure_ln(res: core.SpLayerResult) -> dict:
                          "ln-allreduce", h=box_h, top=LABEL_H, title_y=CELL_H * 0.75, sub_y=CELL_H * 1.55, lit="dim")
             drift = flowed([[note_panel([label("fig.sp_ln_drift1_1"), label("fig.sp_ln_drift1_2")], NOTE_W, "op")],
                             [note_panel(label("fig.sp_ln_drift2"), NOTE_W, "op")]], NOTE_W, row_gap=0)
-            out.append([box, Panel(drift.w, LABEL_H + drift.h, [moved(drift.nodes, 0, LABEL_H)])])
+            out.append([box, column([Panel(drift.w, LABEL_H - 4), drift])])     # level with the box's top
         return out
 
     title = label("fig.sp_ln_title", tp=fmt.integer(T))
-    return pair("sp-ln", title, lambda max_w: flow(rows(max_w), max_w))
+    return figure_at("sp-ln", title, rows)
 
 
 # ------------------------------------------------------------------------------ memory
@@ -387,8 +289,6 @@ def figure_ln(res: core.SpLayerResult) -> dict:
 SEGMENTS = (("parameters", "mem-w"), ("gradients", "mem-g"), ("optimizer", "mem-o"), ("activations", "mem-a"))
 BAR_LABEL_W = 104.0
 BAR_VALUE_W = 64.0
-BAR_H = 18.0
-BAR_GAP = 8.0
 BARS_WIDE = 640.0           # the desktop drawing; the phone one is tree.NARROW_W wide
 
 
@@ -396,50 +296,29 @@ def _cfg_name(name: str):
     return label(f"fig.mem_cfg_{name.replace('-', '_')}")
 
 
-def _bars(r: dict, totals: dict, line_bytes: float, width: float) -> tuple[list[dict], float, float]:
+def _bars(r: MemoryResult, totals: dict, line_bytes: float, width: float) -> list:
     """The stacked bars in a drawing ``width`` wide (legend, one bar per configuration, the line)."""
     top = max(t["total"] for t in totals.values())
     draw_line = top >= line_bytes / 2
     axis = max(top, line_bytes) if draw_line else top
     # the configurations' names right-aligned before the bars: room for the widest (lit: bold)
-    x0 = PAD + max(BAR_LABEL_W, max(text_w(_cfg_name(name), "cap") for name in totals) + 6)
-    bar_w = width - x0 - BAR_VALUE_W - PAD
-    nodes = []
-    for i, (key, cls) in enumerate(SEGMENTS):     # the legend: a swatch and a word each
-        x = PAD + (i % 2) * 180 if width < 560 else PAD + i * 150
-        y = 8 + (i // 2) * 18 if width < 560 else 8
-        nodes += [rect(x, y, 12, 12, {"class": f"mem-seg {cls}"}),
-                  text(x + 17, y + 6, label(f"fig.mem_seg_{key}"), "lbl", **{"dominant-baseline": "central"})]
-    y = 52.0 if width < 560 else 34.0
-    top_y = y
-    if draw_line:                                # behind the bars and their numbers
-        lx = x0 + bar_w * line_bytes / axis
-        nodes.append(line(lx, top_y - 4, lx, top_y + len(totals) * (BAR_H + BAR_GAP), "mem-line"))
+    name_w = max(BAR_LABEL_W, max(text_w(_cfg_name(name), "cap") for name in totals) + 6)
+    bar_w = width - 2 * FIG_PAD - name_w - BAR_VALUE_W
+    per_line = len(SEGMENTS) if width >= STRIP_BESIDE else 2      # the legend's keys in aligned columns
+    legend = [key(f"mem-seg {cls}", label(f"fig.mem_seg_{k}"), (width - 2 * FIG_PAD) / per_line - GAP)
+              for k, cls in SEGMENTS]
+    rows = []
     for name, per in totals.items():
-        lit = name == r.configuration
-        kids = [text(x0 - 6, y + BAR_H / 2, _cfg_name(name),
-                     "cap" if lit else "lbl", "end", **{"dominant-baseline": "central"})]
-        x = x0
-        for key, cls in SEGMENTS:
-            w = bar_w * per[key] / axis if axis else 0.0
-            if w > 0:
-                kids.append(rect(x, y, max(w, 0.5), BAR_H, {"class": f"mem-seg {cls}"}))
-            x += w
-        if lit:
-            kids.append(rect(x0 - 2, y - 2, x - x0 + 4, BAR_H + 4, {"class": "frame-hl"}, rx="2"))
-        kids.append(text(x + 5, y + BAR_H / 2, fmt.nbytes(per["total"]), "num", **{"dominant-baseline": "central"}))
-        nodes.append(group(kids, part=f"bar-{name}", cls="hl" if lit else None))
-        y += BAR_H + BAR_GAP
-    if draw_line:
-        nodes.append(text(x0 + bar_w * line_bytes / axis, y + 10,
-                          label("fig.mem_line", size=fmt.nbytes(line_bytes)), "dimtext", "middle"))
-        y += 16
-    return nodes, width, y + PAD
+        segs = [Seg(max(bar_w * per[k] / axis, 0.5), f"mem-seg {cls}", f"{name}.{k}")
+                for k, cls in SEGMENTS if axis and per[k] > 0]
+        rows.append((f"bar-{name}", _cfg_name(name), bar(segs, None, (fmt.nbytes(per["total"]), "num")),
+                     name == r.configuration, sum(s.w for s in segs)))
+    ref = (bar_w * line_bytes / axis, label("fig.mem_line", size=fmt.nbytes(line_bytes))) if draw_line else None
+    return [legend, [bar_rows(rows, name_w, ref, width - 2 * FIG_PAD)]]
 
 
 def figure_memory(r: MemoryResult, totals: dict, line_bytes: float) -> dict:
     """``memory``: one stacked bar per configuration at the chosen t (weights, gradients, optimizer
     states, activations), the chosen one lit; a line at 80 GiB when the bars come near it."""
     title = label("fig.mem_title", t=fmt.integer(r.inputs["tp"]))
-    return pair("memory", title,
-                        lambda w: _bars(r, totals, line_bytes, BARS_WIDE if w > NARROW_W else NARROW_W))
+    return figure_at("memory", title, lambda w: _bars(r, totals, line_bytes, min(BARS_WIDE, w)))

@@ -22,52 +22,39 @@ import numpy as np
 
 from .. import fmt
 from ..vocab_ce import VocabCeResult, VocabPad
-from .draw import (CAP_H, PAD, Panel, band, badge, down_arrow, flow, flowed, hline, label, line, mid_text,
-                   note_panel, num_w, pair, rank_attrs, rect, text, text_w, widest, wrapped)
+from .draw import (PAD, Col, HBar, Panel, alternate, band_panel, centred, col_badges, col_bars, col_boxes, col_groups,
+                   col_texts, column, figure_at, flowed, hbars, label, lit_column, note_panel, span, text_w, widest,
+                   words)
 
 PAD_W = 16.0            # a padding id: no number to show, only its id
 GAP = 8.0               # between two ranks' groups
 MIN_W = 330.0           # room for the captions on a desktop
-M_W = 12.0              # the label m right of the line of the global maximum
+M_W = 12.0              # the name m right of the line of the global maximum
 HANG_H = 46.0           # the longest logit bar (m − min zⱼ)
 PROB_H = 60.0           # px per unit of probability and gradient
-BOX_H = 20.0
-BAND_H = 24.0
-NUM_LINE = 14.0         # one line of numbers (a second one where they are staggered)
-ARROW_H = 12.0          # a rank's box down to the AllReduce band
-CAP_LINE = 15.0         # one more line of a wrapped caption
-_SUB = "₀₁₂₃₄₅₆₇₈₉"
-BADGE_W, BADGE_H = 34.0, 20.0
 SLOT_H = 22.0           # a vocabulary id
-
-
-@dataclass
-class Slot:
-    """One vocabulary id: its column and owner."""
-
-    j: int
-    rank: int
-    x: float
-    w: float
-    real: bool
-
-    @property
-    def cx(self) -> float:
-        return self.x + self.w / 2
+STEP_GAP = 10.0         # between two steps
+_SUB = "₀₁₂₃₄₅₆₇₈₉"
 
 
 @dataclass
 class Layout:
-    """Where the ids and the ranks' groups sit, and which rows of numbers need two lines (a number
-    wider than its column alternates up and down with its neighbours')."""
+    """The columns of the ids (``ids[k]``: the id of column k) and of the ranks' groups, and
+    which rows of numbers need two lines (a number wider than its column alternates up and down
+    with its neighbours')."""
 
-    slots: list
-    groups: list             # (x, width) of every rank's group
-    content_w: float
+    ids: list
+    cols: list
+    groups: list
     stagger_logits: bool
     stagger_labels: bool     # the probabilities and gradients
     box_w: float             # a rank's box in the AllReduce steps
     stagger_boxes: bool      # boxes wider than their group: even ranks on one line, odd on the next
+
+    def real(self, vocab: int) -> tuple[list, list]:
+        """The real ids (0 … V−1, in order) and their columns."""
+        pairs = [(j, c) for j, c in zip(self.ids, self.cols) if j < vocab]
+        return [j for j, _ in pairs], [c for _, c in pairs]
 
 
 def _pieces(key: str, count: int, **args) -> list:
@@ -75,10 +62,10 @@ def _pieces(key: str, count: int, **args) -> list:
     return [label(f"{key}_{i}", **args) for i in range(1, count + 1)]
 
 
-def _slot(j: int, rank: int, real: bool, x: float, y: float, w: float) -> list[dict]:
-    """Vocabulary id j: its box in its owner's tint (dashed: padding) with the id inside."""
-    return [rect(x, y, w, SLOT_H, rank_attrs(rank, "slot" if real else "slot pad"), **{"data-key": f"slot.{j}"}),
-            mid_text(x + w / 2, y + SLOT_H / 2, fmt.integer(j), "idx" if real else "idx dimtext")]
+def _slot_row(ids: list, cols: list, vocab: int) -> Panel:
+    """Every id in its box, tinted by its owner (dashed: padding)."""
+    return col_boxes(cols, [(fmt.integer(j), "idx" if j < vocab else "idx dimtext", None) for j in ids],
+                     ["slot" if j < vocab else "slot pad" for j in ids], keys=[f"slot.{j}" for j in ids], h=SLOT_H)
 
 
 def _slots(res: VocabCeResult, avail: float) -> Layout:
@@ -87,27 +74,16 @@ def _slots(res: VocabCeResult, avail: float) -> Layout:
     V, Vp = res.vocab, res.padded_vocab
     logits = [fmt.num(t) for t in _real_logits(res)]
     labels = [fmt.num(t.prob) for t in res.tokens] + [fmt.num(t.grad) for t in res.tokens]
-    # mᵣ is also the bold logit above, so its box may fall back to the symbol (see reduce_step).
+    # mᵣ is also the bold logit above, so its box may fall back to the symbol (see _reduce).
     stats = [fmt.num(getattr(e, k)) for e in res.ranks for k in ("target_shifted", "local_sum_exp")]
     box_w = widest(stats) + 8
     natural = max(44.0, widest(labels) + 6, (widest(logits) + 8) / 2)
-    fit = (avail - GAP * (res.shards - 1) - PAD_W * (Vp - V)) / V
-    slot_w = min(natural, fit)
-    inners = [sum(slot_w if j < V else PAD_W for j in range(*e.vocab_range)) for e in res.ranks]
-    roomy = sum(max(i, box_w) for i in inners) + GAP * (res.shards - 1) <= avail
-    slots, groups, x = [], [], PAD
-    for e, inner in zip(res.ranks, inners):
-        a, b = e.vocab_range
-        gw = max(inner, box_w) if roomy else inner
-        sx = x + (gw - inner) / 2
-        for j in range(a, b):
-            w = slot_w if j < V else PAD_W
-            slots.append(Slot(j, e.rank, sx, w, j < V))
-            sx += w
-        groups.append((x, gw))
-        x += gw + GAP
-    return Layout(slots, groups, x - GAP - PAD, widest(logits) + 4 > slot_w, widest(labels) + 4 > slot_w,
-                  box_w, not roomy)
+    slot_w = min(natural, (avail - GAP * (res.shards - 1) - PAD_W * (Vp - V)) / V)
+    widths = [[slot_w if j < V else PAD_W for j in range(*e.vocab_range)] for e in res.ranks]
+    roomy = sum(max(sum(w), box_w) for w in widths) + GAP * (res.shards - 1) <= avail
+    cols, groups = col_groups(widths, [e.rank for e in res.ranks], GAP, box_w if roomy else 0.0)
+    return Layout([j for e in res.ranks for j in range(*e.vocab_range)], [c for run in cols for c in run], groups,
+                  widest(logits) + 4 > slot_w, widest(labels) + 4 > slot_w, box_w, not roomy)
 
 
 def _real_logits(res: VocabCeResult) -> list[float]:
@@ -119,177 +95,6 @@ def _real_logits(res: VocabCeResult) -> list[float]:
     return out
 
 
-class _Drawing:
-    """A cursor down the page of the figure: each step appends its shapes below the last, in a
-    drawing at most ``max_w`` wide."""
-
-    def __init__(self, res: VocabCeResult, max_w: float):
-        self.res = res
-        lay = _slots(res, max_w - 2 * PAD - M_W)
-        self.lay, self.slots, self.groups, self.content_w = lay, lay.slots, lay.groups, lay.content_w
-        # on a desktop as wide as the widest caption, so that none wraps (pieces add up: an estimate
-        # per character)
-        longest = max(sum(text_w(p, "cap") for p in pieces) for pieces in _captions(res)) + 1     # + rounding
-        self.w = min(max(self.content_w + M_W, MIN_W, longest), max_w - 2 * PAD) + 2 * PAD
-        self.y = PAD
-        self.nodes: list[dict] = []
-        self.m = float(res.global_max)
-
-    def add(self, *nodes):
-        self.nodes.extend(nodes)
-
-    def caption(self, pieces: list, cls: str = "cap") -> None:
-        """A caption line (more where it does not fit the drawing) and the air under it."""
-        node, lines = wrapped(PAD, self.y + 11, pieces, self.w - 2 * PAD, cls, line_h=CAP_LINE)
-        self.add(node)
-        self.y += CAP_H + 2 + (lines - 1) * CAP_LINE
-
-    def header(self) -> None:
-        res = self.res
-        if res.padded_vocab != res.vocab:
-            self.caption([label("fig.vc_vocab_pad_1", V=fmt.integer(res.vocab), Vp=fmt.integer(res.padded_vocab),
-                                p=fmt.integer(res.shards)), label("fig.vc_vocab_pad_2")])
-        else:
-            self.caption(_pieces("fig.vc_vocab", 2, last=fmt.integer(res.vocab - 1), p=fmt.integer(res.shards)))
-        for e, (gx, gw) in zip(res.ranks, self.groups):
-            bw = min(BADGE_W, gw)
-            self.add(*badge(e.rank, gx + (gw - bw) / 2, self.y, bw, BADGE_H))
-        self.y += BADGE_H + 4
-        self.slot_y = self.y
-        for s in self.slots:
-            self.add(*_slot(s.j, s.rank, s.real, s.x, self.y, s.w))
-        self.y += SLOT_H
-        # under the target's id, kept inside the drawing at either edge
-        tgt, mark = self.target_slot(), label("fig.vc_target")
-        half = text_w(mark, "op") / 2
-        x = min(max(tgt.cx, PAD + half), self.w - PAD - half)
-        self.add(text(x, self.y + 11, mark, "op", "middle"))
-        self.y += CAP_H + 2
-
-    def target_slot(self) -> Slot:
-        return next(s for s in self.slots if s.j == self.res.target)
-
-    def inside(self, cx: float, s: str) -> float:
-        """The centre of a number at ``cx``, moved in where it would stick out of the drawing (an id at
-        either edge on a phone is narrower than its number)."""
-        half = num_w(s) / 2
-        return min(max(cx, half + 1), self.w - half - 1)
-
-    def numbers(self, slots: list, values: dict, key: str, stagger: bool, y: float, cls=None) -> None:
-        """One number per id, on one line or alternating over two."""
-        for i, s in enumerate(slots):
-            v = fmt.num(values[s.j])
-            self.add(text(self.inside(s.cx, v), y + NUM_LINE * (i % 2 if stagger else 0), v,
-                          cls(s) if cls else "num", "middle", **{"data-key": f"{key}.{s.j}"}))
-
-    def logits(self) -> None:
-        """The logits as numbers under their ids (each rank's maximum bold), then as bars hanging
-        from the line of the global maximum m by m − zⱼ."""
-        self.caption(_pieces("fig.vc_logits", 3))
-        z = dict(enumerate(self._logit_values()))               # real ids are 0 … V−1, in order
-        local_max = {e.rank: float(e.local_max) for e in self.res.ranks}
-        real = [s for s in self.slots if s.real]
-        rows = 2 if self.lay.stagger_logits else 1
-        self.numbers(real, z, "z", rows == 2, self.y + 11,
-                     lambda s: "num em" if z[s.j] == local_max[s.rank] else "num")
-        for e in self.res.ranks:
-            pads = [s for s in self.slots if s.rank == e.rank and not s.real]
-            if pads:     # masked to −∞: one label for the rank's padding ids
-                cx = (pads[0].x + pads[-1].x + pads[-1].w) / 2
-                self.add(text(cx, self.y + 11, "−∞", "num dimtext", "middle", **{"data-key": f"zpad.{e.rank}"}))
-        self.y += NUM_LINE * rows + 6
-        top = self.y
-        depth = max(self.m - v for v in z.values()) or 1.0
-        unit = HANG_H / depth
-        self.add(hline(PAD, PAD + self.content_w, top, "axis"),
-                 mid_text(PAD + self.content_w + 4, top, "m", "op", "start"))
-        for s in real:
-            self.add(rect(s.x + 6, top, s.w - 12, (self.m - z[s.j]) * unit, rank_attrs(s.rank, "bar"),
-                          **{"data-key": f"zbar.{s.j}"}))
-        self.y = top + HANG_H + 10
-
-    def _logit_values(self) -> list[float]:
-        return _real_logits(self.res)
-
-    def reduce_step(self, caption: list, stat: str, result, part: str) -> None:
-        """Per rank one number, arrows into the AllReduce band, the band with the result."""
-        self.caption(caption)
-        two = self.lay.stagger_boxes and self.res.shards > 1
-        for e, (gx, gw) in zip(self.res.ranks, self.groups):
-            r = e.rank
-            value = fmt.num(getattr(e, stat))
-            # on two lines a box may reach into its neighbours' groups (theirs are on the other line)
-            bw = min(self.lay.box_w, 2 * gw + GAP - 4) if two else gw - 4
-            cx, by = gx + gw / 2, self.y + (BOX_H + 4) * (r % 2 if two else 0)
-            self.add(rect(cx - bw / 2, by, bw, BOX_H, rank_attrs(r, "box"), rx="3"))
-            if widest([value]) + 6 <= bw:
-                self.add(mid_text(cx, by + BOX_H / 2, value, "num", **{"data-key": f"{stat}.{r}"}))
-            else:        # only mᵣ can be too wide: its value is the bold logit just above
-                self.add(mid_text(cx, by + BOX_H / 2, "m" + _SUB[r], "op"))
-            self.add(*down_arrow(cx, by + BOX_H, self.y + (BOX_H + 4) * (2 if two else 1) - 4 + ARROW_H))
-        self.y += (BOX_H + 4) * (2 if two else 1) - 4 + ARROW_H
-        self.add(band(PAD, self.y, self.content_w, BAND_H, result, part=part))
-        self.y += BAND_H + 10
-
-    def loss(self) -> None:
-        res = self.res
-        self.add(mid_text(PAD + self.content_w / 2, self.y + 10, label("fig.vc_loss", loss=fmt.num(res.loss)),
-                          "stage-name"))
-        self.y += 30
-
-    def probabilities(self) -> None:
-        """pⱼ as bars up from a baseline (PROB_H px per unit), the number above; padding: nothing."""
-        self.caption(_pieces("fig.vc_prob", 2))
-        probs = {t.token: float(t.prob) for t in self.res.tokens}
-        up = max(probs.values()) * PROB_H
-        base = self._labels_above(probs, "p", up)
-        self.add(hline(PAD, PAD + self.content_w, base, "axis"))
-        for s in (s for s in self.slots if s.real):
-            h = probs[s.j] * PROB_H
-            self.add(rect(s.x + 6, base - h, s.w - 12, h, rank_attrs(s.rank, "bar"), **{"data-key": f"pbar.{s.j}"}))
-        self.y = base + 10
-
-    def gradient(self) -> None:
-        """∂L/∂zⱼ on the same scale as pⱼ: the target's bar is pulled down by exactly 1."""
-        self.caption(_pieces("fig.vc_grad", 2))
-        grads = {t.token: float(t.grad) for t in self.res.tokens}
-        up = max(max(grads.values()), 0.0) * PROB_H
-        down = max(-min(grads.values()), 0.0) * PROB_H
-        zero = self._labels_above(grads, "g", up)
-        self.add(hline(PAD, PAD + self.content_w, zero, "axis"))
-        for s in (s for s in self.slots if s.real):
-            g = grads[s.j]
-            h = abs(g) * PROB_H
-            self.add(rect(s.x + 6, zero - h if g >= 0 else zero, s.w - 12, h, rank_attrs(s.rank, "bar"),
-                          **{"data-key": f"gbar.{s.j}"}))
-            if not self.lay.stagger_labels:     # the number at the bar's end
-                v = fmt.num(g)
-                self.add(text(self.inside(s.cx, v), zero - h - 4 if g >= 0 else zero + h + 12, v, "num", "middle",
-                              **{"data-key": f"g.{s.j}"}))
-        self.y = zero + down + (18 if not self.lay.stagger_labels else 8)
-
-    def _labels_above(self, values: dict, key: str, up: float) -> float:
-        """The numbers of a bar chart whose bars reach ``up`` px above its axis: where they fit, the
-        probabilities at their bars' ends (gradients: drawn with their bars); where they do not, in
-        two alternating lines above the chart.  Returns the y of the axis."""
-        if not self.lay.stagger_labels:
-            base = self.y + 14 + up
-            if key == "p":
-                for s in (s for s in self.slots if s.real):
-                    v = fmt.num(values[s.j])
-                    self.add(text(self.inside(s.cx, v), base - values[s.j] * PROB_H - 4, v, "num", "middle",
-                                  **{"data-key": f"p.{s.j}"}))
-            return base
-        real = [s for s in self.slots if s.real]
-        self.numbers(real, values, key, True, self.y + 11)
-        return self.y + 2 * NUM_LINE + 4 + up
-
-    def target_column(self, top: float) -> dict:
-        """The target's column lit from its slot to the bottom (drawn first, behind everything)."""
-        s = self.target_slot()
-        return rect(s.x, top, s.w, self.y - top, {"class": "tgt"}, **{"data-part": "target"})
-
-
 def _captions(res: VocabCeResult) -> list[list]:
     """The captions of the figure's steps, as the pieces they wrap at."""
     head = ([label("fig.vc_vocab_pad_1", V=fmt.integer(res.vocab), Vp=fmt.integer(res.padded_vocab),
@@ -299,20 +104,102 @@ def _captions(res: VocabCeResult) -> list[list]:
             _pieces("fig.vc_sum_exp", 2), _pieces("fig.vc_prob", 2), _pieces("fig.vc_grad", 2)]
 
 
-def _vocab_ce_drawing(res: VocabCeResult, max_w: float) -> tuple[list[dict], float, float]:
-    d = _Drawing(res, max_w)
-    d.header()
-    d.logits()
-    d.reduce_step([label("fig.vc_local_max")], "local_max", label("fig.vc_ar_max", m=fmt.num(res.global_max)),
-                  "allreduce-max")
-    t = sum(float(e.target_shifted) for e in res.ranks)
-    d.reduce_step(_pieces("fig.vc_target_term", 2), "target_shifted", label("fig.vc_ar_t", t=fmt.num(t)), "allreduce-t")
-    d.reduce_step(_pieces("fig.vc_sum_exp", 2), "local_sum_exp", label("fig.vc_ar_s", s=fmt.num(res.global_sum_exp)),
-                  "allreduce-s")
-    d.loss()
-    d.probabilities()
-    d.gradient()
-    return [d.target_column(d.slot_y)] + d.nodes, d.w, d.y + PAD - 10
+class _Steps:
+    """The figure's steps, top to bottom, each a block of rows of the same columns, at most
+    ``max_w`` wide."""
+
+    def __init__(self, res: VocabCeResult, max_w: float):
+        self.res = res
+        self.lay = lay = _slots(res, max_w - 2 * PAD - M_W)
+        self.real, self.real_cols = lay.real(res.vocab)
+        self.content_w = span(lay.cols).w
+        # on a desktop as wide as the widest caption, so that none wraps (pieces add up: an estimate
+        # per character)
+        self.captions = _captions(res)
+        longest = max(sum(text_w(p, "cap") for p in pieces) for pieces in self.captions) + 1     # + rounding
+        self.w = min(max(self.content_w + M_W, MIN_W, longest), max_w - 2 * PAD)
+        # a number at an id on either edge is kept inside the drawing (its margin included)
+        self.room = (1 - PAD, self.w + PAD - 1)
+
+    def caption(self, pieces: list) -> Panel:
+        return words(pieces, self.w, "cap")
+
+    def numbers(self, values: list, key: str, stagger: bool, cls=None) -> Panel:
+        """One number per real id, on one line or alternating over two."""
+        return col_texts(self.real_cols, [(fmt.num(v), cls(j, v) if cls else "num", f"{key}.{j}")
+                                          for j, v in zip(self.real, values)], self.room,
+                         alternate(len(values), stagger))
+
+    def logits(self) -> list:
+        """The logits as numbers under their ids (each rank's maximum bold), then as bars hanging
+        from the line of the global maximum m by m − zⱼ."""
+        z = _real_logits(self.res)                                  # real ids are 0 … V−1, in order
+        local_max = {e.rank: float(e.local_max) for e in self.res.ranks}
+        owner = {j: c.rank for j, c in zip(self.real, self.real_cols)}
+        cols, cells = list(self.real_cols), [(fmt.num(v), "num em" if v == local_max[owner[j]] else "num", f"z.{j}")
+                                             for j, v in zip(self.real, z)]
+        lines = alternate(len(z), self.lay.stagger_logits)
+        for e in self.res.ranks:          # masked to −∞: one label for the rank's padding ids
+            pads = [c for j, c in zip(self.lay.ids, self.lay.cols) if c.rank == e.rank and j >= self.res.vocab]
+            if pads:
+                cols.append(span(pads))
+                cells.append(("−∞", "num dimtext", f"zpad.{e.rank}"))
+                lines.append(0)
+        m = float(self.res.global_max)
+        depth = max(m - v for v in z) or 1.0
+        return [self.caption(self.captions[1]), col_texts(cols, cells, self.room, lines),
+                col_bars(self.real_cols, [v - m for v in z], HANG_H / depth, [f"zbar.{j}" for j in self.real],
+                         axis_name="m", extent=(-depth, 0.0), width=self.content_w)]
+
+    def reduce(self, caption: list, stat: str, result, part: str) -> list:
+        """Per rank one number, arrows into the AllReduce band, the band with the result."""
+        two = self.lay.stagger_boxes and self.res.shards > 1
+        # on two lines a box may reach into its neighbours' groups (theirs are on the other line)
+        bw = min(self.lay.box_w, 2 * min(g.w for g in self.lay.groups) + GAP - 4)
+        cells = []
+        for e, g in zip(self.res.ranks, self.lay.groups):
+            value = fmt.num(getattr(e, stat))
+            if widest([value]) + 6 <= (bw if two else g.w - 4):
+                cells.append((value, "num", f"{stat}.{e.rank}"))
+            else:        # only mᵣ can be too wide: its value is the bold logit just above
+                cells.append(("m" + _SUB[e.rank], "op", None))
+        return [self.caption(caption),
+                col_boxes(self.lay.groups, cells, w=bw if two else None, inset=4, stagger=two, arrow=True, rx="3"),
+                band_panel(result, self.content_w, part)]
+
+    def loss(self) -> Panel:
+        return col_texts([span(self.lay.cols)], [(label("fig.vc_loss", loss=fmt.num(self.res.loss)), "stage-name",
+                                                  None)])
+
+    def chart(self, caption: list, values: list, key: str, bar_key: str) -> list:
+        """Bars up (or down) from an axis, :data:`PROB_H` px per unit; their numbers at their ends
+        where they fit, else in two alternating lines above the chart."""
+        over = self.lay.stagger_labels
+        ends = None if over else [(fmt.num(v), "num", f"{key}.{j}") for j, v in zip(self.real, values)]
+        bars = col_bars(self.real_cols, values, PROB_H, [f"{bar_key}.{j}" for j in self.real], ends,
+                        room=self.room, width=self.content_w)
+        return [self.caption(caption)] + ([self.numbers(values, key, True)] if over else []) + [bars]
+
+    def blocks(self) -> list:
+        res = self.res
+        lay = self.lay
+        tgt = lay.cols[lay.ids.index(res.target)]
+        head = [self.caption(self.captions[0]), col_badges(lay.groups)]
+        t = sum(float(e.target_shifted) for e in res.ranks)
+        steps = [[_slot_row(lay.ids, lay.cols, res.vocab), col_texts([tgt], [(label("fig.vc_target"), "op", None)],
+                                                                     (0.0, self.w))],
+                 self.logits(),
+                 self.reduce(self.captions[2], "local_max", label("fig.vc_ar_max", m=fmt.num(res.global_max)),
+                             "allreduce-max"),
+                 self.reduce(self.captions[3], "target_shifted", label("fig.vc_ar_t", t=fmt.num(t)), "allreduce-t"),
+                 self.reduce(self.captions[4], "local_sum_exp", label("fig.vc_ar_s", s=fmt.num(res.global_sum_exp)),
+                             "allreduce-s"),
+                 [self.loss()],
+                 self.chart(self.captions[5], [float(tk.prob) for tk in res.tokens], "p", "pbar"),
+                 self.chart(self.captions[6], [float(tk.grad) for tk in res.tokens], "g", "gbar")]
+        body = column([column(step) for step in steps], gap=STEP_GAP)
+        # the target's column lit from its id to the bottom, behind everything
+        return [[column(head + [lit_column(body, tgt, "target")])]]
 
 
 def figure_vocab_ce(res: VocabCeResult) -> dict:
@@ -320,14 +207,13 @@ def figure_vocab_ce(res: VocabCeResult) -> dict:
     desktop every id as wide as its numbers, on a phone as wide as the column allows (numbers that
     no longer fit alternate over two lines)."""
     title = label("fig.vc_title", p=fmt.integer(res.shards), y=fmt.integer(res.target))
-    return pair("vocab-ce", title, lambda max_w: _vocab_ce_drawing(res, max_w))
+    return figure_at("vocab-ce", title, lambda max_w: _Steps(res, max_w).blocks())
 
 
 # ---------------------------------------------------------------- vocab-extras
 
 PANEL_W = 340.0         # two panels side by side on a desktop (tree.WIDE_W); one a line on a phone
 LOSS_W = 160.0          # the longest loss bar (shorter where the panel is narrower)
-BAR_H = 11.0
 SLOT_MAX = 40.0
 SHARD_GAP = 4.0         # between two ranks' ids
 COL_W = 22.0            # one id of a gradient row
@@ -336,19 +222,13 @@ GRAD_H = 20.0           # px of the largest |gradient|, up or down from the axis
 
 def _ids(smooth: VocabCeResult, w: float) -> Panel:
     """The ids of the padded vocabulary, tinted by owner (padding dashed), each rank's badge above."""
-    V, Vp, tp = smooth.vocab, smooth.padded_vocab, smooth.shards
+    Vp, tp = smooth.padded_vocab, smooth.shards
     slot = min(SLOT_MAX, (w - SHARD_GAP * (tp - 1)) / Vp)
-    nodes, x = [], 0.0
-    top = BADGE_H + SHARD_GAP
-    for e in smooth.ranks:
-        a, b = e.vocab_range
-        bw = min(BADGE_W, (b - a) * slot)
-        nodes += badge(e.rank, x + ((b - a) * slot - bw) / 2, 0, bw, BADGE_H)
-        for j in range(a, b):
-            nodes += _slot(j, e.rank, j < V, x, top, slot)
-            x += slot
-        x += SHARD_GAP
-    return Panel(x - SHARD_GAP, top + SLOT_H, nodes)
+    cols, groups = col_groups([[slot] * (b - a) for a, b in (e.vocab_range for e in smooth.ranks)],
+                              [e.rank for e in smooth.ranks], SHARD_GAP)
+    ids = [j for e in smooth.ranks for j in range(*e.vocab_range)]
+    return column([col_badges(groups), _slot_row(ids, [c for run in cols for c in run], smooth.vocab)],
+                  gap=SHARD_GAP)
 
 
 def _padding_panel(smooth: VocabCeResult, gpt2: VocabPad, w: float) -> Panel:
@@ -368,13 +248,9 @@ def _padding_panel(smooth: VocabCeResult, gpt2: VocabPad, w: float) -> Panel:
 
 def _grad_row(grad: np.ndarray, owner: dict, unit: float, i: int) -> Panel:
     """One position's gradient over the vocabulary: a bar per id up or down from the axis."""
-    mid = GRAD_H
-    nodes = [hline(0, len(grad) * COL_W, mid, "axis")]
-    for j, g in enumerate(grad.tolist()):
-        h = abs(g) * unit
-        nodes.append(rect(j * COL_W + 3, mid - h if g >= 0 else mid, COL_W - 6, h, rank_attrs(owner[j], "bar"),
-                          **{"data-key": f"ig.{i}.{j}"}))
-    return Panel(len(grad) * COL_W, 2 * GRAD_H, nodes)
+    cols = [Col(j * COL_W, COL_W, owner[j]) for j in range(len(grad))]
+    top = GRAD_H / unit
+    return col_bars(cols, grad.tolist(), unit, [f"ig.{i}.{j}" for j in range(len(grad))], inset=3, extent=(-top, top))
 
 
 def _ignore_panel(ign: VocabCeResult, targets: list, ignore_index: int, w: float) -> Panel:
@@ -387,17 +263,16 @@ def _ignore_panel(ign: VocabCeResult, targets: list, ignore_index: int, w: float
     names = [label("fig.vx_pos_ignored", i=fmt.integer(i)) if y_i == ignore_index
              else label("fig.vx_pos", i=fmt.integer(i), y=fmt.integer(y_i)) for i, y_i in enumerate(targets)]
     losses = [label("fig.vx_pos_loss", loss=fmt.num(ign.position_loss[i])) for i in range(len(targets))]
-    name_w = max(text_w(c) for c in names) + 8
+    name_w = max(text_w(c) for c in names) + GAP
     loss_w = max(text_w(c) for c in losses)
-    bars_w = grad.shape[1] * COL_W
-    beside = name_w + bars_w + 10 + loss_w <= w
+    bars = [_grad_row(grad[i], owner, unit, i) for i in range(len(targets))]
+    beside = name_w + bars[0].w + 10 + loss_w <= w
     rows = [[note_panel(_pieces("fig.vx_ignore", 2, index=fmt.integer(ignore_index)), w, "cap")]]
     for i, y_i in enumerate(targets):
         cls = "dimtext" if y_i == ignore_index else "lbl"
-        name = Panel(name_w, 2 * GRAD_H, [mid_text(0, GRAD_H, names[i], cls, "start")])
-        loss = Panel(loss_w, 2 * GRAD_H, [mid_text(0, GRAD_H, losses[i], cls, "start", **{"data-key": f"iloss.{i}"})])
-        bars = _grad_row(grad[i], owner, unit, i)
-        rows += [[name, bars, loss]] if beside else [[note_panel(names[i], w, cls)], [bars, loss]]
+        loss = centred(losses[i], bars[i].h, cls, f"iloss.{i}", loss_w)
+        rows += [[centred(names[i], bars[i].h, cls, w=name_w), bars[i], loss]] if beside else \
+            [[note_panel(names[i], w, cls)], [bars[i], loss]]
     rows.append([note_panel(_pieces("fig.vx_ignore_mean", 2, n=fmt.integer(ign.counted), loss=fmt.num(ign.loss)),
                             w, "cap")])
     return flowed(rows, w, part="ignore", min_w=w)
@@ -405,48 +280,16 @@ def _ignore_panel(ign: VocabCeResult, targets: list, ignore_index: int, w: float
 
 def _smoothing_panel(smooth: VocabCeResult, eps: float, megatron: list, tp1, w: float) -> Panel:
     """Per rank our loss (= PyTorch, the dashed line) and Megatron's, as bars from 0."""
-    ours, ref = smooth.loss, smooth.reference_loss
-    values = [ours, ref] + [v for v in megatron + [tp1] if v is not None]
-    who_w = max(text_w(label(f"fig.vx_{k}"), "op") for k in ("ours", "meg"))
-    lead = max(BADGE_W + 6 + who_w, text_w(label("fig.vx_megatron_tp1")) + 6 + who_w) + 8
-    num_room = widest(fmt.num(v) for v in values) + 8
-    lo, hi = min(0.0, *values), max(0.0, *values)
-    unit = min(LOSS_W, w - lead - num_room) / ((hi - lo) or 1.0)
-    x0 = lead - lo * unit                                         # where the value 0 sits
-    who_x = lead - who_w - 8
-    y = REF_H
-    bars = []
-    rows = [(e.rank, megatron[i]) for i, e in enumerate(smooth.ranks)] + [(None, tp1)]
-    for r, meg in rows:
-        if r is None:
-            bars.append(mid_text(0, y + BAR_H + 1, label("fig.vx_megatron_tp1"), "dimtext", "start"))
-            marks = [("meg", meg, None)]
-        else:
-            bars += badge(r, 0, y + 1, BADGE_W)
-            marks = [("ours", ours, r), ("meg", meg, r)]
-        for k, (who, v, owner) in enumerate(marks):
-            by = y + k * (BAR_H + 3) if r is not None else y + BAR_H / 2 + 1
-            bars.append(mid_text(who_x, by + BAR_H / 2, label(f"fig.vx_{who}"), "op", "start"))
-            tag = "tp1" if r is None else r
-            if v is None:
-                bars.append(mid_text(x0 + 4, by + BAR_H / 2, label("label.undefined_k"), "dimtext", "start"))
-                continue
-            left, bw = (x0, v * unit) if v >= 0 else (x0 + v * unit, -v * unit)
-            bars.append(rect(left, by, bw, BAR_H, rank_attrs(owner, "bar" if who == "ours" else "bar alt"),
-                             **{"data-key": f"{who}bar.{tag}"}))
-            bars.append(mid_text(max(x0 + v * unit, x0) + 4, by + BAR_H / 2, fmt.num(v), "num", "start",
-                                 **{"data-key": f"{who}.{tag}"}))
-        y += 2 * BAR_H + 12
-    ref_x = x0 + ref * unit
-    bars += [line(ref_x, REF_H - 8, ref_x, y - 6, "axis ref"),
-             text(ref_x, REF_H - 12, label("fig.vx_pytorch", loss=fmt.num(ref)), "op", "middle"),
-             line(x0, REF_H - 6, x0, y - 6, "axis")]
-    chart = Panel(min(w, x0 + max(hi, 0.0) * unit + num_room), y, bars)
+    ours, meg = label("fig.vx_ours"), label("fig.vx_meg")
+    undefined = label("label.undefined_k")
+    rows = [(e.rank, [HBar(ours, smooth.loss, e.rank, "bar", "ours", str(e.rank)),
+                      HBar(meg, megatron[i], e.rank, "bar alt", "meg", str(e.rank), undefined)])
+            for i, e in enumerate(smooth.ranks)]
+    rows.append((label("fig.vx_megatron_tp1"), [HBar(meg, tp1, None, "bar alt", "meg", "tp1", undefined)]))
+    chart = hbars(rows, w, LOSS_W, ref=(smooth.reference_loss,
+                                        label("fig.vx_pytorch", loss=fmt.num(smooth.reference_loss))))
     return flowed([[note_panel(_pieces("fig.vx_smoothing", 2, eps=fmt.num(eps)), w, "cap")], [chart]], w,
                   part="smoothing", min_w=w)
-
-
-REF_H = 30.0            # room above the smoothing bars for the PyTorch line's label
 
 
 def figure_vocab_extras(tp: int, eps: float, smooth: VocabCeResult, ign: VocabCeResult, targets: list,
@@ -457,9 +300,9 @@ def figure_vocab_extras(tp: int, eps: float, smooth: VocabCeResult, ign: VocabCe
     # As the table: Megatron's loss on the same logits (K = its padded width, padded logits unmasked).
     megatron, tp1 = list(smooth.megatron.loss_per_rank), smooth.megatron.loss_tp1
 
-    def draw(max_w: float):
+    def rows(max_w: float) -> list:
         w = min(PANEL_W, max_w - 2 * PAD)
-        return flow([[_padding_panel(smooth, gpt2, w), _ignore_panel(ign, targets, ignore_index, w)],
-                     [_smoothing_panel(smooth, eps, megatron, tp1, min(2 * PANEL_W + 10, max_w - 2 * PAD))]], max_w)
+        return [[_padding_panel(smooth, gpt2, w), _ignore_panel(ign, targets, ignore_index, w)],
+                [_smoothing_panel(smooth, eps, megatron, tp1, min(2 * PANEL_W + 10, max_w - 2 * PAD))]]
     title = label("fig.vx_title", p=fmt.integer(tp), eps=fmt.num(eps))
-    return pair("vocab-extras", title, draw)
+    return figure_at("vocab-extras", title, rows)
