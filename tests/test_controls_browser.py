@@ -21,7 +21,7 @@ import json
 
 import pytest
 
-from test_pages_browser import BOOT_TIMEOUT_MS, SET_JS, LivePage, cell_text, expected, strings  # noqa: F401
+from test_pages_browser import BOOT_TIMEOUT_MS, OPEN_DEEP_JS, SET_JS, LivePage, cell_text, expected, strings  # noqa: F401
 from tpmath import views
 
 pytestmark = pytest.mark.browser
@@ -43,6 +43,7 @@ def _open(ctx, url: str, lang: str = "en") -> tuple:
     page.goto(url)
     page.wait_for_function("() => document.documentElement.dataset.runtime !== 'loading'", timeout=BOOT_TIMEOUT_MS)
     assert page.evaluate("document.documentElement.dataset.runtime") == "ready"
+    page.evaluate(OPEN_DEEP_JS)      # the reader opens a deep dive to use its controls
     return page, live
 
 
