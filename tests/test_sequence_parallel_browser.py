@@ -182,7 +182,7 @@ def test_live_equals_cpython_and_the_command_line(pages, section):
             state = live.set(section, controls)
             assert state["msg"] == "" and state["invalid"] == [], (lang, setting, state["msg"])
             problems += diff(f"{lang} {section} {setting}", state, expected(section, controls, lang))
-            checked += check(setting, state, live)
+            checked += check(controls, state, live)     # what the page was set to: its start + the setting
         live.set(section, base)
     assert checked > 0
     assert problems == [], "\n".join(problems)
