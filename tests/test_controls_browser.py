@@ -214,6 +214,7 @@ def test_permalinks_and_citations_are_24px_targets_named_in_the_page_language(ne
     ctx.route("**/pyodide/**", lambda route: route.abort())
     page = ctx.new_page()
     page.goto(f"{site_url}{lang}/index.html")
+    page.evaluate(OPEN_DEEP_JS)      # the deep dives' links too, as a reader who opens them sees them
     boxes = page.evaluate("""() => Array.from(document.querySelectorAll("a.headerlink, a.cite")).map(a => {
         const r = a.getBoundingClientRect(); return [a.className, r.width, r.height, a.getAttribute("aria-label")]; })""")
     assert any(c == "headerlink" for c, *_ in boxes) and any(c == "cite" for c, *_ in boxes)

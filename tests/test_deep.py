@@ -24,7 +24,7 @@ Main text.
 
 ### Aside {#aside .deep}
 
-The gist, with $x$.
+The gist, with $x$ and [a link](#main).
 
 Body one.
 
@@ -60,9 +60,11 @@ def test_a_deep_section_is_folded_with_its_heading_and_gist_as_summary():
     assert [el.tag for el in summary] == ["span", "h3", "span"]
     assert summary[0].text == "DEEP" and summary[1].get("id") == "aside"
     assert "class" not in summary[1].attrib, "the .deep class is the details', not the heading's"
-    assert "".join(summary[2].itertext()).startswith("The gist")
+    assert "".join(summary[2].itertext()).startswith("The gist, with")
     body = aside.find("div[@class='deep-body']")
-    assert [el.tag for el in body] == ["p", "div"], "the body runs to the next heading of its level"
+    assert [el.tag for el in body] == ["a", "p", "div"], "the body runs to the next heading of its level"
+    # nothing focusable in the summary (it is the control): the permalink opens the body
+    assert not summary.findall(".//a") and body[0].get("class") == "headerlink" and body[0].get("href") == "#aside"
     # the next heading of the same level is back on the main path, outside the fold
     assert [el.tag for el in root][:4] == ["h2", "p", "details", "h3"] and root[3].get("id") == "next"
     # an h2 deep dive folds its h3 subsections too

@@ -259,13 +259,38 @@ class _DeepProcessor(Treeprocessor):
             line.text, line.tail = gist.text, None
             for sub in list(gist):
                 line.append(sub)
+            # A summary is itself the control: nothing in it may be focusable (WCAG 4.1.2, axe
+            # nested-interactive).  The permalink moves into the body (style.css puts it at the
+            # summary's end, shown while open); a link in the gist stays as its text.
             body = etree.SubElement(details, "div", {"class": "deep-body"})
+            for a in [a for a in h.iter("a") if "headerlink" in (a.get("class") or "").split()]:
+                _remove(h, a)
+                a.tail = None
+                body.append(a)
+            for a in list(line.iter("a")):
+                a.tag = "span"
+                a.attrib.clear()
             for el in kids[i + 2:end]:
                 body.append(el)
             pos = list(root).index(h)
             for el in kids[i:end]:      # (ElementTree's append does not take them out of root)
                 root.remove(el)
             root.insert(pos, details)
+
+
+def _remove(root: etree.Element, el: etree.Element) -> None:
+    """Take ``el`` out of the tree under ``root``, keeping its tail text in place."""
+    for parent in root.iter():
+        kids = list(parent)
+        if el in kids:
+            i = kids.index(el)
+            if el.tail:
+                if i:
+                    kids[i - 1].tail = (kids[i - 1].tail or "") + el.tail
+                else:
+                    parent.text = (parent.text or "") + el.tail
+            parent.remove(el)
+            return
 
 
 class _SiteExtension(Extension):
