@@ -318,6 +318,9 @@ class Panel:
     part: str | None = None          # data-part of the group (stage lighting, tests)
     cls: str = ""                    # e.g. "hl" (active stage) or "dim"
     joins: bool = False              # an arrow or operator: stays on the line of the panel after it
+    # named points of the panel (name -> (x, y) from its top left): where a connector drawn across
+    # panels starts or ends (flow hands them on, moved to where the panel went)
+    ports: dict = field(default_factory=dict)
 
     def at(self, x: float, y: float) -> dict:
         attrs = {"transform": f"translate({n(x)},{n(y)})"}
@@ -369,8 +372,8 @@ def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0,
 
     Panels of one line share a top edge.  Returns (nodes, width, height) of the whole.
     ``where``, if given, receives the top left corner of every panel that has a ``part``
-    (part -> (x, y)): what a connector drawn across panels (an arrow from one lane to another)
-    needs to know of the layout.
+    (part -> (x, y)) and every panel's ``ports`` where they landed: what a connector drawn across
+    panels (an arrow from one lane to another, :func:`draw.connect`) needs to know of the layout.
     """
     placed, y, width = [], pad, 0.0
     lanes = []
@@ -392,8 +395,11 @@ def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0,
                 x = start + (indent if start + indent + p.w <= max_w - pad - inner else 0.0)
                 line_h = 0.0
             placed.append(p.at(x, y))
-            if where is not None and p.part:
-                where[p.part] = (x, y)
+            if where is not None:
+                if p.part:
+                    where[p.part] = (x, y)
+                for name, (px, py) in p.ports.items():
+                    where[name] = (x + px, y + py)
             x += p.w + gap
             line_h = max(line_h, p.h)
             width = max(width, x - gap + pad + inner)
