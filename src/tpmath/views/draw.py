@@ -22,11 +22,18 @@ The parts, by kind:
 * arrows and flow: :func:`arrow`, :func:`curve`, :func:`down_arrow`, :func:`arrow_head`,
   :func:`arrow_panel`, ``Panel``, ``Row`` (a rank's lane), :func:`flow`, :func:`chain` (a row of
   parts joined by arrows, from their widths), :func:`column` (panels stacked);
-* text blocks and legends: :func:`words` (a wrapped line as a panel), :func:`key` (a legend key);
+* text blocks and legends: :func:`words` (a wrapped line as a panel), :func:`key` (a legend key),
+  :func:`text_box` (a box with its lines: a call, a node);
+* cells: :func:`cell_block` (a buffer's :class:`Cell` s in rows: its elements, its chunks);
+* connectors across panels: a panel's ``ports`` are recorded where flow puts it, and
+  :func:`connect` draws :class:`Link` s between them (arrows, curves, a bus, an elbow, the way
+  round a stack of lanes, a node the ends go through);
+* node layouts: :func:`orbit` (panels on a circle), :func:`heap_tree` (panels as a binary tree);
+  :func:`step_strip` (numbered steps on a line, a bar over each);
 * charts: :func:`axis_chart` (rows of :class:`Mark` on a :class:`LogAxis`, numbers in columns),
   :func:`bar` (time bars of :class:`Seg`), :func:`badge_grid` (ranks in row and column groups);
 * the figure: :func:`figure` (panel rows flowed twice), :func:`figure_at` (panel rows built for
-  each width), :func:`pair` (any drawing at two widths), :func:`single` (one fixed drawing).
+  each width, links between their ports), :func:`pair` (any drawing at two widths), :func:`single` (one fixed drawing).
 """
 
 from __future__ import annotations
@@ -41,8 +48,8 @@ import numpy as np
 
 from .. import fmt, i18n
 from .cells import label, rank as rank_name
-from .tree import (CELL_H, CELL_W, LABEL_H, NARROW_W, WIDE_W, Panel, Row, TreeError, arrow_head,  # noqa: F401
-                   arrow_panel, el, figure, figure_svg, flow, matrix_panel, n, pair, rank_attrs, scale_of,
+from .tree import (CELL_H, CELL_W, FLOW_GAP, LABEL_H, LANE_INNER, NARROW_W, WIDE_W, Panel, Row,  # noqa: F401
+                   TreeError, arrow_head, arrow_panel, el, figure, figure_svg, flow, matrix_panel, n, pair, rank_attrs, scale_of,
                    shades, svg_grid, text)
 
 NUM_CHAR = 6.8          # px per character of an 11 px monospace number
@@ -299,8 +306,10 @@ def flowed(rows: Any, max_w: float, part: str | None = None, gap: float = 10.0, 
     within it, placed by the figure's flow as one (a legend's keys, a strip of steps); at least
     ``min_w`` wide (a column of panels side by side on a desktop); its panels' parts and ports
     are its ports (and go into ``where`` too, if given)."""
-    inner: dict = {} if where is None else where
+    inner: dict = {}
     nodes, w, h = flow(rows, max_w, gap=gap, row_gap=row_gap, pad=0.0, where=inner)
+    if where is not None:
+        where.update(inner)
     return Panel(max(w, min_w), h, nodes, part=part, ports=inner)
 
 
@@ -548,7 +557,7 @@ def key(cls: str, pieces: Any, w: float | None = None, mark: str = "box", swatch
     """A legend key: a swatch of class ``cls`` (``mark``: a box of :data:`_SWATCH`, or "tick", a
     short upright line; or a ``swatch`` panel of its own, such as a cell of the figure) and what it
     stands for, wrapped to ``w`` (by default: as wide as the text, measured, on one line; with a
-    ``swatch``: as wide as its widest line)."""
+    ``swatch``, which makes ``cls`` unused: as wide as its widest line)."""
     if swatch is not None:
         text_part = note_panel(pieces if isinstance(pieces, list) else [pieces], (w or WIDE_W) - KEY_TEXT_X)
         return Panel(KEY_TEXT_X + text_part.w, max(swatch.h, text_part.h),

@@ -31,8 +31,8 @@ from .. import collectives as core
 from ..collectives import CollectiveResult
 from .. import mismatch
 from .. import fmt
-from .draw import (CAP_H, PAD, ROW_H, Cell, Link, Panel, Row, badge_panel, cell_block, cell_w, column, figure_at,
-                   flowed, label, rank_name, text_box, words)
+from .draw import (CAP_H, FLOW_GAP, LANE_INNER, PAD, ROW_H, Cell, Link, Panel, Row, badge_panel, cell_block, cell_w,
+                   column, figure_at, flowed, label, rank_name, text_box, words)
 
 _OP_SYMBOL = {"sum": "Σ", "avg": "Σ ÷ n", "max": "max", "min": "min", "prod": "Π"}
 BLOCK_GAP = 4.0          # between the blocks of one buffer
@@ -41,9 +41,9 @@ NOTHING_W = 72.0         # the dashed box of a rank that receives nothing
 OP_W = 44.0              # a reduction node
 OP_GAP = 28.0            # from a reduction node to the outputs
 HEAD_W = 240.0           # room for "before …" on the left and "after …" on the right
-FLOW_GAP, LANE_INNER = 10.0, 6.0    # draw.flow: between two panels of a line; a lane's edge to its panels
+LANE_GAP = 4.0           # between the lanes of two ranks (their edges)
 LEAD = LANE_INNER + BADGE_W + 2     # left of the input column: a lane's edge and its badge
-AROUND = 2 * PAD + 2 * LANE_INNER + BADGE_W + 2 + 3 * FLOW_GAP    # a lane's width beside its buffers and band
+AROUND = 2 * PAD + 2 * LANE_INNER + BADGE_W + 2 + FLOW_GAP    # a lane's width beside its buffers and band
 
 
 def _blocks(buf: np.ndarray, size: int) -> list[np.ndarray]:
@@ -153,10 +153,9 @@ def _lane(plan: dict, r: int, per_in: int, per_out: int, cw_in: float, cw_out: f
         out = _buffer(ln["out"], per_out, cw_out, "out", r, [s[1] if s[0] == "copy" else None for s in ln["src"]],
                       "frame")
     h = max(inp.h, out.h)
-    hub = band - OP_GAP - OP_W / 2
-    return Row([badge_panel(r, h, 0, ROW_H, BADGE_W), inp, Panel(band, h, ports={f"hub.{r}": (hub, 0.0),
-                                                                                 f"hub.{r}.end": (hub, h)}), out],
-               rank=r)
+    hub = band - FLOW_GAP - OP_GAP - OP_W / 2       # the band is flow's gaps either side and the room between
+    room = Panel(band - 2 * FLOW_GAP, h, ports={f"hub.{r}": (hub, 0.0), f"hub.{r}.end": (hub, h)})
+    return Row([badge_panel(r, h, 0, ROW_H, BADGE_W), inp, room, out], rank=r)
 
 
 def _reductions(plan: dict, op: str, n: int) -> list[Link]:
@@ -175,11 +174,13 @@ def _reductions(plan: dict, op: str, n: int) -> list[Link]:
     where_k = {k: f"out.{j}.{s}.left" for j, s, k in outs}
     for i, bl in enumerate(plan["blocks_in"]):
         for b in range(len(bl)):
-            if plan["op_blocks"] == 1:
-                edge = Link("arrow", (f"in.{i}.{b}.right", f"hub.{i}"), "mv", "mvh", rank=i, gap=(2, OP_W / 2), level=0)
-            else:
-                edge = Link("curve", (f"in.{i}.{b}.right", where_k[b]), "mv", "mvh", rank=i, gap=(2, OP_GAP + OP_W))
-            links.append(Link(**{**edge.__dict__, "part": f"op.in.{i}.{b}"}))
+            part = f"op.in.{i}.{b}"
+            if plan["op_blocks"] == 1:          # straight into the one node, at the input's height
+                links.append(Link("arrow", (f"in.{i}.{b}.right", f"hub.{i}"), "mv", "mvh", rank=i, part=part,
+                                  gap=(2, OP_W / 2), level=0))
+            else:                               # across to block b's node, beside its output
+                links.append(Link("curve", (f"in.{i}.{b}.right", where_k[b]), "mv", "mvh", rank=i, part=part,
+                                  gap=(2, OP_GAP + OP_W)))
     links += [Link("arrow", (f"hub.{j}", f"out.{j}.{s}.left"), "mv fin", "mvh fin", part=f"op.out.{k}.{j}.{s}",
                    gap=(OP_W / 2, 2), level=1) for j, s, k in outs]
     return links
@@ -219,7 +220,7 @@ def _collective_rows(res: CollectiveResult, plan: dict, max_w: float) -> list:
     band = max(least, min(room, least + (84.0 if plan["op_blocks"] != 1 else 24.0)))
     # the two column heads side by side (in a phone drawing as much of HEAD_W as the column has:
     # the estimate is generous)
-    band = max(band, min(HEAD_W, max_w - AROUND + 3 * FLOW_GAP) - w_in - w_out)
+    band = max(band, min(HEAD_W, max_w - AROUND) - w_in - w_out)
     return ([[Panel(LEAD, 1), _head(res, plan["reduces"], w_in, band, w_out)]]
             + [_lane(plan, r, per_in, per_out, cw_in, cw_out, band) for r in range(res.n)])
 
@@ -258,7 +259,9 @@ BOX_W, BOX_H = 104.0, 46.0      # one call: name, count and dtype, group
 TRACK = 10.0                    # between two connectors in a gutter
 TRACK_GAP = 14.0                # from a call's box to the first track of its gutter
 EXIT_W, EXIT_H = 54.0, 24.0     # the pill of a rank that returned from all its calls
-LANE_GAP = 4.0                  # between two lanes (their edges)
+STATE_H = 16.0                  # the line under a call that never completes
+LANE_BADGE_W = 36.0             # draw.badge_panel
+MM_LANE_GAP = 10.0
 
 
 def _call_lines(call: dict) -> list:
@@ -321,9 +324,6 @@ def _call_box(r: int, i: int, call: dict, state: str, w: float, head: Any) -> Pa
                     part=f"call.{r}.{i}")
 
 
-STATE_H = 16.0                  # the line under a call that never completes
-
-
 def _exit_panel(r: int, w: float, top: float) -> Panel:
     """Where a rank that returned from all its calls ends: a pill level with its calls' centres."""
     return text_box([(label("fig.mm_exit"), "dimtext")], EXIT_W, EXIT_H, "exitp", rx=EXIT_H / 2,
@@ -347,9 +347,6 @@ def _connectors(out: dict, tracks: list[int]) -> list[Link]:
                    part=f"wait.{r}.{g}", track=track(t), via=(box(r, i) + ".left", box(g, j) + ".left"))
               for ((r, i), (g, j)), t in zip(out["waits"], tracks[len(out["bonds"]):])]
     return links
-
-
-LANE_BADGE_W = 36.0     # draw.badge_panel
 
 
 def _mismatch_layout(seqs: list, out: dict, max_w: float) -> tuple[list, list[int], bool]:
@@ -387,9 +384,11 @@ def figure_mismatch(calls: list, res: mismatch.MismatchResult) -> dict:
     out = _outcome(seqs, res)
     out["seqs"] = seqs
     title = label("fig.mm_title", n=fmt.integer(len(seqs)))
-    return figure_at("mismatch", title, lambda max_w: _mismatch_layout(seqs, out, max_w)[0],
-                     links=lambda max_w, where: _connectors(out, _mismatch_layout(seqs, out, max_w)[1]),
+    layouts: dict = {}          # per drawing width: its rows, then its connectors
+
+    def rows_at(max_w: float) -> list:
+        rows, tracks, _ = layouts[max_w] = _mismatch_layout(seqs, out, max_w)
+        return rows
+    return figure_at("mismatch", title, rows_at, links=lambda max_w, where: _connectors(out, layouts[max_w][1]),
                      row_gap=MM_LANE_GAP)
 
-
-MM_LANE_GAP = 10.0

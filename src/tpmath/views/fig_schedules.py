@@ -24,7 +24,7 @@ import numpy as np
 from .. import schedules
 from ..schedules import RingSchedule, Step, TreeSchedule
 from .. import fmt
-from .draw import (PAD, Cell, Link, Panel, Row, TreeError, badge_panel, cell_block, column, figure_at, flowed,
+from .draw import (FLOW_GAP, PAD, Cell, Link, Panel, Row, TreeError, badge_panel, cell_block, column, figure_at, flowed,
                    heap_tree, key, label, note_panel, orbit, rank_name, step_strip)
 
 SEG_W, SEG_H = 18.0, 16.0
@@ -38,7 +38,6 @@ NODE_TOP = 20.0          # the root's centre below the tree drawing's top
 STEP_W, STEP_W_MAX = 26.0, 48.0  # one step of the strip: at least a circle and a little air
 LANE_BADGE_W = BADGE_W + 6   # a stacked lane's badge and the air right of it
 GUTTER = 22.0            # right of the stacked buffers: the way back from the last rank to R0
-FLOW_GAP = 10.0          # draw.flow's room between two panels of a line
 
 
 def contributions(n_ranks: int, algorithm: str, step: int) -> list[list[frozenset]]:

@@ -366,7 +366,11 @@ class Row:
     hang: bool = False
 
 
-def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0, row_gap: float = 14.0,
+FLOW_GAP = 10.0         # flow: between two panels of a line
+LANE_INNER = 6.0        # flow: from a lane's edge to its panels
+
+
+def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = FLOW_GAP, row_gap: float = 14.0,
          pad: float = 8.0, where: dict | None = None) -> tuple[list[dict], float, float]:
     """Place panels left to right, row after row, wrapping a row that is wider than ``max_w``.
 
@@ -379,7 +383,7 @@ def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0,
     lanes = []
     for row in rows:
         row = row if isinstance(row, Row) else Row(list(row))
-        inner = 6.0 if row.rank is not None else 0.0      # room between a lane's edge and its panels
+        inner = LANE_INNER if row.rank is not None else 0.0      # room between a lane's edge and its panels
         top = y
         y += inner
         start = pad + inner
