@@ -960,12 +960,12 @@ def single(name: str, title: Any, nodes: list[dict], w: float, h: float, desc: A
 
 
 def figure_at(name: str, title: Any, rows_at: Any, desc: Any = None, caption: Any = None, links: Any = None,
-              row_gap: float = 14.0) -> dict:
+              row_gap: float = 14.0, gap: float = FLOW_GAP) -> dict:
     """A figure whose panels depend on the width they are drawn at (a chart's axis, a bar's
     length): ``rows_at(max_w)`` -> panel rows, built and flowed for each drawing of the pair;
     ``links(max_w, where)`` -> the :class:`Link` s drawn over them between their ports."""
     def draw(max_w: float):
         where: dict = {}
-        nodes, w, h = flow(rows_at(max_w), max_w, row_gap=row_gap, where=where)
+        nodes, w, h = flow(rows_at(max_w), max_w, gap=gap, row_gap=row_gap, where=where)
         return (nodes + connect(links(max_w, where), where) if links else nodes), w, h
     return pair(name, title, draw, desc, caption)

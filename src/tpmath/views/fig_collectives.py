@@ -42,8 +42,11 @@ OP_W = 44.0              # a reduction node
 OP_GAP = 28.0            # from a reduction node to the outputs
 HEAD_W = 240.0           # room for "before …" on the left and "after …" on the right
 LANE_GAP = 4.0           # between the lanes of two ranks (their edges)
-LEAD = LANE_INNER + BADGE_W + 2     # left of the input column: a lane's edge and its badge
-AROUND = 2 * PAD + 2 * LANE_INNER + BADGE_W + 2 + FLOW_GAP    # a lane's width beside its buffers and band
+GAP = FLOW_GAP - 2       # between a lane's panels: a phone column holds one more cell a row
+LEAD = LANE_INNER + BADGE_W         # left of the input column: a lane's edge and its badge
+AROUND = 2 * PAD + 2 * LANE_INNER + BADGE_W + GAP    # a lane's width beside its buffers and band
+# the least band on a phone: the reduction node and an arrow either side; for copies, their curves
+BAND_LEAST, COPY_LEAST = 2 * 18 + OP_W, 64.0
 
 
 def _blocks(buf: np.ndarray, size: int) -> list[np.ndarray]:
@@ -153,9 +156,11 @@ def _lane(plan: dict, r: int, per_in: int, per_out: int, cw_in: float, cw_out: f
         out = _buffer(ln["out"], per_out, cw_out, "out", r, [s[1] if s[0] == "copy" else None for s in ln["src"]],
                       "frame")
     h = max(inp.h, out.h)
-    hub = band - FLOW_GAP - OP_GAP - OP_W / 2       # the band is flow's gaps either side and the room between
-    room = Panel(band - 2 * FLOW_GAP, h, ports={f"hub.{r}": (hub, 0.0), f"hub.{r}.end": (hub, h)})
-    return Row([badge_panel(r, h, 0, ROW_H, BADGE_W), inp, room, out], rank=r)
+    # the band is the gaps either side and the room between; the reduction node OP_GAP before the
+    # outputs, or midway where the band is narrower (a phone)
+    hub = band - GAP - min(OP_GAP, (band - OP_W) / 2) - OP_W / 2
+    room = Panel(band - 2 * GAP, h, ports={f"hub.{r}": (hub, 0.0), f"hub.{r}.end": (hub, h)})
+    return Row([badge_panel(r, h, 0, ROW_H, BADGE_W, w=BADGE_W), inp, room, out], rank=r)
 
 
 def _reductions(plan: dict, op: str, n: int) -> list[Link]:
@@ -214,9 +219,10 @@ def _collective_rows(res: CollectiveResult, plan: dict, max_w: float) -> list:
     cw_in, cw_out = cell_w(in_strings), cell_w(out_strings)
     # The band between the buffers: room for the arrows to cross (and the reduction nodes).
     least = {0: 76.0, 1: 2 * 24 + OP_W}.get(plan["op_blocks"], 64 + OP_W + OP_GAP)
-    per_in, per_out, w_in, w_out = _fit(plan, cw_in, cw_out, least, max_w)
+    floor = min(least, COPY_LEAST if plan["op_blocks"] == 0 else BAND_LEAST)   # a phone: arrows cross more steeply
+    per_in, per_out, w_in, w_out = _fit(plan, cw_in, cw_out, floor, max_w)
     room = max_w - (AROUND + w_in + w_out)
-    least = max(min(least, 2 * 24 + OP_W), min(least, room))   # a phone column: the arrows cross more steeply
+    least = max(floor, min(least, room))
     band = max(least, min(room, least + (84.0 if plan["op_blocks"] != 1 else 24.0)))
     # the two column heads side by side (in a phone drawing as much of HEAD_W as the column has:
     # the estimate is generous)
@@ -250,7 +256,7 @@ def figure_collective(res: CollectiveResult, plan: dict | None = None) -> dict:
     title = label("fig.co_title", name=res.nccl_name, n=fmt.integer(res.n))
     moves = _reductions(plan, res.op, res.n) if plan["reduces"] else _copies(plan)
     return figure_at("collectives", title, lambda w: _collective_rows(res, plan, w), links=lambda w, where: moves,
-                     row_gap=LANE_GAP)
+                     row_gap=LANE_GAP, gap=GAP)
 
 
 # ---------------------------------------------------------------- mismatch

@@ -391,7 +391,8 @@ def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = FLOW_
         for i, p in enumerate(row.panels):
             # an arrow never ends a line: it wraps together with the panel it points at
             need = p.w + (gap + row.panels[i + 1].w if p.joins and i + 1 < len(row.panels) else 0.0)
-            if x > start and x + need > max_w - pad - inner:
+            # (a hair of slack: a panel sized to fill the line exactly must not wrap on a rounding error)
+            if x > start and x + need > max_w - pad - inner + 1e-6:
                 y += line_h + row_gap / 2
                 # a hanging lane goes on under its first panel (the badge), unless the panel would
                 # then stick out of max_w (a whole matrix on a phone at tp = 1)
