@@ -43,7 +43,6 @@ OP_GAP = 28.0            # from a reduction node to the outputs
 HEAD_W = 240.0           # room for "before …" on the left and "after …" on the right
 LANE_GAP = 4.0           # between the lanes of two ranks (their edges)
 GAP = FLOW_GAP - 2       # between a lane's panels: a phone column holds one more cell a row
-LEAD = LANE_INNER + BADGE_W         # left of the input column: a lane's edge and its badge
 AROUND = 2 * PAD + 2 * LANE_INNER + BADGE_W + GAP    # a lane's width beside its buffers and band
 # the least band on a phone: the reduction node and an arrow either side; for copies, their curves
 BAND_LEAST, COPY_LEAST = 2 * 18 + OP_W, 64.0
@@ -200,14 +199,15 @@ def _copies(plan: dict) -> list[Link]:
 
 
 def _head(res: CollectiveResult, reduces: bool, w_in: float, band: float, w_out: float) -> Panel:
-    """The collective's name over the band, "before" over the inputs and "after" over the outputs."""
+    """The collective's name over the band, "before" over the inputs and "after" over the outputs
+    (from the lanes' insets: the heads may take them)."""
     name = (label("fig.co_root", name=res.nccl_name, root=rank_name(res.root)) if res.uses_root
             else res.nccl_name)
-    full, left = w_in + band + w_out, w_in + band / 2
+    full, left = w_in + band + w_out + 2 * LANE_INNER, LANE_INNER + w_in + band / 2
 
     def ends(a: Any, b: Any, cls: str) -> Panel:
         return flowed([[words(a, left, cls), words(b, full - left, cls, "end")]], full, gap=0)
-    return column([flowed([[Panel(w_in, 1), words(name, band, "coll-t", "middle")]], full, gap=0),
+    return column([flowed([[Panel(LANE_INNER + w_in, 1), words(name, band, "coll-t", "middle")]], full, gap=0),
                    ends(label("fig.co_before"), label("fig.co_after"), "cap"),
                    ends(label("fig.co_partial" if reduces else "fig.co_own"),
                         label("fig.co_final" if reduces else "fig.co_from"), "dimtext")], gap=0)
@@ -220,14 +220,17 @@ def _collective_rows(res: CollectiveResult, plan: dict, max_w: float) -> list:
     # The band between the buffers: room for the arrows to cross (and the reduction nodes).
     least = {0: 76.0, 1: 2 * 24 + OP_W}.get(plan["op_blocks"], 64 + OP_W + OP_GAP)
     floor = min(least, COPY_LEAST if plan["op_blocks"] == 0 else BAND_LEAST)   # a phone: arrows cross more steeply
-    per_in, per_out, w_in, w_out = _fit(plan, cw_in, cw_out, floor, max_w)
+    # (a ReduceScatter's curves cross to other lanes' nodes: its cells give way to them, but for
+    # the lanes' insets)
+    per_in, per_out, w_in, w_out = _fit(plan, cw_in, cw_out, least - 2 * LANE_INNER if plan["op_blocks"] > 1 else floor,
+                                        max_w)
     room = max_w - (AROUND + w_in + w_out)
     least = max(floor, min(least, room))
     band = max(least, min(room, least + (84.0 if plan["op_blocks"] != 1 else 24.0)))
     # the two column heads side by side (in a phone drawing as much of HEAD_W as the column has:
     # the estimate is generous)
-    band = max(band, min(HEAD_W, max_w - AROUND) - w_in - w_out)
-    return ([[Panel(LEAD, 1), _head(res, plan["reduces"], w_in, band, w_out)]]
+    band = max(band, min(HEAD_W - 2 * LANE_INNER, max_w - AROUND) - w_in - w_out)
+    return ([[Panel(BADGE_W, 1), _head(res, plan["reduces"], w_in, band, w_out)]]      # the heads from the lane's inset
             + [_lane(plan, r, per_in, per_out, cw_in, cw_out, band) for r in range(res.n)])
 
 
