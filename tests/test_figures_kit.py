@@ -76,13 +76,15 @@ def test_figure_module_defines_no_part_the_kit_has(path):
 
 # Figure modules laid out by the kit alone: they hand panels to the flow (column, words, key,
 # axis_chart, bar, owned_panel …) and place no shape at a coordinate of their own.
-LAID_OUT = ("fig_backward.py", "fig_comm_cost.py", "fig_vocab_ce.py", "fig_sp_layer.py")
+LAID_OUT = ("fig_backward.py", "fig_comm_cost.py", "fig_vocab_ce.py", "fig_sp_layer.py", "fig_schedules.py",
+            "fig_collectives.py")
 SHAPES = {"rect", "text", "mid_text", "line", "hline", "circle", "path", "polygon", "group", "moved", "badge",
           "arrow", "curve", "down_arrow", "arrow_head", "wrapped", "band", "heat", "svg_grid", "pair", "flow"}
 # numeric literals per 100 lines: 69.7 (fig_backward) and 65.3 (fig_comm_cost) while they placed
-# their shapes by hand, 29.8 and 13.6 since (tree.py: 19.9); fig_vocab_ce 40.0 -> 23.7 and
-# fig_sp_layer 41.8 -> 26.5 when their columns moved to the kit (draw.Col …); what remains are
-# values (axis ends, a panel's least width), not positions
+# their shapes by hand, 29.8 and 13.6 since (tree.py: 19.9); fig_vocab_ce 40.0 -> 23.7,
+# fig_sp_layer 41.8 -> 26.5, fig_schedules 54.1 -> 30.2 and fig_collectives 33.3 -> 27.0 when
+# they moved to the kit; what remains are values (axis ends, a panel's least width, a cell's
+# size), not positions
 MAX_LITERALS_PER_100_LINES = 32
 
 
@@ -124,10 +126,64 @@ def test_the_kit_itself_passes_the_tree_contract():
                                                              ("2 ms", "num em"))]),
               draw.axis_chart(draw.LogAxis(-1, 1, 100), [draw.ChartRow("r", "x", [draw.Mark("dot", 1.0, cls="d"),
                               draw.Mark("floor", 0.5, cls="f")], [("1", "num", "×")])], [(1.0, "1×")], 10),
-              draw.badge_grid(2, 2, lambda k: "r", 200), draw.key("tpg", "TP", 100, "wide")]
+              draw.badge_grid(2, 2, lambda k: "r", 200), draw.key("tpg", "TP", 100, "wide"),
+              draw.cell_block([draw.Cell("cell v2", "1", 0, key="k.0", tip="t", name="c0", mark="newmark"),
+                               draw.Cell("cell fin", "2", text_cls="num fin"), draw.Cell(None, "#2")], 2, 30, 20,
+                              (1, "frame"), part="blk"),
+              draw.text_box([("a", "call-t"), ("b", "dimtext")], 80, 40, "call done", 1, head="#0",
+                            under=("u", "warn-t"), faded=True, part="box"),
+              draw.orbit([draw.badge_panel(r, 18, 0, part=None) for r in range(3)], 60, 200,
+                         [(0, 1, "#0", "send.0.1.0")], [("s", "cap")], track=80),
+              draw.heap_tree([draw.badge_panel(r, 18, 0, part=None) for r in range(3)], 200, 60, 20),
+              draw.step_strip([1, 2], 2, [0.5, 1.0], 30, (False, True), "phase")]
     node = draw.figure("kit", "title", lambda: [draw.Row(panels, rank=1, hang=True)], caption="c")
     tree.check(node)
+    kinds = [draw.Link("arrow", ("a", "b"), label="#1"), draw.Link("curve", ("a", "b"), "mv", "mvh", rank=0, gap=2),
+             draw.Link("bus", ("a", "b"), "bond ok", None, label="✓", track=10), draw.Link("elbow", ("a", "b"), "w"),
+             draw.Link("around", ("a", "b"), track=5, label="#0"), draw.Link("around", ("a", "b"), head=None),
+             draw.Link("node", ("a", "b"), "coll", label="Σ", w=40, gap=4), draw.Link("node", ("a",), w=40, h=24)]
+    tree.check({"t": "svg", "c": draw.connect(kinds, {"a": (0.0, 0.0), "b": (50.0, 40.0)})})
     assert [s["a"]["class"] for s in node["c"] if s["t"] == "svg"] == ["fig fig-wide", "fig fig-narrow"]
+
+
+def test_ports_land_where_the_flow_puts_their_panels_and_links_join_them_there():
+    """A port is a point of its panel; column, flowed and flow move it with the panel (worked out
+    by hand below from their rules: flow's 8 px margin, 10 px between panels, a lane's 6 px inset)."""
+    from tpmath.views import draw
+
+    a = draw.Panel(40, 20, ports={"a.out": (40, 10)})
+    b = draw.Panel(30, 30, ports={"b.in": (0, 15)})
+    stack = draw.column([draw.Panel(10, 12), b], gap=4)          # b 16 px down in the stack
+    assert stack.ports == {"b.in": (0, 31)}
+    where: dict = {}
+    draw.flow([draw.Row([a, stack], rank=0)], 500, where=where)
+    # a at (8 + 6, 8 + 6); the stack 10 px right of a's right edge
+    assert where == {"a.out": (54, 24), "b.in": (64, 45)}
+    arrow = draw.connect([draw.Link("arrow", ("a.out", "b.in"), part="go")], where)[0]
+    line = next(c for c in arrow["c"] if c["t"] == "line")
+    assert (line["a"]["x1"], line["a"]["y1"]) == ("54", "24")          # from the port ...
+    head = next(c for c in arrow["c"] if c["t"] == "polygon")
+    assert head["a"]["points"].startswith("64,45 ")                   # ... its tip on the other port
+    level = draw.connect([draw.Link("arrow", ("a.out", "b.in"), level=0, gap=(2, 0))], where)[0]
+    assert next(c for c in level["c"] if c["t"] == "polygon")["a"]["points"].startswith("64,24 ")
+    bus = draw.connect([draw.Link("bus", ("a.out", "b.in"), "bond", None, label="✓", track=6)], where)[0]
+    lines = [(c["a"]["x1"], c["a"]["y1"], c["a"]["x2"], c["a"]["y2"]) for c in bus["c"] if c["t"] == "line"]
+    # each end to the upright 6 px right of the farther one (64 + 6), and the upright between them
+    assert lines == [("54", "24", "70", "24"), ("64", "45", "70", "45"), ("70", "24", "70", "45")]
+
+
+def test_a_cell_block_puts_its_cells_in_rows_and_names_their_edges():
+    from tpmath.views import draw
+
+    cells = [draw.Cell("cell v2", str(k), 0, key=f"in.0.{k}", name=f"c{k}") for k in range(6)]
+    blk = draw.cell_block(cells, 4, 30, 20, (0, "frame"), part="in.0.0")
+    assert (blk.w, blk.h) == (120, 40)                                 # 4 a row: two rows
+    rects = [c["a"] for c in blk.nodes if c["t"] == "rect"]
+    assert [(r["x"], r["y"]) for r in rects[:6]] == [("0", "0"), ("30", "0"), ("60", "0"), ("90", "0"),
+                                                    ("0", "20"), ("30", "20")]
+    assert rects[-1]["class"] == "frame rk" and (rects[-1]["width"], rects[-1]["height"]) == ("120", "40")
+    assert blk.ports["c5.top"] == (45, 20) and blk.ports["c5.bottom"] == (45, 40)
+    assert blk.ports["in.0.0.right"] == (120, 20) and blk.ports["in.0.0.left"] == (0, 20)
 
 
 def test_a_log_axis_puts_its_ends_and_its_middle_where_the_logarithm_says():

@@ -177,6 +177,18 @@ def test_collective_phone_drawing_fits_a_phone_column():
         assert float(svgs[0]["a"]["width"]) <= tree.WIDE_W, (name, n, op)
 
 
+def test_collective_lanes_keep_input_and_output_side_by_side():
+    """A rank's badge, input and output stay on one line of its lane in both drawings (the flow
+    must not wrap the output under the input: the arrows would run backwards)."""
+    for name, n, op, root in collective_settings():
+        fig = render("collectives", {"collective": name, "ranks": str(n), "op": op, "root": str(root)})["figures"]
+        for svg in drawings(fig["collectives"]):
+            for r in range(n):
+                tops = {g["a"]["data-part"]: g["a"]["transform"].split(",")[1] for g in nodes(svg)
+                        if g.get("a", {}).get("data-part") in (f"rank{r}", f"in{r}", f"out{r}")}
+                assert len(tops) == 3 and len(set(tops.values())) == 1, (name, n, op, root, r, tops)
+
+
 # ---------------------------------------------------------------- ring and tree
 
 def ring_reference(n: int) -> list[list[list[frozenset]]]:

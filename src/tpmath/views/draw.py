@@ -22,11 +22,18 @@ The parts, by kind:
 * arrows and flow: :func:`arrow`, :func:`curve`, :func:`down_arrow`, :func:`arrow_head`,
   :func:`arrow_panel`, ``Panel``, ``Row`` (a rank's lane), :func:`flow`, :func:`chain` (a row of
   parts joined by arrows, from their widths), :func:`column` (panels stacked);
-* text blocks and legends: :func:`words` (a wrapped line as a panel), :func:`key` (a legend key);
+* text blocks and legends: :func:`words` (a wrapped line as a panel), :func:`key` (a legend key),
+  :func:`text_box` (a box with its lines: a call, a node);
+* cells: :func:`cell_block` (a buffer's :class:`Cell` s in rows: its elements, its chunks);
+* connectors across panels: a panel's ``ports`` are recorded where flow puts it, and
+  :func:`connect` draws :class:`Link` s between them (arrows, curves, a bus, an elbow, the way
+  round a stack of lanes, a node the ends go through);
+* node layouts: :func:`orbit` (panels on a circle), :func:`heap_tree` (panels as a binary tree);
+  :func:`step_strip` (numbered steps on a line, a bar over each);
 * charts: :func:`axis_chart` (rows of :class:`Mark` on a :class:`LogAxis`, numbers in columns),
   :func:`bar` (time bars of :class:`Seg`), :func:`badge_grid` (ranks in row and column groups);
 * the figure: :func:`figure` (panel rows flowed twice), :func:`figure_at` (panel rows built for
-  each width), :func:`pair` (any drawing at two widths), :func:`single` (one fixed drawing).
+  each width, links between their ports), :func:`pair` (any drawing at two widths), :func:`single` (one fixed drawing).
 """
 
 from __future__ import annotations
@@ -41,8 +48,8 @@ import numpy as np
 
 from .. import fmt, i18n
 from .cells import label, rank as rank_name
-from .tree import (CELL_H, CELL_W, LABEL_H, NARROW_W, WIDE_W, Panel, Row, TreeError, arrow_head,  # noqa: F401
-                   arrow_panel, el, figure, figure_svg, flow, matrix_panel, n, pair, rank_attrs, scale_of,
+from .tree import (CELL_H, CELL_W, FLOW_GAP, LABEL_H, LANE_INNER, NARROW_W, WIDE_W, Panel, Row,  # noqa: F401
+                   TreeError, arrow_head, arrow_panel, el, figure, figure_svg, flow, matrix_panel, n, pair, rank_attrs, scale_of,
                    shades, svg_grid, text)
 
 NUM_CHAR = 6.8          # px per character of an 11 px monospace number
@@ -211,9 +218,14 @@ def badge(r: int, x: float, y: float, w: float = 30.0, h: float = 20.0) -> list[
             text(x + w / 2, y + h / 2, rank_name(r), "badge-t", "middle", **{"dominant-baseline": "central"})]
 
 
-def badge_panel(r: int, h: float, y: float, bh: float = 22.0) -> Panel:
-    """A lane's rank label (34 px wide, ``bh`` high, top at ``y``) in a panel as high as the lane."""
-    return Panel(36, h, badge(r, 0, y, 34, bh), part=f"rank{r}")
+def badge_panel(r: int, h: float, y: float, bh: float = 22.0, bw: float = 34.0, w: float | None = None,
+                part: str | None = "") -> Panel:
+    """A lane's rank label (``bw`` wide, ``bh`` high, top at ``y``) in a panel as high as the lane
+    (``w`` wide: by default 2 px more than the label); ``part``: its data-part ("": rank{r}, None:
+    none); its ports ``<part>.top`` and ``<part>.bottom``, the middles of the label's edges."""
+    part = f"rank{r}" if part == "" else part
+    ports = {f"{part}.top": (bw / 2, y), f"{part}.bottom": (bw / 2, y + bh)} if part else {}
+    return Panel(bw + 2 if w is None else w, h, badge(r, 0, y, bw, bh), part=part, ports=ports)
 
 
 def lane_badge(r: int, h: float, grids: str = "ruled") -> Panel:
@@ -292,9 +304,13 @@ def flowed(rows: Any, max_w: float, part: str | None = None, gap: float = 10.0, 
            where: dict | None = None, min_w: float = 0.0) -> Panel:
     """Panels flowed into a panel of their own (no margin): a block of the figure whose parts wrap
     within it, placed by the figure's flow as one (a legend's keys, a strip of steps); at least
-    ``min_w`` wide (a column of panels side by side on a desktop)."""
-    nodes, w, h = flow(rows, max_w, gap=gap, row_gap=row_gap, pad=0.0, where=where)
-    return Panel(max(w, min_w), h, nodes, part=part)
+    ``min_w`` wide (a column of panels side by side on a desktop); its panels' parts and ports
+    are its ports (and go into ``where`` too, if given)."""
+    inner: dict = {}
+    nodes, w, h = flow(rows, max_w, gap=gap, row_gap=row_gap, pad=0.0, where=inner)
+    if where is not None:
+        where.update(inner)
+    return Panel(max(w, min_w), h, nodes, part=part, ports=inner)
 
 
 def token_map(x: float, y: float, rows: list, cols: int, owner: int | None, cell: float = BLOCK,
@@ -509,20 +525,28 @@ def heat_panel(m, caption, rank: int | None, key: str, cell: float, scale=None, 
 
 # ---------------------------------------------------------------- blocks, captions, legend keys
 
-def column(panels: Iterable[Panel | None], gap: float = 4.0, part: str | None = None) -> Panel:
-    """Panels stacked top to bottom, left-aligned, ``gap`` apart: a captioned block (its caption,
-    its drawing, a note under it) that the figure's flow places as one."""
-    nodes, y, w = [], 0.0, 0.0
-    for p in panels:
-        if p is not None:
-            nodes.append(p.at(0, y))
-            y, w = y + p.h + gap, max(w, p.w)
-    return Panel(w, max(y - gap, 0.0), nodes, part=part)
+def column(panels: Iterable[Panel | None], gap: float = 4.0, part: str | None = None,
+           centred: bool = False, cls: str = "") -> Panel:
+    """Panels stacked top to bottom, ``gap`` apart, left-aligned (``centred``: on one upright axis):
+    a captioned block (its caption, its drawing, a note under it) that the figure's flow places
+    as one; it hands on its panels' ports."""
+    shown = [p for p in panels if p is not None]
+    w = max((p.w for p in shown), default=0.0)
+    nodes, y, ports = [], 0.0, {}
+    for p in shown:
+        x = (w - p.w) / 2 if centred else 0.0
+        nodes.append(p.at(x, y))
+        ports.update({k: (x + px, y + py) for k, (px, py) in p.ports.items()})
+        y += p.h + gap
+    return Panel(w, max(y - gap, 0.0), nodes, part=part, cls=cls, ports=ports)
 
 
-def words(pieces: Any, w: float, cls: str = "dimtext") -> Panel:
-    """A line of text (a cell, or the pieces of one, wrapped to ``w``) as a panel as high as its lines."""
-    node, lines = wrapped(0, 12, pieces if isinstance(pieces, list) else [pieces], w, cls)
+def words(pieces: Any, w: float, cls: str = "dimtext", anchor: str = "start") -> Panel:
+    """A line of text (a cell, or the pieces of one, wrapped to ``w``) as a panel as high as its
+    lines; ``anchor``: it starts at the panel's left edge, is centred on it ("middle") or ends at
+    its right edge ("end")."""
+    x = {"start": 0.0, "middle": w / 2, "end": w}[anchor]
+    node, lines = wrapped(x, 12, pieces if isinstance(pieces, list) else [pieces], w, cls, anchor)
     return Panel(w, 16 + (lines - 1) * LINE_H, [node])
 
 
@@ -531,19 +555,24 @@ _SWATCH = {"wide": (22.0, 12.0), "box": (14.0, 12.0), "tall": (14.0, 16.0), "fla
 KEY_TEXT_X = 28.0       # the text of a legend key, right of its swatch (stacked keys align)
 
 
-def key(cls: str, pieces: Any, w: float | None = None, mark: str = "box") -> Panel:
+def key(cls: str, pieces: Any, w: float | None = None, mark: str = "box", swatch: Panel | None = None) -> Panel:
     """A legend key: a swatch of class ``cls`` (``mark``: a box of :data:`_SWATCH`, or "tick", a
-    short upright line) and what it stands for, wrapped to ``w`` (by default: as wide as the
-    text, measured, on one line)."""
+    short upright line; or a ``swatch`` panel of its own, such as a cell of the figure) and what it
+    stands for, wrapped to ``w`` (by default: as wide as the text, measured, on one line; with a
+    ``swatch``, which makes ``cls`` unused: as wide as its widest line)."""
+    if swatch is not None:
+        text_part = note_panel(pieces if isinstance(pieces, list) else [pieces], (w or WIDE_W) - KEY_TEXT_X)
+        return Panel(KEY_TEXT_X + text_part.w, max(swatch.h, text_part.h),
+                     [swatch.at((22 - swatch.w) / 2, 0), text_part.at(KEY_TEXT_X, 1)])
     if mark == "tick":
-        swatch = line(9, 2, 9, 14, cls)
+        swatch_node = line(9, 2, 9, 14, cls)
     else:
         sw, sh = _SWATCH[mark]
-        swatch = rect((22 - sw) / 2, 8 - sh / 2, sw, sh, {"class": cls}, rx="4" if mark in ("wide", "tall") else None)
+        swatch_node = rect((22 - sw) / 2, 8 - sh / 2, sw, sh, {"class": cls}, rx="4" if mark in ("wide", "tall") else None)
     if w is None:
         w = KEY_TEXT_X + max(text_w(p, "dimtext") for p in (pieces if isinstance(pieces, list) else [pieces]))
     text_part = words(pieces, w - KEY_TEXT_X)
-    return Panel(w, max(16.0, text_part.h), [swatch, text_part.at(KEY_TEXT_X, 0)])
+    return Panel(w, max(16.0, text_part.h), [swatch_node, text_part.at(KEY_TEXT_X, 0)])
 
 
 # ---------------------------------------------------------------- charts on a log axis
@@ -688,6 +717,239 @@ def bar(segs: Sequence[Seg], outside: str | None = "below", end: tuple | None = 
     return Panel(max(w, reach), BAR_H + (16.0 if below else 0.0), nodes)
 
 
+# ---------------------------------------------------------------- cells, connectors, node layouts
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a :func:`cell_block`: its box's class (None: no box, only its text), the rank
+    that tints it (None: its class alone), its text (of ``text_cls``, ``key`` its data-key), a hover
+    ``tip``, its ``name`` (the box's data-part, and the ports <name>.top / <name>.bottom at the
+    middles of its edges) and ``mark``: the class of a ring drawn round it on top (just received)."""
+
+    cls: str | None
+    text: Any = None
+    rank: int | None = None
+    text_cls: str = "num"
+    key: str | None = None
+    tip: Any = None
+    name: str | None = None
+    mark: str | None = None
+
+
+def cell_block(cells: Sequence[Cell], per_row: int, cw: float, ch: float, frame: tuple | None = None,
+               part: str | None = None, cls: str | None = None) -> Panel:
+    """Cells ``per_row`` a row, each ``cw`` × ``ch`` with its text centred in it (a buffer's
+    elements, a rank's chunks); ``frame``: (rank, class) of a frame round them all; ``part``: the
+    panel's data-part and the ports <part>.left / .right (the middles of its sides) and
+    <part>.tr / .br (its right corners)."""
+    nodes, marks, ports = [], [], {}
+    for k, c in enumerate(cells):
+        x, y = (k % per_row) * cw, (k // per_row) * ch
+        if c.cls is not None:
+            attrs = rank_attrs(c.rank, c.cls) if c.rank is not None else {"class": c.cls}
+            nodes.append(rect(x, y, cw, ch, attrs, tip=c.tip, **({"data-part": c.name} if c.name else {})))
+        if c.text is not None:
+            nodes.append(mid_text(x + cw / 2, y + ch / 2, c.text, c.text_cls, **({"data-key": c.key} if c.key else {})))
+        if c.mark:
+            marks.append(rect(x - 1.5, y - 1.5, cw + 3, ch + 3, {"class": c.mark}, rx="2"))
+        if c.name:
+            ports[c.name + ".top"], ports[c.name + ".bottom"] = (x + cw / 2, y), (x + cw / 2, y + ch)
+    w, h = min(len(cells), per_row) * cw, -(-len(cells) // per_row) * ch
+    if frame is not None:
+        nodes.append(rect(0, 0, w, h, rank_attrs(frame[0], frame[1])))
+    if part:
+        ports.update({part + ".left": (0.0, h / 2), part + ".right": (w, h / 2), part + ".tr": (w, 0.0),
+                      part + ".br": (w, h)})
+    return Panel(w, h, nodes + marks, part=part, cls=cls or "", ports=ports)
+
+
+def text_box(lines: Sequence[tuple], bw: float, bh: float, cls: str, rank: int | None = None, rx: float = 5.0,
+             top: float = 0.0, w: float | None = None, h: float | None = None, part: str | None = None,
+             head: Any = None, under: tuple | None = None, faded: bool = False) -> Panel:
+    """A box ``bw`` × ``bh`` (``cls``, tinted by ``rank`` if given), ``top`` px below the panel's
+    top (:data:`CAP_H` more under a ``head``, a caption above it), with lines of text in it: one
+    (cell, class) line centred, or several from its left, :data:`BOX_LINE_H` apart; ``faded``: the
+    box and its lines dimmed; ``under``: (cell, class), a line under it (read, so never dimmed);
+    the panel ``w`` wide and ``h`` high (by default: the box's, and the line under it); ports
+    <part>.left / .right at the middles of the box's sides."""
+    top += CAP_H if head is not None else 0.0
+    attrs = rank_attrs(rank, cls) if rank is not None else {"class": cls}
+    nodes = [rect(0, top, bw, bh, attrs, rx=n(rx))]
+    if len(lines) == 1:
+        nodes.append(mid_text(bw / 2, top + bh / 2, *lines[0]))
+    else:
+        nodes += [text(BOX_INSET, top + BOX_LINE_Y + i * BOX_LINE_H, cell, c) for i, (cell, c) in enumerate(lines)]
+    if faded:
+        nodes = [group(nodes, cls="dim")]
+    if under is not None:
+        nodes.append(text(2, top + bh + UNDER_H - 4, *under))
+    if head is not None:
+        nodes.append(text(0, 12, head, "cap"))
+    ports = {part + ".left": (0.0, top + bh / 2), part + ".right": (bw, top + bh / 2)} if part else {}
+    height = h if h is not None else top + bh + (UNDER_H if under is not None else 0.0)
+    return Panel(bw if w is None else w, height, nodes, part=part, ports=ports)
+
+
+UNDER_H = 16.0          # the line under a text box
+BOX_INSET = 8.0         # a text box's lines from its left edge
+BOX_LINE_Y, BOX_LINE_H = 15.0, 13.0     # its first baseline below its top; from one line to the next
+
+
+@dataclass(frozen=True)
+class Link:
+    """A connector between ports of panels the figure's flow placed (:func:`connect`):
+
+    * "arrow": straight from ``ends[0]`` to ``ends[1]``, ``gap`` (one number, or (start, end))
+      short of them, ``label`` beside its middle;
+    * "curve": a left-to-right S-curve between them;
+    * "bus": every end joined to one upright ``track`` px right of the farthest of ``via``
+      (default: the ends), ``label`` over it (a met collective);
+    * "elbow": out of ``ends[0]`` to such an upright, along it, and back into ``ends[1]`` (a wait);
+    * "around": down out of ``ends[0]``, right to ``track`` px right of ``via``, up past
+      ``ends[1]`` and down into it (the way back of a ring drawn as stacked lanes); without a head
+      the way itself, from beside ``ends[0]`` to beside ``ends[1]``;
+    * "node": a box ``w`` wide on the upright through the farthest of ``via`` (default: the ends),
+      from the highest end to the lowest (``gap`` more each way), or ``h`` high round a single
+      end, ``label`` in it (an operation the ends go through).
+
+    ``level``: an arrow or curve runs level, at the height of that end."""
+
+    kind: str
+    ends: tuple
+    cls: str = "arrow"
+    head: str | None = "arrowhead"
+    rank: int | None = None
+    part: str | None = None
+    label: Any = None
+    label_cls: str = "send-t"
+    gap: Any = 0.0
+    track: float = 0.0
+    via: tuple = ()
+    w: float = 0.0
+    h: float = 0.0
+    level: int | None = None
+
+
+ELBOW_OFF = 6.0         # an "elbow" link: above / below the middles of its ends
+AROUND_DROP = 8.0       # an "around" link: how far it runs below its start and above its end
+
+
+def connect(links: Iterable[Link], where: dict) -> list[dict]:
+    """The links drawn where ``where`` (flow's record of the placed ports) says their ends are."""
+    out = []
+    for k in links:
+        pts = [where[e] for e in k.ends]
+        g0, g1 = k.gap if isinstance(k.gap, tuple) else (k.gap, k.gap)
+        tx = max(where[v][0] for v in (k.via or k.ends)) + k.track
+        if k.kind in ("arrow", "curve"):
+            (x1, y1), (x2, y2) = pts
+            if k.level is not None:         # level: both ends at that end's height
+                y1 = y2 = pts[k.level][1]
+            if k.kind == "curve":
+                parts = curve(x1 + g0, y1, x2 - g1, y2, k.cls, k.head, rank=k.rank)
+            elif g0 == g1:
+                parts = arrow(x1, y1, x2, y2, k.cls, k.head, rank=k.rank, gap=g0)
+            else:
+                parts = arrow(x1 + g0, y1, x2 - g1, y2, k.cls, k.head, rank=k.rank)
+            if k.label is not None:
+                parts.append(mid_text((x1 + x2) / 2 + 4, (y1 + y2) / 2, k.label, k.label_cls, "start"))
+        elif k.kind == "bus":
+            ys = [y for _, y in pts]
+            parts = [line(x, y, tx, y, k.cls) for x, y in pts] + [line(tx, min(ys), tx, max(ys), k.cls),
+                                                                  mid_text(tx, min(ys) - 9, k.label, k.label_cls)]
+        elif k.kind == "elbow":        # out above the middle, back in below it (a bond may join there too)
+            (x1, y1), (x2, y2) = pts
+            y1, y2, x2 = y1 - ELBOW_OFF, y2 + ELBOW_OFF, x2 + 1
+            parts = [line(x1, y1, tx, y1, k.cls), line(tx, y1, tx, y2, k.cls), *arrow(tx, y2, x2, y2, k.cls, k.head)]
+        elif k.kind == "around":
+            (x1, y1), (x2, y2) = pts
+            down, up = y1 + AROUND_DROP, y2 - AROUND_DROP
+            if k.head is None:
+                parts = [path(f"M{n(x1)},{n(y1 + AROUND_DROP / 2)} H{n(tx)} V{n(up)} H{n(x2)}", k.cls)]
+            else:
+                parts = [path(f"M{n(x1)},{n(y1 + 1)} V{n(down)} H{n(tx)} V{n(up)} H{n(x2)} V{n(y2 - 7)}", k.cls),
+                         arrow_head(x2, y2 - 1, 90, 7, k.head)]
+            if k.label is not None:
+                parts.append(mid_text(tx + 3, (up + down) / 2, k.label, k.label_cls, "start"))
+        else:                                                                        # "node"
+            x, ys = tx, [y for _, y in pts]
+            top, h = (min(ys) - g0, max(ys) - min(ys) + 2 * g0) if len(pts) > 1 else (ys[0] - k.h / 2, k.h)
+            parts = [rect(x - k.w / 2, top, k.w, h, {"class": k.cls}, rx="6" if len(pts) > 1 else "5"),
+                     mid_text(x, top + h / 2, k.label, k.label_cls)]
+        out.append(group(parts, part=k.part))
+    return out
+
+
+def orbit(nodes: Sequence[Panel], radius: float, size: float, sends: Iterable[tuple] = (), hub: Sequence = (),
+          track: float = 160.0, label_out: float = 13.0) -> Panel:
+    """``nodes`` centred on a circle of ``radius`` in a ``size`` square, the first at the top, the
+    rest clockwise (a ring's order), a circle of ``track`` through their outside; ``sends``:
+    (from, to, label, part) arcs along it, clockwise, their label ``label_out`` px outside;
+    ``hub``: (cell, class) lines at the centre."""
+    c, count = size / 2, len(nodes)
+    angles = [-math.pi / 2 + 2 * math.pi * r / count for r in range(count)]
+    out = [circle(c, c, track, "strip")]
+    gap = math.radians(9 if count > 2 else 14)
+    for src, dst, cell, part in sends:
+        a1, a2 = angles[src] + gap, angles[dst] - gap + (2 * math.pi if angles[dst] <= angles[src] else 0.0)
+        p1, p2 = [(c + track * math.cos(a), c + track * math.sin(a)) for a in (a1, a2)]
+        large = 1 if (a2 - a1) % (2 * math.pi) > math.pi else 0
+        am = a1 + ((a2 - a1) % (2 * math.pi)) / 2
+        out.append(group([path(f"M{n(p1[0])},{n(p1[1])} A{n(track)},{n(track)} 0 {large} 1 {n(p2[0])},{n(p2[1])}",
+                               "arrow go"), arrow_head(*p2, math.degrees(a2) + 90, 8, "arrowhead go"),
+                          mid_text(c + (track + label_out) * math.cos(am), c + (track + label_out) * math.sin(am), cell,
+                                   "send-t")], part=part))
+    out += [p.at(c + radius * math.cos(a) - p.w / 2, c + radius * math.sin(a) - p.h / 2) for p, a in zip(nodes, angles)]
+    out.append(group([mid_text(c, c + (i - (len(hub) - 1) / 2) * 16, cell, cls) for i, (cell, cls) in enumerate(hub)],
+                     part="now"))
+    return Panel(size, size, out)
+
+
+def heap_tree(nodes: Sequence[Panel], w: float, level: float, top: float, cls: str = "strip") -> Panel:
+    """``nodes`` as a binary tree in heap order (node r's parent is (r − 1) // 2), ``w`` wide:
+    node r at depth ⌊log2(r + 1)⌋ centred in its slot of a full level, ``level`` px below the level
+    above, the root's centre ``top`` px down; lines of ``cls`` from parent to child; ports
+    node<r>: the centres."""
+    def depth(r: int) -> int:
+        return (r + 1).bit_length() - 1
+    pos = [(w * (r - (2 ** depth(r) - 1) + 0.5) / 2 ** depth(r), top + level * depth(r)) for r in range(len(nodes))]
+    out = [line(*pos[(r - 1) // 2], *pos[r], cls) for r in range(1, len(nodes))]
+    out += [p.at(x - p.w / 2, y - p.h / 2) for p, (x, y) in zip(nodes, pos)]
+    return Panel(w, 2 * top + level * depth(len(nodes) - 1), out,
+                 ports={f"node{r}": xy for r, xy in enumerate(pos)})
+
+
+STEP_R = 9.0            # a step's circle
+STEP_BAR_H = 26.0       # the bar of the busiest step
+STEP_DROP = 14.0        # from the bars' feet down to the steps' centres
+BRACKET_GAP, BRACKET_H = 6.0, 3.0
+
+
+def step_strip(steps: Sequence[int], current: int, bars: Sequence[float | None], step_w: float,
+               ends: tuple[bool, bool], note: Any = None, note_w: float = 380.0) -> Panel:
+    """Numbered steps as circles on a line, ``step_w`` apart, ``current`` lit, each with a bar
+    over it (``bars``: its share of the busiest one's; None: no bar); ``ends``: whether the line
+    stops at the first / last step (else it runs to the panel's edge, on into the next strip);
+    ``note``: a bracket under them and the note under it, else the strip stays with the next."""
+    cy = STEP_BAR_H + STEP_DROP
+    centres = [(i + 0.5) * step_w for i in range(len(steps))]
+    nodes = [line(centres[0] if ends[0] else 0.0, cy, centres[-1] if ends[1] else len(centres) * step_w, cy, "strip")]
+    for i, cx, share in zip(steps, centres, bars):
+        lit = " hl" if i == current else ""
+        if share is not None:
+            h = max(2.0, STEP_BAR_H * share)
+            nodes.append(rect(cx - 5, STEP_BAR_H - h, 10, h, {"class": "sbar" + lit}, **{"data-part": f"bytes.{i}"}))
+        nodes.append(circle(cx, cy, STEP_R, "step" + lit))
+        nodes.append(mid_text(cx, cy, fmt.integer(i), "step-t"))
+    if note is None:
+        return Panel(len(centres) * step_w, cy + STEP_R, nodes, joins=True)
+    xa, xb, yb = centres[0] - STEP_R, centres[-1] + STEP_R, cy + STEP_R + BRACKET_GAP
+    words_ = note_panel(note, note_w)
+    nodes += [path(f"M{n(xa)},{n(yb - BRACKET_H)} V{n(yb)} H{n(xb)} V{n(yb - BRACKET_H)}", "strip"),
+              moved(words_.nodes, xa, yb)]
+    return Panel(max(len(centres) * step_w, xa + words_.w), yb + words_.h, nodes)
+
+
 # ---------------------------------------------------------------- the figure
 
 def single(name: str, title: Any, nodes: list[dict], w: float, h: float, desc: Any = None,
@@ -699,10 +961,16 @@ def single(name: str, title: Any, nodes: list[dict], w: float, h: float, desc: A
     return el("figure", {"class": "tp-figure", "data-figure": name}, kids)   # checked where built (tree.py)
 
 
-def figure_at(name: str, title: Any, rows_at: Any, desc: Any = None, caption: Any = None) -> dict:
+def figure_at(name: str, title: Any, rows_at: Any, desc: Any = None, caption: Any = None, links: Any = None,
+              row_gap: float = 14.0, gap: float = FLOW_GAP) -> dict:
     """A figure whose panels depend on the width they are drawn at (a chart's axis, a bar's
-    length): ``rows_at(max_w)`` -> panel rows, built and flowed for each drawing of the pair."""
-    return pair(name, title, lambda max_w: flow(rows_at(max_w), max_w), desc, caption)
+    length): ``rows_at(max_w)`` -> panel rows, built and flowed for each drawing of the pair;
+    ``links(max_w, where)`` -> the :class:`Link` s drawn over them between their ports."""
+    def draw(max_w: float):
+        where: dict = {}
+        nodes, w, h = flow(rows_at(max_w), max_w, gap=gap, row_gap=row_gap, where=where)
+        return (nodes + connect(links(max_w, where), where) if links else nodes), w, h
+    return pair(name, title, draw, desc, caption)
 
 
 # ---------------------------------------------------------------- columns: one quantity per id or rank
@@ -928,9 +1196,9 @@ def snake(panels: Sequence[Panel], width: float) -> Panel:
     return Panel(width, y, nodes)
 
 
-def step_strip(count: int, lit: int, split: int, part: str = "steps") -> Panel:
+def step_passes(count: int, lit: int, split: int, part: str = "steps") -> Panel:
     """Steps as numbered circles on a line, ``lit`` (0-based) lit, a gap before step ``split``
-    (one pass | the next)."""
+    (one pass | the next).  (:func:`step_strip` is the ring's: steps with a bar over each.)"""
     pitch, r, cy = 28.0, 10.0, 16.0
     xs = [12 + i * pitch + (14 if i >= split else 0) for i in range(count)]
     nodes = [line(xs[0], cy, xs[split - 1], cy, "strip"), line(xs[split], cy, xs[-1], cy, "strip")]

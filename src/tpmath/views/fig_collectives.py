@@ -16,7 +16,8 @@ input block came from it.  Only a reduction (``Collective.reduces``) creates new
 ``mismatch``: one lane per rank, its calls in order (a column each on a desktop, one a line on
 a phone); completed collectives are joined across the lanes, calls that met with different
 arguments are joined by a broken bond, and a rank that waits forever points at the peer it
-waits for.  The connectors are drawn where the kit's flow put the calls.
+waits for.  In both the kit's flow places the lanes and the connectors join the ports it
+recorded.
 """
 
 from __future__ import annotations
@@ -30,17 +31,21 @@ from .. import collectives as core
 from ..collectives import CollectiveResult
 from .. import mismatch
 from .. import fmt
-from .draw import (CAP_H, PAD, ROW_H, Panel, Row, arrow, badge, badge_panel, cell_w, curve, flow, group, label, line,
-                   mid_text, pair, rank_attrs, rank_name, rect, text)
+from .draw import (CAP_H, FLOW_GAP, LANE_INNER, PAD, ROW_H, Cell, Link, Panel, Row, badge_panel, cell_block, cell_w,
+                   column, figure_at, flowed, label, rank_name, text_box, words)
 
 _OP_SYMBOL = {"sum": "Σ", "avg": "Σ ÷ n", "max": "max", "min": "min", "prod": "Π"}
 BLOCK_GAP = 4.0          # between the blocks of one buffer
-LANE_GAP = 12.0          # between the lanes of two ranks
 BADGE_W = 30.0
 NOTHING_W = 72.0         # the dashed box of a rank that receives nothing
 OP_W = 44.0              # a reduction node
-HEAD_H = 56.0
-HEAD_W = 240.0           # room for "before …" on the left and "after …" on the right            # the collective's name and the column heads above the lanes
+OP_GAP = 28.0            # from a reduction node to the outputs
+HEAD_W = 240.0           # room for "before …" on the left and "after …" on the right
+LANE_GAP = 4.0           # between the lanes of two ranks (their edges)
+GAP = FLOW_GAP - 2       # between a lane's panels: a phone column holds one more cell a row
+AROUND = 2 * PAD + 2 * LANE_INNER + BADGE_W + GAP    # a lane's width beside its buffers and band
+# the least band on a phone: the reduction node and an arrow either side; for copies, their curves
+BAND_LEAST, COPY_LEAST = 2 * 18 + OP_W, 64.0
 
 
 def _blocks(buf: np.ndarray, size: int) -> list[np.ndarray]:
@@ -63,28 +68,21 @@ def _rows(blocks: int, size: int, per_row: int) -> float:
 
 
 def _buffer(blocks: list[np.ndarray], per_row: int, cw: float, who: str, rank: int, tint: list,
-            frame_cls: str) -> tuple[list[dict], list[float], float]:
-    """A buffer as stacked blocks of ``per_row`` cells; returns (nodes, block centre ys, height).
+            frame_cls: str, cls: str = "") -> Panel:
+    """A buffer as stacked blocks of ``per_row`` cells, each framed by the rank that holds it (its
+    ports: ``who.rank.block.left`` / ``.right``).
 
     ``tint[b]``: the rank the data of block b came from (None: a reduction's result).
     Cell data-keys are ``who.rank.offset`` with the element's offset in the NCCL buffer.
     """
-    nodes, mids, y, offset = [], [], 0.0, 0
+    panels, offset = [], 0
     for b, block in enumerate(blocks):
-        rows = -(-block.size // per_row)
         src = tint[b]
-        cell_cls = "cell v2" if src is not None else "cell fin"
-        cell_attrs = rank_attrs(src, cell_cls) if src is not None else {"class": cell_cls}
-        for e, v in enumerate(block):
-            cx, cy = (e % per_row) * cw, y + (e // per_row) * ROW_H
-            nodes.append(rect(cx, cy, cw, ROW_H, cell_attrs))
-            nodes.append(mid_text(cx + cw / 2, cy + ROW_H / 2, _num(v), "num" if src is not None else "num fin",
-                                  **{"data-key": f"{who}.{rank}.{offset + e}"}))
-        nodes.append(rect(0, y, min(block.size, per_row) * cw, rows * ROW_H, rank_attrs(rank, frame_cls)))
-        mids.append(y + rows * ROW_H / 2)
+        cells = [Cell("cell v2" if src is not None else "cell fin", _num(v), src, "num" if src is not None else "num fin",
+                      key=f"{who}.{rank}.{offset + e}") for e, v in enumerate(block)]
+        panels.append(cell_block(cells, per_row, cw, ROW_H, (rank, frame_cls), part=f"{who}.{rank}.{b}"))
         offset += block.size
-        y += rows * ROW_H + BLOCK_GAP
-    return nodes, mids, y - BLOCK_GAP
+    return column(panels, gap=BLOCK_GAP, part=f"{who}{rank}", cls=cls)
 
 
 def _provenance(blocks_in: list[list[np.ndarray]], out_blocks: list[np.ndarray]) -> list[tuple[int, int] | None]:
@@ -135,7 +133,7 @@ def _fit(plan: dict, cw_in: float, cw_out: float, band: float, max_w: float) -> 
     for per_in in _divisors(size):
         for per_out in _divisors(size):
             w_in, w_out = per_in * cw_in, max(per_out * cw_out, least_out)
-            width = PAD + BADGE_W + 8 + w_in + band + w_out + PAD
+            width = AROUND + w_in + band + w_out
             height = sum(max(_rows(len(bl), size, per_in), _rows(len(ln["out"] or []), size, per_out))
                          for bl, ln in zip(plan["blocks_in"], plan["lanes"]))
             order = (width > max_w, height if width <= max_w else width, -width)
@@ -144,107 +142,96 @@ def _fit(plan: dict, cw_in: float, cw_out: float, band: float, max_w: float) -> 
     return best[1:]
 
 
-def _lane(plan: dict, r: int, per_in: int, per_out: int, cw_in: float, cw_out: float):
-    """Rank r's input and output drawings: (in nodes, in block mids, out nodes, out block mids, height)."""
+def _lane(plan: dict, r: int, per_in: int, per_out: int, cw_in: float, cw_out: float, band: float) -> Row:
+    """Rank r's lane: its badge, its input, the band the data crosses (the reduction's ports
+    ``hub.r`` / ``hub.r.end`` on its upright), its output."""
     ln = plan["lanes"][r]
     blocks = plan["blocks_in"][r]
-    in_nodes, in_mid, in_h = _buffer(blocks, per_in, cw_in, "in", r, [r] * len(blocks),
-                                     "frame part" if plan["reduces"] else "frame")
+    inp = _buffer(blocks, per_in, cw_in, "in", r, [r] * len(blocks), "frame part" if plan["reduces"] else "frame",
+                  cls="" if ln["in_used"] else "dim")
     if ln["out"] is None:
-        out_nodes = [rect(0, 0, NOTHING_W, ROW_H, {"class": "nothing"}, rx="3"),
-                     mid_text(NOTHING_W / 2, ROW_H / 2, label("fig.co_nothing"), "dimtext")]
-        return in_nodes, in_mid, out_nodes, [], max(in_h, ROW_H)
-    tint = [s[1] if s[0] == "copy" else None for s in ln["src"]]
-    out_nodes, out_mid, out_h = _buffer(ln["out"], per_out, cw_out, "out", r, tint, "frame")
-    return in_nodes, in_mid, out_nodes, out_mid, max(in_h, out_h)
+        out = text_box([(label("fig.co_nothing"), "dimtext")], NOTHING_W, ROW_H, "nothing", rx=3, part=f"out{r}")
+    else:
+        out = _buffer(ln["out"], per_out, cw_out, "out", r, [s[1] if s[0] == "copy" else None for s in ln["src"]],
+                      "frame")
+    h = max(inp.h, out.h)
+    # the band is the gaps either side and the room between; the reduction node OP_GAP before the
+    # outputs, or midway where the band is narrower (a phone)
+    hub = band - GAP - min(OP_GAP, (band - OP_W) / 2) - OP_W / 2
+    room = Panel(band - 2 * GAP, h, ports={f"hub.{r}": (hub, 0.0), f"hub.{r}.end": (hub, h)})
+    return Row([badge_panel(r, h, 0, ROW_H, BADGE_W, w=BADGE_W), inp, room, out], rank=r)
 
 
-def _reductions(plan: dict, op: str, ports_in: dict, ports_out: dict, x_mid: float, top: float,
-                bottom: float) -> list[dict]:
+def _reductions(plan: dict, op: str, n: int) -> list[Link]:
     """The reduction node(s) and the arrows into and out of them.
 
     One block (AllReduce, Reduce): one node across all lanes, every input enters it straight.
     ReduceScatter: one node per block k, beside rank k's output; block k of every rank enters it.
     """
-    nodes, centre = [], {}
+    sym = _OP_SYMBOL[op]
+    outs = [(j, s, src[1]) for j, ln in enumerate(plan["lanes"]) if ln["out"] for s, src in enumerate(ln["src"])]
     if plan["op_blocks"] == 1:
-        nodes.append(rect(x_mid - OP_W / 2, top - 4, OP_W, bottom - top + 8, {"class": "coll"}, rx="6"))
-        nodes.append(mid_text(x_mid, (top + bottom) / 2, _OP_SYMBOL[op], "coll-t"))
+        links = [Link("node", ("hub.0", f"hub.{n - 1}.end"), "coll", label=sym, label_cls="coll-t", gap=4, w=OP_W)]
     else:
-        for (j, s), (_, py) in ports_out.items():
-            k = plan["lanes"][j]["src"][s][1]
-            centre[k] = py
-            nodes.append(rect(x_mid - OP_W / 2, py - 12, OP_W, 24, {"class": "coll"}, rx="5"))
-            nodes.append(mid_text(x_mid, py, _OP_SYMBOL[op], "coll-t"))
-    for (i, b), (px, py) in sorted(ports_in.items()):
-        if centre:
-            edge = curve(px + 2, py, x_mid - OP_W / 2, centre[b], "mv", "mvh", rank=i)
-        else:
-            edge = arrow(px + 2, py, x_mid - OP_W / 2, py, "mv", "mvh", rank=i)
-        nodes.append(group(edge, part=f"op.in.{i}.{b}"))
-    for (j, s), (px, py) in sorted(ports_out.items()):
-        k = plan["lanes"][j]["src"][s][1]
-        nodes.append(group(arrow(x_mid + OP_W / 2, py, px - 2, py, "mv fin", "mvh fin"), part=f"op.out.{k}.{j}.{s}"))
-    return nodes
+        links = [Link("node", (f"out.{j}.{s}.left",), "coll", label=sym, label_cls="coll-t", via=(f"hub.{j}",), w=OP_W,
+                      h=24) for j, s, _ in outs]
+    where_k = {k: f"out.{j}.{s}.left" for j, s, k in outs}
+    for i, bl in enumerate(plan["blocks_in"]):
+        for b in range(len(bl)):
+            part = f"op.in.{i}.{b}"
+            if plan["op_blocks"] == 1:          # straight into the one node, at the input's height
+                links.append(Link("arrow", (f"in.{i}.{b}.right", f"hub.{i}"), "mv", "mvh", rank=i, part=part,
+                                  gap=(2, OP_W / 2), level=0))
+            else:                               # across to block b's node, beside its output
+                links.append(Link("curve", (f"in.{i}.{b}.right", where_k[b]), "mv", "mvh", rank=i, part=part,
+                                  gap=(2, OP_GAP + OP_W)))
+    links += [Link("arrow", (f"hub.{j}", f"out.{j}.{s}.left"), "mv fin", "mvh fin", part=f"op.out.{k}.{j}.{s}",
+                   gap=(OP_W / 2, 2), level=1) for j, s, k in outs]
+    return links
 
 
-def _copies(plan: dict, ports_in: dict, ports_out: dict) -> list[dict]:
+def _copies(plan: dict) -> list[Link]:
     """One arrow per copied block, from where it was to where it lands, in its source's tint."""
-    nodes = []
-    for j, ln in enumerate(plan["lanes"]):
-        for s, src in enumerate(ln["src"]):
-            if src is None or src[1:] not in ports_in:
-                continue
-            (x1, y1), (x2, y2) = ports_in[src[1:]], ports_out[(j, s)]
-            nodes.append(group(curve(x1 + 2, y1, x2 - 2, y2, "mv", "mvh", rank=src[1]),
-                               part=f"mv.{src[1]}.{src[2]}.{j}.{s}"))
-    return nodes
+    return [Link("curve", (f"in.{src[1]}.{src[2]}.right", f"out.{j}.{s}.left"), "mv", "mvh", rank=src[1], gap=2,
+                 part=f"mv.{src[1]}.{src[2]}.{j}.{s}")
+            for j, ln in enumerate(plan["lanes"]) for s, src in enumerate(ln["src"])
+            if src is not None and plan["lanes"][src[1]]["in_used"]]
 
 
-def _draw_collective(res: dict, plan: dict, max_w: float) -> tuple[list[dict], float, float]:
+def _head(res: CollectiveResult, reduces: bool, w_in: float, band: float, w_out: float) -> Panel:
+    """The collective's name over the band, "before" over the inputs and "after" over the outputs
+    (from the lanes' insets: the heads may take them)."""
+    name = (label("fig.co_root", name=res.nccl_name, root=rank_name(res.root)) if res.uses_root
+            else res.nccl_name)
+    full, left = w_in + band + w_out + 2 * LANE_INNER, LANE_INNER + w_in + band / 2
+
+    def ends(a: Any, b: Any, cls: str) -> Panel:
+        return flowed([[words(a, left, cls), words(b, full - left, cls, "end")]], full, gap=0)
+    return column([flowed([[Panel(LANE_INNER + w_in, 1), words(name, band, "coll-t", "middle")]], full, gap=0),
+                   ends(label("fig.co_before"), label("fig.co_after"), "cap"),
+                   ends(label("fig.co_partial" if reduces else "fig.co_own"),
+                        label("fig.co_final" if reduces else "fig.co_from"), "dimtext")], gap=0)
+
+
+def _collective_rows(res: CollectiveResult, plan: dict, max_w: float) -> list:
     in_strings = [_num(v) for bl in plan["blocks_in"] for b in bl for v in b]
     out_strings = [_num(v) for ln in plan["lanes"] for b in ln["out"] or [] for v in b]
     cw_in, cw_out = cell_w(in_strings), cell_w(out_strings)
     # The band between the buffers: room for the arrows to cross (and the reduction nodes).
-    least = {0: 76.0, 1: 2 * 24 + OP_W}.get(plan["op_blocks"], 64 + OP_W + 28)
-    per_in, per_out, w_in, w_out = _fit(plan, cw_in, cw_out, least, max_w)
-    room = max_w - (PAD + BADGE_W + 8 + w_in + w_out + PAD)
-    least = max(min(least, 2 * 24 + OP_W), min(least, room))   # a phone column: the arrows cross more steeply
+    least = {0: 76.0, 1: 2 * 24 + OP_W}.get(plan["op_blocks"], 64 + OP_W + OP_GAP)
+    floor = min(least, COPY_LEAST if plan["op_blocks"] == 0 else BAND_LEAST)   # a phone: arrows cross more steeply
+    # (a ReduceScatter's curves cross to other lanes' nodes: its cells give way to them, but for
+    # the lanes' insets)
+    per_in, per_out, w_in, w_out = _fit(plan, cw_in, cw_out, least - 2 * LANE_INNER if plan["op_blocks"] > 1 else floor,
+                                        max_w)
+    room = max_w - (AROUND + w_in + w_out)
+    least = max(floor, min(least, room))
     band = max(least, min(room, least + (84.0 if plan["op_blocks"] != 1 else 24.0)))
     # the two column heads side by side (in a phone drawing as much of HEAD_W as the column has:
     # the estimate is generous)
-    band = max(band, min(HEAD_W, max_w - (PAD + BADGE_W + 8) - PAD) - w_in - w_out)
-    x_in = PAD + BADGE_W + 8
-    x_band = x_in + w_in
-    x_out = x_band + band
-    width = x_out + w_out + PAD
-
-    back, lanes, ports_in, ports_out, y = [], [], {}, {}, HEAD_H
-    for r in range(res.n):
-        in_nodes, in_mid, out_nodes, out_mid, h = _lane(plan, r, per_in, per_out, cw_in, cw_out)
-        back.append(rect(PAD - 4, y - 4, width - 2 * PAD + 8, h + 8, rank_attrs(r, "lane"), rx="6"))
-        lanes.append(group(badge(r, PAD, y), part=f"rank{r}"))
-        lanes.append(group(in_nodes, part=f"in{r}", cls=None if plan["lanes"][r]["in_used"] else "dim",
-                           dx=x_in, dy=y))
-        lanes.append(group(out_nodes, part=f"out{r}", dx=x_out, dy=y))
-        if plan["lanes"][r]["in_used"]:
-            ports_in.update({(r, b): (x_band, y + m) for b, m in enumerate(in_mid)})
-        ports_out.update({(r, s): (x_out, y + m) for s, m in enumerate(out_mid)})
-        y += h + LANE_GAP
-    bottom = y - LANE_GAP
-
-    if plan["reduces"]:
-        moves = _reductions(plan, res.op, ports_in, ports_out, x_out - 28 - OP_W / 2, HEAD_H, bottom)
-    else:
-        moves = _copies(plan, ports_in, ports_out)
-    name = (label("fig.co_root", name=res.nccl_name, root=rank_name(res.root)) if res.uses_root
-            else res.nccl_name)
-    head = [text(x_band + band / 2, 14, name, "coll-t", "middle"),
-            text(x_in, 32, label("fig.co_before"), "cap"),
-            text(x_in, 46, label("fig.co_partial" if plan["reduces"] else "fig.co_own"), "dimtext"),
-            text(x_out + w_out, 32, label("fig.co_after"), "cap", "end"),
-            text(x_out + w_out, 46, label("fig.co_final" if plan["reduces"] else "fig.co_from"), "dimtext", "end")]
-    return back + head + moves + lanes, width, bottom + PAD
+    band = max(band, min(HEAD_W - 2 * LANE_INNER, max_w - AROUND) - w_in - w_out)
+    return ([[Panel(BADGE_W, 1), _head(res, plan["reduces"], w_in, band, w_out)]]      # the heads from the lane's inset
+            + [_lane(plan, r, per_in, per_out, cw_in, cw_out, band) for r in range(res.n)])
 
 
 def plan_collective(res: CollectiveResult) -> dict:
@@ -270,16 +257,19 @@ def figure_collective(res: CollectiveResult, plan: dict | None = None) -> dict:
     """The ``collectives`` figure of one core result (``collectives.run_collective``)."""
     plan = _plan(res) if plan is None else plan
     title = label("fig.co_title", name=res.nccl_name, n=fmt.integer(res.n))
-    return pair("collectives", title, lambda w: _draw_collective(res, plan, w))
+    moves = _reductions(plan, res.op, res.n) if plan["reduces"] else _copies(plan)
+    return figure_at("collectives", title, lambda w: _collective_rows(res, plan, w), links=lambda w, where: moves,
+                     row_gap=LANE_GAP, gap=GAP)
 
 
 # ---------------------------------------------------------------- mismatch
 
 BOX_W, BOX_H = 104.0, 46.0      # one call: name, count and dtype, group
-STATE_H = 16.0                  # the line under a call that never completes
 TRACK = 10.0                    # between two connectors in a gutter
-BOX_INSET = 8.0                 # a call's words from its box's left edge
-CALL_LINES_Y = (15.0, 29.0, 41.0)   # their baselines below the box's top: name, count · dtype, group
+TRACK_GAP = 14.0                # from a call's box to the first track of its gutter
+EXIT_W, EXIT_H = 54.0, 24.0     # the pill of a rank that returned from all its calls
+STATE_H = 16.0                  # the line under a call that never completes
+LANE_BADGE_W = 36.0             # draw.badge_panel
 MM_LANE_GAP = 10.0
 
 
@@ -334,65 +324,41 @@ def _call_box(r: int, i: int, call: dict, state: str, w: float, head: Any) -> Pa
     """One call: its box (name, count and dtype, group), what became of it under the box, and
     ``head`` (the call's index, where the columns have no heads) above it; ``w``: the box and the
     gutter of connectors right of it."""
-    top = CAP_H if head is not None else 0.0
-    lines = _call_lines(call)
-    nodes = [rect(0, top, BOX_W, BOX_H, rank_attrs(r, "call " + state), rx="5")]
-    nodes += [text(BOX_INSET, top + y, cell, cls) for cell, y, cls in zip(lines, CALL_LINES_Y, ("call-t", "dimtext", "dimtext"))]
-    if state == "never":
-        # the call that is never reached is faded; the words under it that say so are not (they
-        # are read, so they keep their contrast: axe in tests/test_a11y_browser.py)
-        nodes = [group(nodes, cls="dim")]
-    under = {"wait": ("mm_waits", "warn-t"), "bad": ("mm_differ", "warn-t"), "never": ("mm_never", "dimtext")}
-    if state in under:
-        k, cls = under[state]
-        nodes.append(text(2, top + BOX_H + STATE_H - 4, label("fig." + k), cls))
-    if head is not None:
-        nodes.append(text(0, 12, head, "cap"))
-    return Panel(w, top + BOX_H + STATE_H, nodes, part=f"call.{r}.{i}")
+    under = {"wait": ("mm_waits", "warn-t"), "bad": ("mm_differ", "warn-t"), "never": ("mm_never", "dimtext")}.get(state)
+    # the call that is never reached is faded; the words under it that say so are not (they are
+    # read, so they keep their contrast: axe in tests/test_a11y_browser.py)
+    return text_box(list(zip(_call_lines(call), ("call-t", "dimtext", "dimtext"))), BOX_W, BOX_H, "call " + state, r,
+                    w=w, head=head, under=(label("fig." + under[0]), under[1]) if under else None,
+                    faded=state == "never", h=(CAP_H if head is not None else 0.0) + BOX_H + STATE_H,
+                    part=f"call.{r}.{i}")
 
 
 def _exit_panel(r: int, w: float, top: float) -> Panel:
     """Where a rank that returned from all its calls ends: a pill level with its calls' centres."""
-    y = top + BOX_H / 2
-    return Panel(w, top + BOX_H + STATE_H, [rect(0, y - 12, EXIT_W, 24, {"class": "exitp"}, rx="12"),
-                                            mid_text(EXIT_W / 2, y, label("fig.mm_exit"), "dimtext")], part=f"exit.{r}")
+    return text_box([(label("fig.mm_exit"), "dimtext")], EXIT_W, EXIT_H, "exitp", rx=EXIT_H / 2,
+                    top=top + (BOX_H - EXIT_H) / 2, w=w, h=top + BOX_H + STATE_H, part=f"exit.{r}")
 
 
-def _connectors(out: dict, tracks: list[int], where: dict, top: float) -> list[dict]:
+def _connectors(out: dict, tracks: list[int]) -> list[Link]:
     """Bonds (a met collective: ✓ completed, ✗ arguments differ) and wait arrows, each on its own
     vertical track in the gutter right of the last call it joins."""
-    def box(r: int, i: int) -> tuple[float, float, float]:
-        """(left, right, centre y) of call i of rank r (i = its number of calls: its exit)."""
-        x, y = where[f"call.{r}.{i}"] if i < len(out["seqs"][r]) else where[f"exit.{r}"]
-        return x, x + (BOX_W if i < len(out["seqs"][r]) else EXIT_W), y + top + BOX_H / 2
+    def box(r: int, i: int) -> str:          # call i of rank r (i = its number of calls: its exit)
+        return f"call.{r}.{i}" if i < len(out["seqs"][r]) else f"exit.{r}"
 
-    def track(members, t: int) -> float:
-        return max(box(r, i)[0] for r, i in members) + BOX_W + TRACK_GAP + TRACK * t
-
-    nodes = []
-    for (kind, members), t in zip(out["bonds"], tracks):
-        tx = track(members, t)
-        ys = [box(r, i)[2] for r, i in members]
-        parts = [line(box(r, i)[1], box(r, i)[2], tx, box(r, i)[2], "bond " + kind) for r, i in members]
-        parts.append(line(tx, min(ys), tx, max(ys), "bond " + kind))
-        parts.append(mid_text(tx, min(ys) - 9, "✓" if kind == "ok" else "✗", "ok-t" if kind == "ok" else "warn-t"))
-        nodes.append(group(parts, part="bond." + ".".join(f"{r}-{i}" for r, i in members)))
-    for ((r, i), (g, j)), t in zip(out["waits"], tracks[len(out["bonds"]):]):
-        tx = track([(r, i), (g, j)], t)
-        y1, y2 = box(r, i)[2] - 6, box(g, j)[2] + 6
-        parts = [line(box(r, i)[1], y1, tx, y1, "waitline"), line(tx, y1, tx, y2, "waitline"),
-                 *arrow(tx, y2, box(g, j)[1] + 1, y2, "waitline", "arrowhead waitline")]
-        nodes.append(group(parts, part=f"wait.{r}.{g}"))
-    return nodes
+    def track(t: int) -> float:              # from the left of the farthest call it joins
+        return BOX_W + TRACK_GAP + TRACK * t
+    links = [Link("bus", tuple(box(r, i) + ".right" for r, i in members), "bond " + kind, None,
+                  part="bond." + ".".join(f"{r}-{i}" for r, i in members), label="✓" if kind == "ok" else "✗",
+                  label_cls="ok-t" if kind == "ok" else "warn-t", track=track(t),
+                  via=tuple(box(r, i) + ".left" for r, i in members))
+             for (kind, members), t in zip(out["bonds"], tracks)]
+    links += [Link("elbow", (box(r, i) + ".right", box(g, j) + ".right"), "waitline", "arrowhead waitline",
+                   part=f"wait.{r}.{g}", track=track(t), via=(box(r, i) + ".left", box(g, j) + ".left"))
+              for ((r, i), (g, j)), t in zip(out["waits"], tracks[len(out["bonds"]):])]
+    return links
 
 
-EXIT_W = 54.0
-TRACK_GAP = 14.0        # from a call's box to the first track of its gutter
-LANE_BADGE_W = 36.0     # draw.badge_panel
-LANE_INNER = 6.0        # flow: a lane's panels start this far inside its edge (the heads above are not in a lane)
-
-
-def _mismatch_drawing(seqs: list, out: dict, max_w: float) -> tuple[list[dict], float, float]:
+def _mismatch_layout(seqs: list, out: dict, max_w: float) -> tuple[list, list[int], bool]:
     """The calls of every rank in a lane: one column per call on a desktop (the index above it);
     on a phone one call a line under the rank's badge, one gutter of connectors right of them all."""
     cols = max(len(seq) + (1 if out["pos"][r] >= len(seq) else 0) for r, seq in enumerate(seqs))
@@ -401,13 +367,12 @@ def _mismatch_drawing(seqs: list, out: dict, max_w: float) -> tuple[list[dict], 
     def gutter_w(tracks: int) -> float:          # a call's box and the tracks right of it
         return BOX_W + TRACK_GAP + TRACK * max(tracks - 1, 0) + 4
     col_w = [gutter_w(spans.count(c)) for c in range(cols)]
-    stacked = PAD + LANE_BADGE_W + sum(w + 10 for w in col_w) + 2 * LANE_INNER + PAD > max_w
+    stacked = 2 * PAD + LANE_BADGE_W + sum(w + FLOW_GAP for w in col_w) + 2 * LANE_INNER > max_w
     if stacked:
         col_w = [gutter_w(len(spans))] * cols
-    tracks = _tracks(spans, one_gutter=stacked)
     top = CAP_H if stacked else 0.0
-    rows = [] if stacked else [[Panel(LANE_BADGE_W + LANE_INNER, CAP_H - 4)] +
-                               [Panel(col_w[c], CAP_H - 4, [text(0, 12, label("fig.mm_call", i="#" + fmt.integer(c)), "cap")])
+    rows = [] if stacked else [[Panel(LANE_BADGE_W + LANE_INNER, 1)] +
+                               [words(label("fig.mm_call", i="#" + fmt.integer(c)), col_w[c], "cap")
                                 for c in range(max(len(seq) for seq in seqs))]]
     for r, seq in enumerate(seqs):
         panels = [badge_panel(r, top + BOX_H, top + BOX_H / 2 - 11)]
@@ -419,9 +384,7 @@ def _mismatch_drawing(seqs: list, out: dict, max_w: float) -> tuple[list[dict], 
         if out["pos"][r] >= len(seq):
             panels.append(_exit_panel(r, col_w[len(seq)], top))
         rows.append(Row(panels, rank=r, hang=True))
-    where: dict = {}
-    nodes, w, h = flow(rows, max_w, row_gap=MM_LANE_GAP, where=where)
-    return nodes + _connectors(out, tracks, where, top), w, h
+    return rows, _tracks(spans, one_gutter=stacked), stacked
 
 
 def figure_mismatch(calls: list, res: mismatch.MismatchResult) -> dict:
@@ -430,4 +393,11 @@ def figure_mismatch(calls: list, res: mismatch.MismatchResult) -> dict:
     out = _outcome(seqs, res)
     out["seqs"] = seqs
     title = label("fig.mm_title", n=fmt.integer(len(seqs)))
-    return pair("mismatch", title, lambda max_w: _mismatch_drawing(seqs, out, max_w))
+    layouts: dict = {}          # per drawing width: its rows, then its connectors
+
+    def rows_at(max_w: float) -> list:
+        rows, tracks, _ = layouts[max_w] = _mismatch_layout(seqs, out, max_w)
+        return rows
+    return figure_at("mismatch", title, rows_at, links=lambda max_w, where: _connectors(out, layouts[max_w][1]),
+                     row_gap=MM_LANE_GAP)
+

@@ -30,7 +30,7 @@ from .. import fmt
 from ..memory import MemoryResult
 from .draw import (CELL_H, LABEL_H, NARROW_W, PAD as FIG_PAD, Panel, Row, Seg, arrow_panel, badge_panel, band_panel,
                    bar, bar_rows, centred, col_arrows, col_badges, col_groups, col_panels, column, figure_at, flowed,
-                   key, label, lane_badge, matrix_panel, note_panel, op_box, region, snake, span, step_strip, text_w,
+                   key, label, lane_badge, matrix_panel, note_panel, op_box, region, snake, span, step_passes, text_w,
                    token_panel, words)
 
 CELL = 12.0            # one entry of a token map
@@ -184,7 +184,7 @@ STEP_ORDER = tuple(STEP_PARTS)
 def _strip(step: str, width: float) -> Panel:
     """The nine steps as numbered circles, the active one lit, a gap between forward and backward;
     the step's name beside them on a desktop, under them on a phone."""
-    strip = step_strip(len(STEP_ORDER), STEP_ORDER.index(step), STEP_ORDER.index("grad-gather"))
+    strip = step_passes(len(STEP_ORDER), STEP_ORDER.index(step), STEP_ORDER.index("grad-gather"))
     key = step.replace("-", "_")
     if width >= STRIP_BESIDE:
         return flowed([[strip, centred(label(f"opt.step.{key}"), strip.h, "stage-name", w=width - strip.w - GAP)]],

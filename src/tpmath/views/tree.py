@@ -318,6 +318,9 @@ class Panel:
     part: str | None = None          # data-part of the group (stage lighting, tests)
     cls: str = ""                    # e.g. "hl" (active stage) or "dim"
     joins: bool = False              # an arrow or operator: stays on the line of the panel after it
+    # named points of the panel (name -> (x, y) from its top left): where a connector drawn across
+    # panels starts or ends (flow hands them on, moved to where the panel went)
+    ports: dict = field(default_factory=dict)
 
     def at(self, x: float, y: float) -> dict:
         attrs = {"transform": f"translate({n(x)},{n(y)})"}
@@ -363,20 +366,24 @@ class Row:
     hang: bool = False
 
 
-def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0, row_gap: float = 14.0,
+FLOW_GAP = 10.0         # flow: between two panels of a line
+LANE_INNER = 6.0        # flow: from a lane's edge to its panels
+
+
+def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = FLOW_GAP, row_gap: float = 14.0,
          pad: float = 8.0, where: dict | None = None) -> tuple[list[dict], float, float]:
     """Place panels left to right, row after row, wrapping a row that is wider than ``max_w``.
 
     Panels of one line share a top edge.  Returns (nodes, width, height) of the whole.
     ``where``, if given, receives the top left corner of every panel that has a ``part``
-    (part -> (x, y)): what a connector drawn across panels (an arrow from one lane to another)
-    needs to know of the layout.
+    (part -> (x, y)) and every panel's ``ports`` where they landed: what a connector drawn across
+    panels (an arrow from one lane to another, :func:`draw.connect`) needs to know of the layout.
     """
     placed, y, width = [], pad, 0.0
     lanes = []
     for row in rows:
         row = row if isinstance(row, Row) else Row(list(row))
-        inner = 6.0 if row.rank is not None else 0.0      # room between a lane's edge and its panels
+        inner = LANE_INNER if row.rank is not None else 0.0      # room between a lane's edge and its panels
         top = y
         y += inner
         start = pad + inner
@@ -384,7 +391,8 @@ def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0,
         for i, p in enumerate(row.panels):
             # an arrow never ends a line: it wraps together with the panel it points at
             need = p.w + (gap + row.panels[i + 1].w if p.joins and i + 1 < len(row.panels) else 0.0)
-            if x > start and x + need > max_w - pad - inner:
+            # (a hair of slack: a panel sized to fill the line exactly must not wrap on a rounding error)
+            if x > start and x + need > max_w - pad - inner + 1e-6:
                 y += line_h + row_gap / 2
                 # a hanging lane goes on under its first panel (the badge), unless the panel would
                 # then stick out of max_w (a whole matrix on a phone at tp = 1)
@@ -392,8 +400,11 @@ def flow(rows: Sequence[Sequence[Panel] | Row], max_w: float, gap: float = 10.0,
                 x = start + (indent if start + indent + p.w <= max_w - pad - inner else 0.0)
                 line_h = 0.0
             placed.append(p.at(x, y))
-            if where is not None and p.part:
-                where[p.part] = (x, y)
+            if where is not None:
+                if p.part:
+                    where[p.part] = (x, y)
+                for name, (px, py) in p.ports.items():
+                    where[name] = (x + px, y + py)
             x += p.w + gap
             line_h = max(line_h, p.h)
             width = max(width, x - gap + pad + inner)
