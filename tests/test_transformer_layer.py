@@ -25,7 +25,7 @@ from tpmath.views import tree
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("attention", "layer", "qkv-layout")
-HEADING_IDS = ("attention", "gqa", "qkv-layout", "layer", "mistakes", "interview", "notation", "references")
+HEADING_IDS = ("attention", "gqa", "qkv-layout", "layer", "recap", "mistakes", "interview", "notation", "references")
 
 
 # ------------------------------------------------------------------------------ helpers
