@@ -3,6 +3,8 @@ styles, and the math-font subset against the full font (formulas render pixel fo
 
 from __future__ import annotations
 
+import re
+
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -80,7 +82,10 @@ def test_preview_styles_equal_chromiums_computed_styles(static_url, new_context,
 
     content = content_mod.load_content(ROOT / "content")
     t = render.Translator(content.strings[lang], lang, "test")
-    figure = views.render("mlp", None, lang)["figures"]["mlp"]
+    # the page's opening values ({{demo mlp stage=…}}): the figure the page shows and the preview draws
+    md = (ROOT / "content" / lang / "index.md").read_text(encoding="utf-8")
+    start = re.search(r"^\{\{demo mlp((?: [a-z_-]+=\S+)*)\}\}$", md, re.M).group(1).split()
+    figure = views.render("mlp", dict(kv.split("=", 1) for kv in start) or None, lang)["figures"]["mlp"]
     css = (ROOT / "templates" / "static" / "style.css").read_text(encoding="utf-8")
     mine = ours(preview.standalone_svg(figure, t.cell, css, "x"), lang)
 
