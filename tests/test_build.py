@@ -472,13 +472,13 @@ def test_real_site_defaults_match_views(real_site, slug):
     assert checked > 20
 
 
-def test_page2_collectives_open_on_all_reduce():
-    """Page 2's text is about AllReduce; page 1's collectives demo keeps the section default."""
+def test_the_collectives_demos_open_on_all_reduce():
+    """The MLP (page 1) and the row-parallel layer (page 2) communicate with AllReduce: their
+    collectives demos open on it (the section's default, AlltoAll, is one choice away)."""
     for lang in ("en", "zh"):
-        p1 = (ROOT / "content" / lang / "index.md").read_text(encoding="utf-8")
-        p2 = (ROOT / "content" / lang / "row-parallel.md").read_text(encoding="utf-8")
-        assert re.search(r"^\{\{demo collectives\}\}$", p1, re.M)
-        assert re.search(r"^\{\{demo collectives collective=all-reduce\}\}$", p2, re.M)
+        for page in ("index", "row-parallel"):
+            md = (ROOT / "content" / lang / f"{page}.md").read_text(encoding="utf-8")
+            assert re.search(r"^\{\{demo collectives collective=all-reduce\}\}$", md, re.M), (lang, page)
 
 
 def test_real_site_is_deterministic(real_site, tmp_path):
