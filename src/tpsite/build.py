@@ -220,7 +220,7 @@ def inline_strings(strings: dict[str, str]) -> dict[str, str]:
 
 
 def _restore_toc(tokens: list[dict], mathml_list: list[str]) -> list[dict]:
-    return [{"id": tok["id"], "html": mathml.restore(tok["html"], mathml_list), "deep": tok.get("deep", False),
+    return [{"id": tok["id"], "html": mathml.restore(tok["html"], mathml_list), "deep": tok["deep"],
              "children": _restore_toc(tok["children"], mathml_list)} for tok in tokens]
 
 

@@ -214,6 +214,10 @@ def dfn_ids(html: str) -> list[str]:
 HEADINGS = ("h2", "h3", "h4")
 
 
+def _is_deep(el: etree.Element) -> bool:
+    return el.tag in HEADINGS and "deep" in (el.get("class") or "").split()
+
+
 class DeepError(BuildError):
     """A deep dive that cannot be folded; ``heading_id`` names it (the build finds its line)."""
 
@@ -234,7 +238,7 @@ class _DeepProcessor(Treeprocessor):
         self.md.tp_deep = []
         kids = list(root)
         for i, h in enumerate(kids):
-            if h.tag not in HEADINGS or "deep" not in (h.get("class") or "").split():
+            if not _is_deep(h):
                 continue
             hid = h.get("id") or ""
             gist = kids[i + 1] if i + 1 < len(kids) else None
@@ -243,12 +247,14 @@ class _DeepProcessor(Treeprocessor):
                                 "(the gist, shown while it is folded)", hid)
             end = i + 2
             while end < len(kids) and not (kids[end].tag in HEADINGS and kids[end].tag <= h.tag):
-                if kids[end].tag in HEADINGS and "deep" in (kids[end].get("class") or "").split():
+                if _is_deep(kids[end]):
                     raise DeepError(f"deep dive #{kids[end].get('id')} is inside deep dive #{hid}", hid)
                 end += 1
             self.md.tp_deep.append(hid)
-            h.set("class", " ".join(c for c in h.get("class").split() if c != "deep") or None)
-            if h.get("class") is None:
+            rest = [c for c in h.get("class").split() if c != "deep"]
+            if rest:
+                h.set("class", " ".join(rest))
+            else:
                 del h.attrib["class"]
             details = etree.Element("details", {"class": "deep"})
             summary = etree.SubElement(details, "summary")
@@ -263,9 +269,8 @@ class _DeepProcessor(Treeprocessor):
             # nested-interactive).  The permalink moves into the body (style.css puts it at the
             # summary's end, shown while open); a link in the gist stays as its text.
             body = etree.SubElement(details, "div", {"class": "deep-body"})
-            for a in [a for a in h.iter("a") if "headerlink" in (a.get("class") or "").split()]:
-                _remove(h, a)
-                a.tail = None
+            for a in [a for a in h if a.tag == "a" and "headerlink" in (a.get("class") or "").split()]:
+                h.remove(a)         # (toc appends it to the heading, last, with no tail)
                 body.append(a)
             for a in list(line.iter("a")):
                 a.tag = "span"
@@ -276,21 +281,6 @@ class _DeepProcessor(Treeprocessor):
             for el in kids[i:end]:      # (ElementTree's append does not take them out of root)
                 root.remove(el)
             root.insert(pos, details)
-
-
-def _remove(root: etree.Element, el: etree.Element) -> None:
-    """Take ``el`` out of the tree under ``root``, keeping its tail text in place."""
-    for parent in root.iter():
-        kids = list(parent)
-        if el in kids:
-            i = kids.index(el)
-            if el.tail:
-                if i:
-                    kids[i - 1].tail = (kids[i - 1].tail or "") + el.tail
-                else:
-                    parent.text = (parent.text or "") + el.tail
-            parent.remove(el)
-            return
 
 
 class _SiteExtension(Extension):
