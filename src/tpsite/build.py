@@ -136,7 +136,8 @@ def compute_blocks(content: Content, prepared: dict, env, src_dir: Path, results
                 try:
                     done = (results or {}).get((sc.name, prep.page.lang))
                     prep.blocks.append(render.render_demo(env, sections[sc.name], result, t,
-                                                          results_url="../" + done.path if done else None))
+                                                          results_url="../" + done.path if done else None,
+                                                          fold=sc.fold))
                 except BuildError as err:
                     if err.line is not None:
                         raise
@@ -578,7 +579,7 @@ def build(out_dir: str | Path = "site", *, content_dir: str | Path | None = None
 
 def _demos(prep: Prepared) -> list:
     """What a page's blocks are computed from (its shortcodes, without their line numbers)."""
-    return [(sc.kind, sc.name, sc.controls) for sc in prep.shortcodes]
+    return [(sc.kind, sc.name, sc.controls, sc.fold) for sc in prep.shortcodes]
 
 
 def rebuild_pages(built: Built) -> list[tuple[str, str]] | None:

@@ -10,6 +10,9 @@ Shortcodes stand alone on a line, separated from text by blank lines::
     {{demo collectives collective=all-reduce}}
                              the same, opening with other values than the section's defaults
                              (control=value pairs: the page's own starting point for its text)
+    {{demo attention tables=folded}}
+                             the same, its tables folded in a <details> under its figure (the
+                             figure carries the idea; the numbers, still live, one click away)
     {{pydemo row_parallel}}  content/demos/row_parallel.py, highlighted, output, Run button
 
 They are replaced by tokens before Markdown runs and by the rendered blocks after.
@@ -51,6 +54,21 @@ class Shortcode:
     name: str
     line: int
     controls: tuple[tuple[str, str], ...] = ()   # a demo's starting values (control=value), as written
+    fold: bool = False                            # a demo's tables folded under its figure (tables=folded)
+
+
+# The one shortcode option that is not a control: how a demo shows its tables.
+FOLD_OPTION, FOLD_VALUE = "tables", "folded"
+
+
+def _fold_option(kind: str, pairs: list, path, lineno) -> tuple[bool, list]:
+    """Split ``tables=folded`` off a shortcode's pairs: (folded?, the control pairs)."""
+    fold = [v for k, v in pairs if k == FOLD_OPTION]
+    if not fold:
+        return False, pairs
+    if kind != "demo" or fold != [FOLD_VALUE]:
+        raise BuildError(f"{FOLD_OPTION}= takes one value, {FOLD_VALUE}, on a {{{{demo}}}} line", path, lineno)
+    return True, [(k, v) for k, v in pairs if k != FOLD_OPTION]
 
 
 def extract_shortcodes(text: str, path, first_line: int = 1) -> tuple[str, list[Shortcode]]:
@@ -67,13 +85,15 @@ def extract_shortcodes(text: str, path, first_line: int = 1) -> tuple[str, list[
             lineno = first_line + start - 1 + offset
             m = SHORTCODE_RE.match(line)
             if m:
-                controls = tuple(tuple(pair.split("=", 1)) for pair in m.group(3).split())
+                fold, pairs = _fold_option(m.group(1), [tuple(p.split("=", 1)) for p in m.group(3).split()],
+                                           path, lineno)
+                controls = tuple(pairs)
                 if controls and m.group(1) != "demo":
                     raise BuildError("only {{demo NAME control=value …}} takes values", path, lineno)
                 names = [k for k, _ in controls]
                 if len(set(names)) != len(names):
                     raise BuildError(f"a control is given twice: {' '.join(names)}", path, lineno)
-                found.append(Shortcode(m.group(1), m.group(2), lineno, controls))
+                found.append(Shortcode(m.group(1), m.group(2), lineno, controls, fold))
                 out.append(TOKEN.format(len(found) - 1) + ("\n" if line.endswith("\n") else ""))
             elif LOOSE_SHORTCODE_RE.search(line):
                 raise BuildError("a shortcode must stand alone on its line: "

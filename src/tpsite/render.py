@@ -172,8 +172,15 @@ def _slider(c, value: str, options: list[dict], where) -> dict | None:
 SYMLOG_STEPS = 100      # positions either side of 0 on a symlog slider (keyboard: one per key)
 
 
-def demo_model(section, result: dict, t: Translator, results_url: str | None = None) -> dict:
-    """Plain data for the ``demo_block`` macro (everything already translated)."""
+def tables_summary(t: Translator, n: int) -> str:
+    """The summary line of a demo's folded tables, with their count (js/apply.js words it alike)."""
+    return t("site.tables_fold_one") if n == 1 else t("site.tables_fold", n=n)
+
+
+def demo_model(section, result: dict, t: Translator, results_url: str | None = None,
+               fold: bool = False) -> dict:
+    """Plain data for the ``demo_block`` macro (everything already translated); ``fold``: its
+    tables go in a closed <details> under its figure (``{{demo NAME tables=folded}}``)."""
     from tpmath.i18n import option      # importable once build.py put src/ on the path
     from tpmath.views import table      # a table record -> its element tree, as the worker sends it
     name = result["section"]
@@ -211,17 +218,18 @@ def demo_model(section, result: dict, t: Translator, results_url: str | None = N
     notes = [{"name": k, "text": t.cell(v)} for k, v in result.get("notes", {}).items()]
     figures = [tree_html(node, t) for _, node in sorted(result.get("figures", {}).items())]
     return {"name": name, "controls": controls, "values": values, "tables": tables, "notes": notes,
-            "figures": figures,
+            "figures": figures, "fold": tables_summary(t, len(tables)) if fold and tables else "",
             "status": t("runtime.loading") if t.has("runtime.loading") else "",
             "real": result.get("real", []), "download": "../" + download_path(), "results": results_url,
             "download_name": download_path().rsplit("/", 1)[1]}
 
 
 def render_demo(env: jinja2.Environment, section, result: dict, t: Translator,
-                results_url: str | None = None) -> str:
-    """The HTML of one ``{{demo NAME}}`` block (``results_url``: its precomputed results file)."""
+                results_url: str | None = None, fold: bool = False) -> str:
+    """The HTML of one ``{{demo NAME}}`` block (``results_url``: its precomputed results file;
+    ``fold``: its tables folded)."""
     macro = env.get_template("demo.html").module.demo_block
-    return str(macro(demo_model(section, result, t, results_url), t))
+    return str(macro(demo_model(section, result, t, results_url, fold), t))
 
 
 # ---------------------------------------------------------------- Python demos

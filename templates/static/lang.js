@@ -4,8 +4,9 @@
  * navigator.languages (zh* -> zh).  That page loads this script in <head>, before the stylesheet,
  * without defer: the reader who is sent on never waits for the choice page's own CSS or paint.
  * On every page: clicking a language link (a.lang-choose / a.lang-switch) remembers the choice,
- * and a folded deep dive (details.deep) opens when the URL's #anchor points into it (a link, the
- * contents, a language switch that keeps the reader's place) and while the page is printed. */
+ * and a folded deep dive (details.deep) or a demo's folded tables (details.tables-fold) open when the
+ * URL's #anchor points into them (a link, the contents, a language switch that keeps the reader's
+ * place) and while the page is printed. */
 (function () {
   "use strict";
   var KEY = "tp-lang";
@@ -44,12 +45,17 @@
     var id = window.location.hash.slice(1);
     var el = null;
     try { el = id && document.getElementById(decodeURIComponent(id)); } catch (e) { el = null; }
-    var deep = el && el.closest ? el.closest("details.deep") : null;
-    if (deep && !deep.open) { deep.open = true; el.scrollIntoView(); }
+    // every closed fold around it: a deep dive, a demo's folded tables, or both
+    var opened = false;
+    for (var d = el && el.closest ? el.closest(FOLDS) : null; d; d = d.parentElement && d.parentElement.closest(FOLDS)) {
+      if (!d.open) { d.open = true; opened = true; }
+    }
+    if (opened) el.scrollIntoView();
   }
+  var FOLDS = "details.deep, details.tables-fold";
   var printed = [];
   window.addEventListener("beforeprint", function () {
-    printed = Array.prototype.slice.call(document.querySelectorAll("details.deep:not([open])"));
+    printed = Array.prototype.slice.call(document.querySelectorAll("details.deep:not([open]), details.tables-fold:not([open])"));
     for (var i = 0; i < printed.length; i++) printed[i].open = true;
   });
   window.addEventListener("afterprint", function () {

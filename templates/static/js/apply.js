@@ -172,6 +172,21 @@ function boxOf(table) {
   return table.parentElement && table.parentElement.classList.contains("table-wrap") ? table.parentElement : table;
 }
 
+/** A demo's folded tables (templates/demo.html: details.tables-fold), or null. */
+function foldOf(demo) {
+  return demo.querySelector(":scope > details.tables-fold");
+}
+
+/** The fold's summary counts the tables it shows now (another state can show more or fewer). */
+function countFold(demo) {
+  const fold = foldOf(demo);
+  const summary = fold && fold.querySelector(":scope > summary");
+  if (!summary) return;
+  const n = [...fold.querySelectorAll("table[data-table]")].filter((t) => !boxOf(t).hidden).length;
+  const text = n === 1 ? tr("site.tables_fold_one") : tr("site.tables_fold", { n });   // as render.tables_summary
+  if (summary.textContent !== text) summary.textContent = text;
+}
+
 /** Validate a whole tree first: a table or figure is changed whole or not at all. */
 function valid(kind, name, node) {
   try {
@@ -192,16 +207,16 @@ const PARTS = {
   figure: {
     attr: "data-figure", selector: "figure[data-figure]", depth: 0, box: (el) => el,
     place(demo, fresh) {   // figures come before the values and the tables (templates/demo.html)
-      const first = demo.querySelector("dl.values, .table-wrap, table[data-table], [data-note], details.real-ranks");
+      const first = demo.querySelector("dl.values, details.tables-fold, .table-wrap, table[data-table], [data-note], details.real-ranks");
       if (first) first.before(fresh); else demo.appendChild(fresh);
     },
   },
   table: {
     attr: "data-table", selector: "table[data-table]", depth: TABLE_DEPTH, box: boxOf,
-    place(demo, fresh) {   // after the last table
+    place(demo, fresh) {   // after the last table (in the fold, when the tables are folded)
       const all = demo.querySelectorAll("table[data-table]");
       const after = all.length ? boxOf(all[all.length - 1]) : null;
-      if (after) after.after(fresh); else demo.appendChild(fresh);
+      if (after) after.after(fresh); else (foldOf(demo) || demo).appendChild(fresh);
     },
   },
 };
@@ -237,7 +252,9 @@ function applyNotes(demo, notes, keep) {
       el = document.createElement("p");
       el.setAttribute("data-note", name);
       const all = demo.querySelectorAll("[data-note], .table-wrap");
-      const after = all.length ? all[all.length - 1] : null;
+      // under the tables, out of their fold (a note is prose the main path reads)
+      const last = all.length ? all[all.length - 1] : null;
+      const after = last && (last.closest("details.tables-fold") || last);
       if (after) after.after(el); else demo.appendChild(el);
     }
     el.hidden = false;
@@ -254,6 +271,7 @@ export function applyResult(demo, result) {
   const keep = result.stale || {};
   if (result.figures) applyParts("figure", demo, result.figures, cue, keep.figures || []);
   applyParts("table", demo, result.tables || {}, cue, keep.tables || []);
+  countFold(demo);
   setTexts(demo, "data-value", result.values || {}, cue);
   applyNotes(demo, result.notes || {}, keep.notes || []);
   (result.real || []).forEach((run, i) => {

@@ -1,6 +1,6 @@
 /* The "what changed" cue: after a control change, the table cells, values and figure texts whose
  * text changed carry the class `tp-changed` for a moment; the stylesheet fades a highlight
- * (nothing under prefers-reduced-motion). */
+ * (nothing under prefers-reduced-motion).  What changed inside a closed fold marks its summary. */
 
 const CUE_MS = 1600;
 
@@ -47,11 +47,21 @@ function clear() {
 // Texts a reader never sees (a drawing's accessible name): marking them would show nothing.
 const UNSEEN = new Set(["title", "desc"]);
 
+/** What a reader can see of `el`: the summary of the outermost closed <details> holding it (a
+ * demo's folded tables, a deep dive), else `el` itself -- a change inside a fold is not silent. */
+function shown(el) {
+  let seen = el;
+  for (let d = el.closest("details:not([open])"); d; d = d.parentElement && d.parentElement.closest("details:not([open])")) {
+    seen = d.querySelector(":scope > summary") || seen;
+  }
+  return seen;
+}
+
 /** Mark `els` now, replacing the previous cue (its marks go at once), and unmark them after CUE_MS. */
 export function showCue(els) {
   clear();
   clearTimeout(timer);
-  els = els.filter((el) => !UNSEEN.has(el.localName));
+  els = [...new Set(els.filter((el) => !UNSEEN.has(el.localName)).map(shown))];
   if (!els.length) return;
   marked = els;
   for (const el of els) el.classList.add("tp-changed");
