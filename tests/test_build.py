@@ -347,6 +347,11 @@ BAD_CASES = {
                                                  ("en/index.md", _line_of(c / "en/index.md", "{{demo mlp tp=3"))),
     "values on a pydemo": lambda c: (_edit(c / "en/index.md", "{{pydemo hello}}", "{{pydemo hello x=1}}"),
                                      ("en/index.md", _line_of(c / "en/index.md", "{{pydemo hello x=1"))),
+    # tables=folded is the one option that is not a control, for a {{demo}} only, with that one value
+    "tables option on a pydemo": lambda c: (_edit(c / "en/index.md", "{{pydemo hello}}", "{{pydemo hello tables=folded}}"),
+                                            ("en/index.md", _line_of(c / "en/index.md", "{{pydemo hello tables"))),
+    "tables option with another value": lambda c: (_edit(c / "zh/index.md", "{{pydemo hello}}", "{{demo mlp tables=open}}"),
+                                                   ("zh/index.md", _line_of(c / "zh/index.md", "{{demo mlp tables=open"))),
     # a figure is drawn once, in its demo block (issue 27): the old {{figure NAME}} is refused
     "figure shortcode": lambda c: (_edit(c / "en/index.md", "{{pydemo hello}}", "{{figure mlp}}"),
                                    ("en/index.md", _line_of(c / "en/index.md", "{{figure mlp}}"))),
@@ -441,7 +446,8 @@ def test_real_site_defaults_match_views(real_site, slug):
     from tpmath import views
 
     md = (ROOT / "content" / "en" / f"{slug}.md").read_text(encoding="utf-8")
-    demos = [(m.group(1), dict(pair.split("=", 1) for pair in m.group(2).split())) for m in DEMO_LINE.finditer(md)]
+    demos = [(m.group(1), dict(pair.split("=", 1) for pair in m.group(2).split() if not pair.startswith("tables=")))
+             for m in DEMO_LINE.finditer(md)]      # tables=folded: how the tables show, not a control
     assert demos, f"page {slug} must have its demos"
     doc = parse((real_site / "en" / f"{slug}.html").read_text(encoding="utf-8"))
     checked = 0
@@ -470,6 +476,46 @@ def test_real_site_defaults_match_views(real_site, slug):
                 assert demo.find("dd", data_value=vname).text() == value
                 checked += 1
     assert checked > 20
+
+
+FOLDED_LINE = re.compile(r"^\{\{demo ([\w-]+)[^}]* tables=folded[^}]*\}\}\s*$", re.M)
+
+
+def _fold_summaries(lang: str) -> tuple[str, str]:
+    """The summary lines of a fold, straight from the string files: (many with {n}, one)."""
+    strings = _flat_toml(ROOT / "content" / "i18n" / f"{lang}.site.toml")
+    return strings["site.tables_fold"], strings["site.tables_fold_one"]
+
+
+@pytest.mark.parametrize("slug", ["index", "row-parallel", "transformer-layer", "sequence-parallel"])
+def test_folded_tables_sit_under_the_figure_with_their_count(real_site, slug):
+    """{{demo NAME tables=folded}}: every table of the demo, and nothing else, in one closed
+    details.tables-fold after its figures and values; its summary counts them; the other demos
+    have no fold; both languages fold the same demos."""
+    folded = {lang: FOLDED_LINE.findall((ROOT / "content" / lang / f"{slug}.md").read_text(encoding="utf-8"))
+              for lang in ("en", "zh")}
+    assert folded["en"] == folded["zh"]
+    for lang in ("en", "zh"):
+        many, one = _fold_summaries(lang)
+        doc = parse((real_site / lang / f"{slug}.html").read_text(encoding="utf-8"))
+        for demo in doc.find_all("div", class_="demo"):
+            folds = [el for el in demo.element_children() if el.tag == "details" and "tables-fold" in el.classes()]
+            name = demo.attrs["data-section"]
+            if name not in folded[lang]:
+                assert not folds and not demo.find_all("details", class_="tables-fold"), (lang, slug, name)
+                continue
+            assert len(folds) == 1 and "open" not in folds[0].attrs, (lang, slug, name)
+            fold = folds[0]
+            tables = [t for t in demo.find_all("table") if "data-table" in t.attrs]
+            assert tables and all(t in fold.find_all("table") for t in tables), (lang, slug, name)
+            summary = fold.element_children()[0]
+            assert summary.tag == "summary" and not summary.element_children()    # no nested control
+            assert summary.text() == (one if len(tables) == 1 else many.format(n=len(tables)))
+            # what carries the idea comes first and stays out: the figures, the values, the notes
+            kids = demo.element_children()
+            at = kids.index(fold)
+            assert any(k.tag == "figure" for k in kids[:at]), (lang, slug, name)
+            assert not fold.find_all("figure") and not fold.find_all("dl") and not fold.find_all(data_note=True)
 
 
 def test_the_collectives_demos_open_on_all_reduce():

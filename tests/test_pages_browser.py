@@ -283,7 +283,8 @@ class LivePage:
         return self.page.eval_on_selector_all(".demo[data-section]", "els => els.map(e => e.dataset.section)")
 
 
-OPEN_DEEP_JS = "document.querySelectorAll('details.deep').forEach(d => { d.open = true; })"
+# the deep dives and the demos' folded tables (templates/demo.html details.tables-fold), as a reader opens them
+OPEN_DEEP_JS = "document.querySelectorAll('details.deep, details.tables-fold').forEach(d => { d.open = true; })"
 
 
 def html_files(site: Path) -> list[tuple[str, str]]:
