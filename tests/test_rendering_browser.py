@@ -42,6 +42,8 @@ def open_page(new_context, site_url):
         page = pages[width]
         page.goto(f"{site_url}{lang}/{slug}.html", wait_until="load")
         page.evaluate("() => document.fonts.ready.then(() => true)")
+        # the demos' folded tables open, as before they were folded: their cells are measured too
+        page.evaluate("document.querySelectorAll('details.tables-fold').forEach(d => { d.open = true; })")
         return page
 
     return get
