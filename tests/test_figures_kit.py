@@ -77,7 +77,7 @@ def test_figure_module_defines_no_part_the_kit_has(path):
 
 # Figure modules laid out by the kit alone: they hand panels to the flow (column, words, key,
 # axis_chart, bar, owned_panel …) and place no shape at a coordinate of their own.
-LAID_OUT = ("fig_backward.py", "fig_comm_cost.py", "fig_vocab_ce.py", "fig_sp_layer.py", "fig_schedules.py",
+LAID_OUT = ("fig_backward.py", "fig_comm_cost.py", "fig_vocab_ce.py", "fig_sp_layer.py", "fig_schedules.py", "fig_mlp.py",
             "fig_collectives.py")
 SHAPES = {"rect", "text", "mid_text", "line", "hline", "circle", "path", "polygon", "group", "moved", "badge",
           "arrow", "curve", "down_arrow", "arrow_head", "wrapped", "band", "heat", "svg_grid", "pair", "flow"}
