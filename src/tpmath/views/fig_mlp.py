@@ -125,3 +125,22 @@ def figure_mlp(stage: str, tp: int, cols: tuple, res: MlpResult, one: MlpRank) -
 
     title = label("fig.mlp_title", tp=fmt.integer(tp), stage=label(f"opt.stage.{stage.replace('-', '_')}"))
     return figure("mlp", title, rows)
+
+
+# The three collectives the MLP is built from (page 1, before its prose first uses AllReduce):
+# AllReduce is a ReduceScatter followed by an AllGather.
+_BASICS = (("allreduce", "AllReduce", "fig.coll_ar_sub"), ("reducescatter", "ReduceScatter", "fig.coll_rs_sub"),
+           ("allgather", "AllGather", "fig.coll_ag_sub"))
+BASIC_W = 200.0         # one collective's drawing: three side by side fill a desktop column
+_BETWEEN = ("=", "+")   # AllReduce = ReduceScatter + AllGather
+
+
+def figure_collective_basics(tp: int) -> dict:
+    """The ``mlp-collectives`` figure: AllReduce, ReduceScatter and AllGather on ``tp`` ranks,
+    each drawn as the movement of every rank's data (:func:`draw.collective_flow`)."""
+    flows = [collective_flow(kind, tp, name, label(sub), part=kind, w=BASIC_W) for kind, name, sub in _BASICS]
+    row = [flows[0]]
+    for symbol, flow_ in zip(_BETWEEN, flows[1:]):
+        row += [sign(symbol, flow_.h), flow_]
+    return figure("mlp-collectives", label("fig.coll_basics_title", tp=fmt.integer(tp)), lambda: [row],
+                  caption=label("fig.coll_basics_caption"))
