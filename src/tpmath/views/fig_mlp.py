@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import fmt
 from ..mlp import MlpOutputs, MlpRank, MlpResult
-from .draw import (CELL_H, Panel, Row, arrow_panel, centred, collective_flow, figure, label,
+from .draw import (CELL_H, Panel, Row, arrow_panel, centred, collective_flow, column, figure, label,
                    lane_badge, matrix_panel, sign, step_passes, text_w)
 
 # stage -> the operation between one drawn matrix and the next: an arrow's label (data flows
@@ -132,13 +132,16 @@ def figure_mlp(stage: str, tp: int, cols: tuple, res: MlpResult, one: MlpRank) -
 _BASICS = (("allreduce", "AllReduce", "fig.coll_ar_sub"), ("reducescatter", "ReduceScatter", "fig.coll_rs_sub"),
            ("allgather", "AllGather", "fig.coll_ag_sub"))
 BASIC_W = 200.0         # one collective's drawing: three side by side fill a desktop column
+BASIC_GAP = 12.0
 _BETWEEN = ("=", "+")   # AllReduce = ReduceScatter + AllGather
 
 
 def figure_collective_basics(tp: int) -> dict:
     """The ``mlp-collectives`` figure: AllReduce, ReduceScatter and AllGather on ``tp`` ranks,
     each drawn as the movement of every rank's data (:func:`draw.collective_flow`)."""
-    flows = [collective_flow(kind, tp, name, label(sub), part=kind, w=BASIC_W) for kind, name, sub in _BASICS]
+    # room under each: on a phone they stack, and one's outputs must not read as the next one's inputs
+    flows = [column([collective_flow(kind, tp, name, label(sub), part=kind, w=BASIC_W), Panel(BASIC_W, BASIC_GAP)], gap=0)
+             for kind, name, sub in _BASICS]
     row = [flows[0]]
     for symbol, flow_ in zip(_BETWEEN, flows[1:]):
         row += [sign(symbol, flow_.h), flow_]
