@@ -63,3 +63,22 @@ def same_content(fig: dict) -> None:
         a = {k: n.get("x") for k, n in keyed(drawings[0]).items()}
         b = {k: n.get("x") for k, n in keyed(drawings[1]).items()}
         assert a == b
+
+
+def moves(svg: dict, part: str, tp: int) -> None:
+    """A collective drawn as movement (draw.collective_flow, data-part ``part``): an arrow from
+    every rank into the reduction node, tinted by that rank (the data on it is the rank's), and one
+    out to every rank, under and over that rank's named buffers; and nothing more."""
+    from tpmath.views import tree
+    flows = [n for n in tree.walk(svg) if n.get("a", {}).get("data-part") == part]
+    assert len(flows) == 1, f"{part}: {len(flows)} drawn"
+    named = {n["a"]["data-part"]: n for n in tree.walk(flows[0]) if "data-part" in n.get("a", {})}
+    for side in ("send", "recv", "src", "dst"):
+        assert {k for k in named if k.startswith(f"{part}.{side}.")} == {f"{part}.{side}.{r}" for r in range(tp)}
+    for r in range(tp):
+        shapes = [n for n in tree.walk(named[f"{part}.send.{r}"]) if n["t"] in ("line", "polygon")]
+        assert len(shapes) == 2 and all(n["a"].get("data-rank") == str(r) for n in shapes), (part, r)
+        shapes = [n for n in tree.walk(named[f"{part}.recv.{r}"]) if n["t"] in ("line", "polygon")]
+        assert len(shapes) == 2 and all("fin" in n["a"]["class"].split() for n in shapes), (part, r)
+        for side in ("src", "dst"):
+            assert [n["x"] for n in tree.walk(named[f"{part}.{side}.{r}"]) if n["t"] == "text"] == [f"R{r}"]

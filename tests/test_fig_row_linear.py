@@ -11,6 +11,7 @@ import pytest
 
 from tpmath import row_linear
 from tpmath.views import render, tree
+from tpmath.views.row_linear import TP_CHOICES
 
 import figure_trees as ft
 
@@ -143,3 +144,14 @@ def test_section_has_its_figure(name):
     assert list(figures) == [name]
     for svg in ft.svgs(figures[name]):
         assert svg["c"][0]["x"]["key"].startswith("fig.")      # a translated title (the accessible name)
+
+
+@pytest.mark.parametrize("tp", TP_CHOICES)
+def test_row_linear_collectives_move_every_ranks_result_in_and_out(tp):
+    """Issue 27 item 5: the AllReduce (f̄ forward, f backward) and the AllGather drawn as movement,
+    from every rank into the collective and out to every rank, in both drawings, at every tp."""
+    controls = {"tp": tp, "batch": 2, "d_in": 4, "d_out": 4, "seed": 0}
+    for section, parts in (("row-linear", ("allreduce-g", "allgather")), ("row-backward", ("allreduce-f",))):
+        for svg in ft.svgs(render(section, controls)["figures"][section]):
+            for part in parts:
+                ft.moves(svg, part, tp)

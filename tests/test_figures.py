@@ -15,6 +15,9 @@ import pytest
 
 from tpmath import mlp as mlp_core
 from tpmath.views import render, sections, tree
+from tpmath.views.mlp import TP_OPTIONS
+
+import figure_trees as ft
 
 NUMBER = re.compile(r"<\s*\d(?:\.\d+)?e[−-]?\d+|[−-]?\d+(?:\.\d+)?(?:e[−-]?\d+)?|[−]?∞|NaN")
 
@@ -112,6 +115,38 @@ def test_mlp_figure_ranks_and_reference(stage, tp):
         for (i, j), v in np.ndenumerate(Y):
             assert abs(float(texts[f"Y.merged.{i}.{j}"].replace("−", "-")) - v) <= 5e-5 * max(1, abs(v))
 
+
+
+@pytest.mark.parametrize("tp", TP_OPTIONS)
+def test_mlp_figure_draws_the_row_split_of_w2_and_its_allreduces_as_movement(tp):
+    """Issue 27 item 5: stage 3 draws every rank's row block W₂ᵣ (numpy's split of W₂, tinted by
+    its rank) beside W₁ᵣ; the forward (f̄) and backward (f) AllReduce carry every rank's partial
+    into the sum and the sum out to every rank, in both drawings."""
+    W2 = mlp_core.default_inputs()["W2"]
+    shards = np.split(W2, tp, axis=0)
+    for stage, part in (("partial", "allreduce-f̄"), ("grad-x", "allreduce-f")):
+        fig = render("mlp", {"stage": stage, "tp": str(tp)})["figures"]["mlp"]
+        for svg in ft.svgs(fig):
+            ft.moves(svg, part, tp)
+            if stage != "partial":
+                continue
+            keyed = ft.keyed(svg)
+            for r, block in enumerate(shards):
+                for (i, j), v in np.ndenumerate(block):
+                    node = keyed[f"W2.{r}.{i}.{j}"]
+                    assert abs(ft.num(node["x"]) - v) <= 5e-5 * max(1, abs(v)), (r, i, j)
+                grid = next(n for n in tree.walk(svg) if n.get("a", {}).get("data-part") == f"W2.{r}")
+                assert {n["a"].get("data-rank") for n in tree.walk(grid) if n["t"] == "rect"} == {str(r)}
+                assert f"W1.{r}.0.0" in keyed       # beside W₁'s column block
+
+
+@pytest.mark.parametrize("tp", TP_OPTIONS)
+def test_page_one_draws_the_three_collectives_at_the_demos_tp(tp):
+    """Issue 27 item 4: AllReduce, ReduceScatter and AllGather, each as movement on tp ranks."""
+    fig = render("mlp", {"stage": "shards", "tp": str(tp)})["figures"]["mlp-collectives"]
+    for svg in ft.svgs(fig):
+        for part in ("allreduce", "reducescatter", "allgather"):
+            ft.moves(svg, part, tp)
 
 class _Collect(HTMLParser):
     def __init__(self):

@@ -1,10 +1,11 @@
 """Figure of the column→row MLP (page 1, section ``mlp``): the active stage, rank by rank.
 
-It draws exactly the matrices of the stage's table (same core result, same numbers), one
-lane per rank tinted by the rank's colour, the operation between them, and — where the
-stage ends in a sum — the AllReduce that merges the partial results.  A strip of the six
-stages on top lights the active one and marks where the operators f̄ (forward
-AllReduce) and f (backward AllReduce) sit.
+It draws the matrices of the stage's table (same core result, same numbers), one lane per
+rank tinted by the rank's colour, the operation between them, and — where the stage ends in a
+sum — the AllReduce as movement: every rank's partial flows into the sum and the result back
+out to every rank (:func:`draw.collective_flow`).  Stage 3 also draws each rank's row block
+W₂ᵣ, so W₂'s row split sits beside W₁'s column split.  A strip of the six stages on top
+lights the active one (forward | backward).  Laid out by the kit alone.
 """
 
 from __future__ import annotations
@@ -13,25 +14,38 @@ import numpy as np
 
 from .. import fmt
 from ..mlp import MlpOutputs, MlpRank, MlpResult
-from .draw import (CELL_H, Panel, Row, arrow_panel, circle, figure, group, label, lane_badge, line, matrix_panel,
-                   mid_text, op_box, rect, text, text_w)
+from .draw import (CELL_H, Panel, Row, arrow_panel, centred, collective_flow, column, figure, label,
+                   lane_badge, matrix_panel, sign, step_passes, text_w)
 
-# stage -> the operation written on the arrow from one column of the table to the next
-# (None: the two matrices are shown side by side, no data flows between them).
+# stage -> the operation between one drawn matrix and the next: an arrow's label (data flows
+# through it), a sign (· or =: the next matrix is an operand or the result), or None (the two
+# are shown side by side, no data flows between them).
 _OPS = {
     "shards": (None,),
     "forward": ("X·", "tanh"),
-    "partial": ("tanh(X·)", "·W₂ᵣ"),
+    "partial": ("tanh(X·)", "·", "="),
     "backward": ("G_Y·(·)ᵀ", "⊙(1−Hᵣ²)"),
     "grad-w": (None, None),
     "grad-x": (None, "·W₁ᵣᵀ"),
 }
+_SIGNS = ("·", "=")
+# stage -> the matrices drawn, where they are not the table's columns (stage 3 draws the W₂ᵣ
+# that turns Hᵣ into Yᵣ: the row split of W₂)
+_DRAWN = {"partial": ("W1", "H", "W2", "Y_partial")}
 # core key -> symbol in the figure (ᵣ: the rank's own block)
 _SYMBOL = {"W1": "W₁ᵣ", "W2": "W₂ᵣ", "Z": "Zᵣ", "H": "Hᵣ", "Y_partial": "Yᵣ", "G_H": "G_Hᵣ", "G_Z": "G_Zᵣ",
            "G_W1": "G_W₁ᵣ", "G_W2": "G_W₂ᵣ", "G_X_partial": "G_Xᵣ"}
 _MERGED = {"Y_partial": ("Y", "f̄"), "G_X_partial": ("G_X", "f")}
 STAGES = ("shards", "forward", "partial", "backward", "grad-w", "grad-x")
 _BACKWARD = ("backward", "grad-w", "grad-x")
+RESULT_W = 170.0        # the merged result's panel: room for its caption and the check under it
+STAGE_NAME_W = 200.0    # the longest stage name: beside the steps on a desktop, under them on a phone
+LONG_OP = 4             # an operation longer than this gets a wider arrow
+
+
+def drawn_keys(stage: str, cols: tuple) -> tuple[str, ...]:
+    """The core keys of the matrices a stage's lanes draw, left to right."""
+    return _DRAWN.get(stage, tuple(key for key, _, _ in cols))
 
 
 def _shape(a: np.ndarray) -> str:
@@ -43,17 +57,24 @@ def _caption(key: str) -> object:
     return label("fig.partial_of", name=symbol) if key in _MERGED else symbol
 
 
-def _lane(stage: str, rk: MlpRank, cols: tuple, scales: dict) -> Row:
+def _op(op: str | None, h: float) -> Panel:
+    """What stands between two matrices of a lane (``h``: the height of the lane's grids)."""
+    if op is None:
+        return Panel(4, 1)
+    if op in _SIGNS:
+        return sign(op, h)
+    return arrow_panel(op, w=64 if len(op) > LONG_OP else 44, h=2 * CELL_H)
+
+
+def _lane(stage: str, rk: MlpRank, keys: tuple, scales: dict) -> Row:
     r = rk.rank
-    panels = []
-    for i, (key, _, _) in enumerate(cols):
-        if i:
-            op = _OPS[stage][i - 1]
-            panels.append(arrow_panel(op, w=64 if len(op or "") > 4 else 44, h=CELL_H * 2) if op
-                          else Panel(4, 1))
-        local = getattr(rk, key)
-        panels.append(matrix_panel(local, _caption(key), r, f"{key}.{r}", scales[key], shape=_shape(local)))
-    return Row([lane_badge(r, max(p.h for p in panels), "numbers")] + panels, rank=r, hang=True)
+    grids = [matrix_panel(getattr(rk, key), _caption(key), r, f"{key}.{r}", scales[key],
+                          shape=_shape(getattr(rk, key))) for key in keys]
+    h = max(p.h for p in grids)
+    panels = [grids[0]]
+    for op, grid in zip(_OPS[stage], grids[1:]):
+        panels += [_op(op, h), grid]
+    return Row([lane_badge(r, h, "numbers")] + panels, rank=r, hang=True)
 
 
 def _replicated(stage: str, inputs: dict) -> list[Panel]:
@@ -67,61 +88,62 @@ def _replicated(stage: str, inputs: dict) -> list[Panel]:
     return [panel]
 
 
-def _merge(stage: str, res: MlpResult, ref: MlpOutputs, tp: int, merged_key: str) -> list[Panel]:
-    """The AllReduce of the partial results and what every rank holds after it."""
+def _merge(res: MlpResult, ref: MlpOutputs, tp: int, merged_key: str) -> list[Panel]:
+    """The AllReduce of the partial results as movement, and what every rank holds after it."""
     name, op = _MERGED[merged_key]
     total = getattr(res.sharded, name)
     err = float(np.max(np.abs(total - getattr(ref, name))))
-    box = op_box(label("fig.allreduce_op", op=op), label("fig.sum_ranks", last="R" + fmt.integer(tp - 1)), 126,
-                 "coll", f"allreduce-{op}", h=2 * CELL_H, top=18, title_y=CELL_H * 0.75, sub_y=CELL_H * 1.55, lit="hl")
+    flow_ = collective_flow("allreduce", tp, label("fig.allreduce_op", op=op),
+                            label("fig.sum_ranks", last="R" + fmt.integer(tp - 1)), part=f"allreduce-{op}",
+                            cls="coll hl")
     result = matrix_panel(total, label("fig.every_rank", name=name), None, f"{name}.merged",
                           shape=label("fig.matches_ref", err=fmt.err(err)))
-    result.w = max(result.w, 170.0)      # room for the caption and the check under the grid
-    return [box, arrow_panel(None, w=30, h=2 * CELL_H + 18), result]
+    result.w = max(result.w, RESULT_W)
+    return [flow_, result]
 
 
-def _strip(stage: str):
-    """Head drawing: the six stages as numbered steps, the active one lit, f̄ and f marked."""
-    def head(width: float):
-        step = 40.0
-        x0, y = 22.0, 20.0
-        nodes = [line(x0, y, x0 + step * 5, y, "strip")]
-        for i, s in enumerate(STAGES):
-            cx = x0 + step * i
-            cls = "step hl" if s == stage else "step"
-            nodes.append(circle(cx, y, 11, cls))
-            nodes.append(mid_text(cx, y, fmt.integer(i + 1), "step-t"))
-        # f̄ closes the forward pass (after step 3), f the backward pass (step 6).
-        for after, op in ((2, "f̄"), (5, "f")):
-            cx = x0 + step * after + (step / 2 if after < 5 else 20)
-            nodes.append(rect(cx - 8, y + 14, 16, 16, {"class": "coll"}, rx="3"))
-            nodes.append(mid_text(cx, y + 22, op, "coll-t"))
-        name = label(f"opt.stage.{stage.replace('-', '_')}")
-        if width >= 480:             # beside the steps on a desktop, under them on a phone
-            nodes.append(text(x0 + step * 5 + 40, y + 5, name, "stage-name"))
-            return [group(nodes, part="stages")], 50.0, width
-        nodes.append(text(x0 - 11, y + 50, name, "stage-name"))
-        # a drawing narrower than the steps (the shards alone) would cut off step 6 and f
-        return [group(nodes, part="stages")], 66.0, x0 + step * 5 + 32     # f's box, 4 px of air
-    return head
+def _strip(stage: str) -> list[Panel]:
+    """The six stages as numbered steps (forward | backward), the active one lit, and its name."""
+    steps = step_passes(len(STAGES), STAGES.index(stage), STAGES.index("backward"), part="stages")
+    return [steps, centred(label(f"opt.stage.{stage.replace('-', '_')}"), steps.h, "stage-name", w=STAGE_NAME_W)]
 
 
 def figure_mlp(stage: str, tp: int, cols: tuple, res: MlpResult, one: MlpRank) -> dict:
     """The ``mlp`` figure for one stage and tp (``cols``: the stage's table columns)."""
-    scales = {key: float(np.max(np.abs(getattr(one, key)))) for key, _, _ in cols}
-    ref = res.reference
+    keys = drawn_keys(stage, cols)
+    scales = {key: float(np.max(np.abs(getattr(one, key)))) for key in keys}
 
     def rows():
-        out = []
+        out = [_strip(stage)]
         top = _replicated(stage, res.inputs)
         if top:
             out.append(top)
-        for rk in res.ranks:
-            out.append(_lane(stage, rk, cols, scales))
-        last = cols[-1][0]
-        if last in _MERGED:
-            out.append(_merge(stage, res, ref, tp, last))
+        out += [_lane(stage, rk, keys, scales) for rk in res.ranks]
+        if keys[-1] in _MERGED:
+            out.append(_merge(res, res.reference, tp, keys[-1]))
         return out
 
     title = label("fig.mlp_title", tp=fmt.integer(tp), stage=label(f"opt.stage.{stage.replace('-', '_')}"))
-    return figure("mlp", title, rows, head=_strip(stage))
+    return figure("mlp", title, rows)
+
+
+# The three collectives the MLP is built from (page 1, before its prose first uses AllReduce):
+# AllReduce is a ReduceScatter followed by an AllGather.
+_BASICS = (("allreduce", "AllReduce", "fig.coll_ar_sub"), ("reducescatter", "ReduceScatter", "fig.coll_rs_sub"),
+           ("allgather", "AllGather", "fig.coll_ag_sub"))
+BASIC_W = 200.0         # one collective's drawing: three side by side fill a desktop column
+BASIC_GAP = 12.0
+_BETWEEN = ("=", "+")   # AllReduce = ReduceScatter + AllGather
+
+
+def figure_collective_basics(tp: int) -> dict:
+    """The ``mlp-collectives`` figure: AllReduce, ReduceScatter and AllGather on ``tp`` ranks,
+    each drawn as the movement of every rank's data (:func:`draw.collective_flow`)."""
+    # room under each: on a phone they stack, and one's outputs must not read as the next one's inputs
+    flows = [column([collective_flow(kind, tp, name, label(sub), part=kind, w=BASIC_W), Panel(BASIC_W, BASIC_GAP)], gap=0)
+             for kind, name, sub in _BASICS]
+    row = [flows[0]]
+    for symbol, flow_ in zip(_BETWEEN, flows[1:]):
+        row += [sign(symbol, flow_.h), flow_]
+    return figure("mlp-collectives", label("fig.coll_basics_title", tp=fmt.integer(tp)), lambda: [row],
+                  caption=label("fig.coll_basics_caption"))

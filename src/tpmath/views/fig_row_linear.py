@@ -3,8 +3,10 @@
 
 The linear figures draw the matrices of the section's tables (same core results, same
 numbers), one lane per rank in the rank's tint, the shapes under every matrix (B×D/n …), and
-how the ranks' results are merged: summed by an AllReduce (a replicated result, grey) or
-placed side by side (each block keeps the tint of the rank that computed it).
+how the ranks' results are merged, drawn as movement (every rank's result flows into the
+collective, the merged one out to every rank): summed by an AllReduce (a replicated result,
+grey) or placed side by side by an AllGather (each block keeps the tint of the rank that
+computed it).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 from ..schedules import bus_bandwidth_factor
 from .. import fmt
 from ..row_linear import ColumnLinearResult, RowLinearResult
-from .draw import (NARROW_W, NUM_CHAR, PAD, TEXT_CHAR, Panel, Row, cell_width, coll_panel, figure,
+from .draw import (NARROW_W, NUM_CHAR, PAD, TEXT_CHAR, Panel, Row, cell_width, coll_panel, collective_flow, figure,
                    grid_panel, heading, label, lane_badge, pair, rect, sign, text, text_w)
 
 GAP = 10.0              # tree.flow's gap between panels
@@ -46,11 +48,20 @@ def _sub(what: str, p: int) -> dict:
 
 def _merge(lanes: list, label: Any, sub: Any, results: list[Panel], part: str,
            cls: str = "coll") -> list[list[Panel]]:
-    """The collective as a band under the lanes (as wide as they are, at most a phone column),
-    and what the ranks hold after it."""
+    """Where the ranks' results would be merged and none is needed: a band under the lanes (as
+    wide as they are, at most a phone column), and what the ranks hold."""
+    return [[coll_panel(label, sub, _lanes_w(lanes), part=part, cls=cls)], results]
+
+
+def _moved(kind: str, lanes: list, label: Any, sub: Any, results: list[Panel], part: str) -> list[list[Panel]]:
+    """The collective as movement under the lanes (every rank's result into it, the merged one
+    out to every rank: :func:`draw.collective_flow`), what the ranks hold after it beside it."""
+    return [[collective_flow(kind, len(lanes), label, sub, part=part, w=_lanes_w(lanes))] + results]
+
+
+def _lanes_w(lanes: list) -> float:
     panels = [lane.panels if isinstance(lane, Row) else lane for lane in lanes]
-    w = max(sum(p.w for p in row) + GAP * (len(row) - 1) for row in panels)
-    return [[coll_panel(label, sub, min(w, NARROW_W - 16), part=part, cls=cls)], results]
+    return min(max(sum(p.w for p in row) + GAP * (len(row) - 1) for row in panels), NARROW_W - 16)
 
 
 def _scale(*mats) -> float:
@@ -82,7 +93,7 @@ def _row_forward(row: RowLinearResult, cw: float) -> list[list[Panel]]:
             _partial(rk.Y_partial, "Yᵣ", r, f"Yr.{r}", cw, sy, _dims("B×O", rk.Y_partial)),
         ]))
     Y = grid_panel(row.Y, label("fig.rl_every_rank", name="Y"), None, "Y.row", cw, sy, _err(row.max_abs_err["Y"]), min_w=CAPTION_W)
-    out += _merge(out[1:], label("fig.rl_allreduce", op="f̄"), _sub("rl_sum", p), [Y], "allreduce-g")
+    out += _moved("allreduce", out[1:], label("fig.rl_allreduce", op="f̄"), _sub("rl_sum", p), [Y], "allreduce-g")
     return out
 
 
@@ -100,7 +111,7 @@ def _col_forward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
         ]))
     Y = grid_panel(col.Y, label("fig.rl_every_rank", name="Y"), None, "Y.col", cw, sy, _err(col.max_abs_err["Y"]),
                    blocks=p, axis=1, min_w=CAPTION_W)
-    out += _merge(out[2:], "AllGather", _sub("rl_concat", p), [Y], "allgather")
+    out += _moved("allgather", out[2:], "AllGather", _sub("rl_concat", p), [Y], "allgather")
     return out
 
 
@@ -151,7 +162,7 @@ def _col_backward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
         ]))
     dX = grid_panel(col.sharded.dX, label("fig.rl_every_rank", name="dX"), None, "dX.col", cw, sdx,
                     _err(col.max_abs_err["dX"]), min_w=CAPTION_W)
-    out += _merge(out[1:], label("fig.rl_allreduce", op="f"), _sub("rl_sum", p), [dX], "allreduce-f")
+    out += _moved("allreduce", out[1:], label("fig.rl_allreduce", op="f"), _sub("rl_sum", p), [dX], "allreduce-f")
     return out
 
 

@@ -18,7 +18,7 @@ from .. import fmt
 from . import Control, Section, parse_controls
 from . import tree
 from .cells import id_range, label, table
-from .fig_mlp import figure_mlp
+from .fig_mlp import figure_collective_basics, figure_mlp
 
 STAGES = ("shards", "forward", "partial", "backward", "grad-w", "grad-x")
 TP_OPTIONS = (1, 2, 4)
@@ -108,7 +108,7 @@ def render_mlp(controls: dict, lang: str) -> dict:
         "controls": {"stage": stage, "tp": str(tp)},
         "tables": {"mlp-inputs": _inputs_table(res.inputs, tp),
                    "mlp-ranks": table("cap.mlp_ranks", columns, rows, foot)},
-        "figures": {"mlp": figure_mlp(stage, tp, cols, res, one)},
+        "figures": {"mlp": figure_mlp(stage, tp, cols, res, one), "mlp-collectives": figure_collective_basics(tp)},
         "values": {
             "loss": fmt.num(res.sharded.loss),
             "reference-loss": fmt.num(res.reference.loss),
