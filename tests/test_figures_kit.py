@@ -135,7 +135,7 @@ def test_the_kit_itself_passes_the_tree_contract():
               draw.orbit([draw.badge_panel(r, 18, 0, part=None) for r in range(3)], 60, 200,
                          [(0, 1, "#0", "send.0.1.0")], [("s", "cap")], track=80),
               draw.heap_tree([draw.badge_panel(r, 18, 0, part=None) for r in range(3)], 200, 60, 20),
-              draw.step_strip([1, 2], 2, [0.5, 1.0], 30, (False, True), "phase")]
+              draw.step_strip([1, 2], 2, 30, [0.5, 1.0], (False, True), "phase"), draw.step_strip([1, 2], 1, 28)]
     node = draw.figure("kit", "title", lambda: [draw.Row(panels, rank=1, hang=True)], caption="c")
     tree.check(node)
     kinds = [draw.Link("arrow", ("a", "b"), label="#1"), draw.Link("curve", ("a", "b"), "mv", "mvh", rank=0, gap=2),

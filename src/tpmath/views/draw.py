@@ -29,7 +29,7 @@ The parts, by kind:
   :func:`connect` draws :class:`Link` s between them (arrows, curves, a bus, an elbow, the way
   round a stack of lanes, a node the ends go through);
 * node layouts: :func:`orbit` (panels on a circle), :func:`heap_tree` (panels as a binary tree);
-  :func:`step_strip` (numbered steps on a line, a bar over each);
+  :func:`step_strip` (numbered steps on a line, a bar over each or none: the one step drawer);
 * charts: :func:`axis_chart` (rows of :class:`Mark` on a :class:`LogAxis`, numbers in columns),
   :func:`bar` (time bars of :class:`Seg`), :func:`badge_grid` (ranks in row and column groups);
 * the figure: :func:`figure` (panel rows flowed twice), :func:`figure_at` (panel rows built for
@@ -925,24 +925,27 @@ STEP_DROP = 14.0        # from the bars' feet down to the steps' centres
 BRACKET_GAP, BRACKET_H = 6.0, 3.0
 
 
-def step_strip(steps: Sequence[int], current: int, bars: Sequence[float | None], step_w: float,
-               ends: tuple[bool, bool], note: Any = None, note_w: float = 380.0) -> Panel:
-    """Numbered steps as circles on a line, ``step_w`` apart, ``current`` lit, each with a bar
-    over it (``bars``: its share of the busiest one's; None: no bar); ``ends``: whether the line
-    stops at the first / last step (else it runs to the panel's edge, on into the next strip);
-    ``note``: a bracket under them and the note under it, else the strip stays with the next."""
-    cy = STEP_BAR_H + STEP_DROP
+def step_strip(steps: Sequence[int], current: int, step_w: float, bars: Sequence[float | None] | None = None,
+               ends: tuple[bool, bool] = (True, True), note: Any = None, note_w: float = 380.0) -> Panel:
+    """Numbered steps as circles on a line, ``step_w`` apart, ``current`` lit (the one step drawer:
+    the ring's phases, sp-layer's passes, each a strip; strips side by side make the whole line);
+    ``bars``: a bar over each step (its share of the busiest one's; None: no bar), or no bars and
+    no room for them; ``ends``: whether the line stops at the first / last step (else it runs to
+    the panel's edge, on into the next strip); ``note``: a bracket under them and the note under
+    it, else the strip stays with the next."""
+    top = STEP_BAR_H if bars is not None else 0.0
+    cy = top + (STEP_DROP if bars is not None else STEP_R + 2)
     centres = [(i + 0.5) * step_w for i in range(len(steps))]
     nodes = [line(centres[0] if ends[0] else 0.0, cy, centres[-1] if ends[1] else len(centres) * step_w, cy, "strip")]
-    for i, cx, share in zip(steps, centres, bars):
+    for i, cx, share in zip(steps, centres, bars if bars is not None else [None] * len(steps)):
         lit = " hl" if i == current else ""
         if share is not None:
             h = max(2.0, STEP_BAR_H * share)
             nodes.append(rect(cx - 5, STEP_BAR_H - h, 10, h, {"class": "sbar" + lit}, **{"data-part": f"bytes.{i}"}))
-        nodes.append(circle(cx, cy, STEP_R, "step" + lit))
+        nodes.append(circle(cx, cy, STEP_R, "step" + lit))       # the number right after it (style.css: .step.hl + text)
         nodes.append(mid_text(cx, cy, fmt.integer(i), "step-t"))
     if note is None:
-        return Panel(len(centres) * step_w, cy + STEP_R, nodes, joins=True)
+        return Panel(len(centres) * step_w, cy + STEP_R + (0.0 if bars is not None else 2.0), nodes, joins=True)
     xa, xb, yb = centres[0] - STEP_R, centres[-1] + STEP_R, cy + STEP_R + BRACKET_GAP
     words_ = note_panel(note, note_w)
     nodes += [path(f"M{n(xa)},{n(yb - BRACKET_H)} V{n(yb)} H{n(xb)} V{n(yb - BRACKET_H)}", "strip"),
@@ -1194,17 +1197,6 @@ def snake(panels: Sequence[Panel], width: float) -> Panel:
             nodes += down_arrow(dx + at[id(last)] + getattr(last, "ax", last.w / 2), y + 1, y + SNAKE_DROP - 1)
             y += SNAKE_DROP
     return Panel(width, y, nodes)
-
-
-def step_passes(count: int, lit: int, split: int, part: str = "steps") -> Panel:
-    """Steps as numbered circles on a line, ``lit`` (0-based) lit, a gap before step ``split``
-    (one pass | the next).  (:func:`step_strip` is the ring's: steps with a bar over each.)"""
-    pitch, r, cy = 28.0, 10.0, 16.0
-    xs = [12 + i * pitch + (14 if i >= split else 0) for i in range(count)]
-    nodes = [line(xs[0], cy, xs[split - 1], cy, "strip"), line(xs[split], cy, xs[-1], cy, "strip")]
-    for i, cx in enumerate(xs):     # the number right after its circle (style.css: .step.hl + text)
-        nodes += [circle(cx, cy, r, "step hl" if i == lit else "step"), mid_text(cx, cy, fmt.integer(i + 1), "step-t")]
-    return Panel(xs[-1] + r + 2, 2 * cy, [group(nodes, part=part)])
 
 
 def lit_column(panel: Panel, col: Col, part: str, cls: str = "tgt") -> Panel:
