@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 VIEWS = Path(__file__).resolve().parents[1] / "src" / "tpmath" / "views"
@@ -268,3 +269,77 @@ def test_the_pieces_of_a_wrapped_caption_read_as_the_whole(lang):
     if lang == "en":     # an English caption breaks between words: its first piece ends in a space
         firsts = [k for k, v in s.items() if k.startswith("fig.") and k.endswith("_1") and not v.endswith(" ")]
         assert not firsts
+
+
+def _reference_blocks(kind: str, tp: int) -> tuple[list, list]:
+    """What each rank's buffer holds before and after the collective, block by block, from numpy
+    run on marked data: rank r's block k is a one-hot vector of rank r (its data), and a block
+    that is a sum of several ranks' data has several ones ("fin"); an empty block: None."""
+    mark = np.eye(tp)
+    def who(v):
+        if v is None:
+            return None
+        hot = np.flatnonzero(v)
+        return int(hot[0]) if len(hot) == 1 else "fin"
+    if kind == "allgather":
+        before = [[mark[r] if k == r else None for k in range(tp)] for r in range(tp)]
+        after = [list(np.concatenate([[mark[s]] for s in range(tp)])) for _ in range(tp)]
+    else:
+        full = [np.tile(mark[r], (tp, 1)) for r in range(tp)]
+        before = [list(f) for f in full]
+        total = np.sum(full, axis=0)        # the sum every rank gets (AllReduce), block r of it (ReduceScatter)
+        after = [list(total) if kind == "allreduce" else [total[k] if k == r else None for k in range(tp)]
+                 for r in range(tp)]
+    return [[who(v) for v in bl] for bl in before], [[who(v) for v in bl] for bl in after]
+
+
+def _part(node: dict, name: str) -> dict:
+    from tpmath.views import tree
+    found = [x for x in tree.walk(node) if x.get("a", {}).get("data-part") == name]
+    assert len(found) == 1, f"{name}: {len(found)} found"
+    return found[0]
+
+
+def _tints(chip: dict, tp: int) -> list:
+    """Block k of a drawn buffer: the rank whose tint fills it, "fin" (grey: a sum) or None."""
+    cells = [x["a"] for x in chip.get("c", []) if x["t"] == "rect" and "cell" in x["a"]["class"].split()]
+    width = float(next(x["a"]["width"] for x in chip["c"] if "frame" in x["a"]["class"].split()))
+    out = [None] * tp
+    for a in cells:
+        k = round(float(a["x"]) / (width / tp))
+        out[k] = "fin" if "fin" in a["class"].split() else int(a["data-rank"])
+    return out
+
+
+@pytest.mark.parametrize("kind", ["allreduce", "allgather", "reducescatter"])
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_a_collective_flow_carries_every_ranks_data_in_and_the_result_out_to_every_rank(kind, tp):
+    from tpmath.views import draw, tree
+
+    panel = draw.collective_flow(kind, tp, "AllReduce", "sub", part="c")
+    node = tree.el("svg", None, [panel.at(0, 0)])
+    tree.check(node)
+    before, after = _reference_blocks(kind, tp)
+    assert panel.w <= tree.NARROW_W - 16
+    for r in range(tp):
+        send, recv = _part(node, f"c.send.{r}"), _part(node, f"c.recv.{r}")
+        # the arrow in carries rank r's tint, the way out the result's (no single rank's)
+        assert {x["a"].get("data-rank") for x in tree.walk(send) if x["t"] in ("line", "polygon")} == {str(r)}
+        assert all("fin" in x["a"]["class"] for x in tree.walk(recv) if x["t"] in ("line", "polygon"))
+        src, dst = _part(node, f"c.src.{r}"), _part(node, f"c.dst.{r}")
+        assert _tints(src, tp) == before[r] and _tints(dst, tp) == after[r]
+        # the rank is named on its buffers, not told by colour alone
+        assert [x["x"] for x in tree.walk(src) if x["t"] == "text"] == [f"R{r}"]
+        assert [x["x"] for x in tree.walk(dst) if x["t"] == "text"] == [f"R{r}"]
+        # the arrows start under rank r's buffer before and end over its buffer after
+        (x1, y1), (x2, y2) = panel.ports[f"c.in.{r}"], panel.ports[f"c.out.{r}"]
+        line_in = next(x["a"] for x in tree.walk(send) if x["t"] == "line")
+        line_out = next(x["a"] for x in tree.walk(recv) if x["t"] == "line")
+        assert float(line_in["x1"]) == pytest.approx(x1, abs=0.1) and float(line_in["y1"]) > y1
+        assert float(line_out["x2"]) == pytest.approx(x2, abs=0.1) and float(line_out["y2"]) < y2
+
+
+def test_a_collective_flow_refuses_an_unknown_collective():
+    from tpmath.views import draw, tree
+    with pytest.raises(tree.TreeError):
+        draw.collective_flow("broadcast", 2, "x")

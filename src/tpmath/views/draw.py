@@ -15,6 +15,10 @@ The parts, by kind:
   :func:`polygon`, :func:`group`;
 * badge: :func:`badge` (R0 on its tint), :func:`badge_panel` / :func:`lane_badge` (a lane's);
 * operator box: :func:`op_box`, :func:`band`, :func:`coll_panel`, :func:`heading`;
+* a collective as movement: :func:`collective_flow` (every rank's buffer, an arrow from each in
+  its rank's tint into the reduction node, an arrow out to every rank's buffer after it:
+  AllReduce, AllGather, ReduceScatter; one panel for the wide and the narrow drawing, built on
+  ``Panel.ports``, :func:`connect` and :class:`Link`);
 * grids: one numbered-grid drawer, :func:`svg_grid` (a rank's tint, or an owner per entry),
   in :func:`matrix_panel`, :func:`grid_panel` (numbers or a ruled block, rank blocks) and
   :func:`owned_panel` (each entry tinted by its owner); :func:`heat` / :func:`heat_panel`
@@ -285,6 +289,79 @@ def coll_panel(label: Any, sub: Any, w: float = 340.0, part: str | None = None, 
     return Panel(w, bh + 16, [band(0, 0, w, bh, label, sub, cls=cls)]
                  + down_arrow(w / 2, bh, bh + 14), part=part)
 
+
+
+# ---------------------------------------------------------------- a collective drawn as movement
+
+COLLECTIVES = ("allreduce", "allgather", "reducescatter")
+CHIP_W = 52.0           # a rank's buffer in a collective's flow, at most (narrower with many ranks)
+CHIP_H = 18.0
+CHIP_GAP = 8.0          # between two ranks' buffers
+MOVE_H = 16.0           # the arrows into and out of the reduction node
+
+
+def _blocks_of(kind: str, side: str, r: int, tp: int) -> list:
+    """The tp blocks of rank r's buffer before ("in") or after ("out") a collective: the rank
+    whose data each block is (an int), "fin" (a reduced block: every rank's sum; with one rank,
+    its own data) or None (empty)."""
+    if side == "in":
+        return [r if kind != "allgather" or k == r else None for k in range(tp)]
+    if kind == "allgather":
+        return list(range(tp))
+    total = "fin" if tp > 1 else r
+    return [total if kind == "allreduce" or k == r else None for k in range(tp)]
+
+
+def _chip(blocks: list, r: int, cw: float, name: str, partial: bool) -> Panel:
+    """Rank r's buffer: its blocks, each tinted by the rank whose data it holds, framed in r's
+    colour (dashed: a partial term), r's name on it (colour is never the only cue); ports
+    ``<name>.top`` / ``<name>.bottom``."""
+    bw = cw / len(blocks)
+    nodes = [rect(k * bw, 0, bw, CHIP_H, {"class": "cell fin"} if b == "fin" else rank_attrs(b, "cell v2"))
+             for k, b in enumerate(blocks) if b is not None]
+    nodes += [rect(0, 0, cw, CHIP_H, rank_attrs(r, "frame part" if partial else "frame")),
+              mid_text(cw / 2, CHIP_H / 2, rank_name(r), "badge-t")]
+    return Panel(cw, CHIP_H, nodes, part=name, ports={name + ".top": (cw / 2, 0.0), name + ".bottom": (cw / 2, CHIP_H)})
+
+
+def collective_flow(kind: str, tp: int, name: Any, sub: Any = None, part: str = "coll",
+                    w: float = NARROW_W - 16, cls: str = "coll") -> Panel:
+    """A collective as movement between the ranks: a row of every rank's buffer before it, an
+    arrow from each (in the tint of the rank whose data travels on it) into the reduction node (a
+    band across the ranks, ``name`` and ``sub`` in it), and an arrow out of the node down to every
+    rank's buffer after it.  ``kind``: "allreduce" (full partials in, the sum to every rank),
+    "allgather" (each rank's shard in, every shard to every rank) or "reducescatter" (full
+    partials in, block r of the sum to rank r).  ``w`` wide, the band too, the buffers centred
+    under it (narrower with many ranks): one panel serves the wide and the narrow drawing.
+
+    Parts: ``<part>.src.<r>`` / ``<part>.dst.<r>`` (rank r's buffer before / after),
+    ``<part>.send.<r>`` (the arrow from rank r into the node, data-rank r), ``<part>.recv.<r>``
+    (the arrow out to rank r); ports ``<part>.in.<r>`` (top of r's buffer before) and
+    ``<part>.out.<r>`` (bottom of r's buffer after), for links from the figure's lanes."""
+    if kind not in COLLECTIVES:
+        raise TreeError(f"collective {kind!r} is not one of {COLLECTIVES}")
+    cw = min(CHIP_W, (w - CHIP_GAP * (tp - 1)) / tp)
+    reduces = kind != "allgather"
+
+    def chips(side: str) -> Panel:
+        return flowed([[_chip(_blocks_of(kind, side, r, tp), r, cw, f"{part}.{'src' if side == 'in' else 'dst'}.{r}",
+                              reduces and side == "in") for r in range(tp)]], WIDE_W, gap=CHIP_GAP)
+    before, after = chips("in"), chips("out")
+    bw = max(before.w, w)
+    bh = 40.0 if sub is not None else 24.0
+    inset = (bw - before.w) / 2
+    mids = [inset + r * (cw + CHIP_GAP) + cw / 2 for r in range(tp)]
+    node = Panel(bw, bh, [band(0, 0, bw, bh, name, sub, cls=cls)],
+                 ports={**{f"node.{r}.top": (x, 0.0) for r, x in enumerate(mids)},
+                        **{f"node.{r}.bottom": (x, bh) for r, x in enumerate(mids)}})
+    body = column([before, Panel(bw, MOVE_H), node, Panel(bw, MOVE_H), after], gap=0, centred=True)
+    links = [Link("arrow", (f"{part}.src.{r}.bottom", f"node.{r}.top"), "mv", "mvh", rank=r,
+                  part=f"{part}.send.{r}", gap=1) for r in range(tp)]
+    links += [Link("arrow", (f"node.{r}.bottom", f"{part}.dst.{r}.top"), "mv fin", "mvh fin",
+                   part=f"{part}.recv.{r}", gap=1) for r in range(tp)]
+    ports = {f"{part}.in.{r}": body.ports[f"{part}.src.{r}.top"] for r in range(tp)}
+    ports.update({f"{part}.out.{r}": body.ports[f"{part}.dst.{r}.bottom"] for r in range(tp)})
+    return Panel(body.w, body.h, body.nodes + connect(links, body.ports), part=part, ports=ports)
 
 # ---------------------------------------------------------------- text blocks, nested flows, token maps
 
