@@ -157,6 +157,18 @@ def _first_svg(fig):
     return next(c for c in fig["c"] if c["t"] == "svg")
 
 
+def _placed(node, x=0.0, y=0.0):
+    """(node, x, y) of every node under ``node``: the offset of its frame (the groups' translates)."""
+    kids = node.get("c", []) if isinstance(node.get("c"), list) else []
+    m = re.fullmatch(r"translate\(([-\d.]+),([-\d.]+)\)", node.get("a", {}).get("transform", "") or "") \
+        if node is not None else None
+    if m and node["t"] == "g":
+        x, y = x + float(m.group(1)), y + float(m.group(2))
+    yield node, x, y
+    for c in kids:
+        yield from _placed(c, x, y)
+
+
 def _ranks_in(node):
     return {n["a"]["data-rank"] for n in tree.walk(node) if "data-rank" in n.get("a", {})}
 
@@ -178,13 +190,15 @@ def test_attention_figure_heads_edges_and_ranks(tp, H, K, mistake):
     assert sorted(panels, key=lambda p: int(p.split(".")[2])) == [f"P.{h // Hr}.{h}" for h in range(H)]
     # head map: an edge from q_h's box to the box of the KV head it reads
     heads = next(n for n in tree.walk(svg) if n.get("a", {}).get("data-part") == "heads")
-    x_of = {n["x"]: float(n["a"]["x"]) for n in tree.walk(heads) if n["t"] == "text" and "a-ht" in n["a"]["class"]}
-    edges = [n for n in tree.walk(heads) if n["t"] == "line" and "a-edge" in n["a"]["class"]]
+    # where each head's name is drawn, in the head map's frame (the kit nests panels in translated groups)
+    x_of = {n["x"]: x + float(n["a"]["x"]) for n, x, _ in _placed(heads)
+            if n["t"] == "text" and "a-ht" in n["a"]["class"]}
+    edges = [(n, x) for n, x, _ in _placed(heads) if n["t"] == "line" and "a-edge" in n["a"]["class"]]
     assert len(edges) == H
     q_at = {round(x_of[f"q{h}"], 1): h for h in range(H)}
     k_at = {round(x_of[f"k{k}"], 1): k for k in range(K)}
-    for e in edges:
-        h, j = q_at[float(e["a"]["x1"])], k_at[float(e["a"]["x2"])]
+    for e, dx in edges:
+        h, j = q_at[round(dx + float(e["a"]["x1"]), 1)], k_at[round(dx + float(e["a"]["x2"]), 1)]
         r = h // Hr
         read = r % K if mistake == "kv-not-replicated" and K < tp else h * K // H
         assert j == read, (h, j)

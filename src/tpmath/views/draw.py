@@ -877,7 +877,7 @@ class Link:
     """A connector between ports of panels the figure's flow placed (:func:`connect`):
 
     * "arrow": straight from ``ends[0]`` to ``ends[1]``, ``gap`` (one number, or (start, end))
-      short of them, ``label`` beside its middle;
+      short of them, ``label`` beside its middle (``head=None``: an edge, a plain line between them);
     * "curve": a left-to-right S-curve between them;
     * "bus": every end joined to one upright ``track`` px right of the farthest of ``via``
       (default: the ends), ``label`` over it (a met collective);
@@ -885,6 +885,8 @@ class Link:
     * "around": down out of ``ends[0]``, right to ``track`` px right of ``via``, up past
       ``ends[1]`` and down into it (the way back of a ring drawn as stacked lanes); without a head
       the way itself, from beside ``ends[0]`` to beside ``ends[1]``;
+    * "over": up out of ``ends[0]`` to ``track`` px above the higher end, across, and down into
+      ``ends[1]`` (a residual connection skipping a block);
     * "node": a box ``w`` wide on the upright through the farthest of ``via`` (default: the ends),
       from the highest end to the lowest (``gap`` more each way), or ``h`` high round a single
       end, ``label`` in it (an operation the ends go through).
@@ -924,6 +926,8 @@ def connect(links: Iterable[Link], where: dict) -> list[dict]:
                 y1 = y2 = pts[k.level][1]
             if k.kind == "curve":
                 parts = curve(x1 + g0, y1, x2 - g1, y2, k.cls, k.head, rank=k.rank)
+            elif k.head is None:            # an edge: a line between the ports, no direction
+                parts = [line(x1, y1, x2, y2, k.cls, k.rank)]
             elif g0 == g1:
                 parts = arrow(x1, y1, x2, y2, k.cls, k.head, rank=k.rank, gap=g0)
             else:
@@ -948,6 +952,10 @@ def connect(links: Iterable[Link], where: dict) -> list[dict]:
                          arrow_head(x2, y2 - 1, 90, 7, k.head)]
             if k.label is not None:
                 parts.append(mid_text(tx + 3, (up + down) / 2, k.label, k.label_cls, "start"))
+        elif k.kind == "over":         # up out of the first end, across above both, down into the other
+            (x1, y1), (x2, y2) = pts
+            top = min(y1, y2) - k.track
+            parts = [path(f"M{n(x1)},{n(y1)} V{n(top)} H{n(x2)} V{n(y2 - 7)}", k.cls), arrow_head(x2, y2 - 1, 90, 7, k.head)]
         else:                                                                        # "node"
             x, ys = tx, [y for _, y in pts]
             top, h = (min(ys) - g0, max(ys) - min(ys) + 2 * g0) if len(pts) > 1 else (ys[0] - k.h / 2, k.h)
@@ -1200,9 +1208,12 @@ def col_arrows(cols: Sequence[Col], h: float = 16.0) -> Panel:
 
 
 def col_panels(cols: Sequence[Col], panels: Sequence[Panel], part: str | None = None) -> Panel:
-    """Each panel centred in its column, tops aligned (a rank's blocks in the rank's column)."""
-    nodes = [p.at(c.x + (c.w - p.w) / 2, 0) for c, p in zip(cols, panels)]
-    return Panel(span(cols).x + span(cols).w, max((p.h for p in panels), default=0.0), nodes, part=part)
+    """Each panel centred in its column, tops aligned (a rank's blocks in the rank's column); it
+    hands on its panels' ports."""
+    xs = [c.x + (c.w - p.w) / 2 for c, p in zip(cols, panels)]
+    ports = {k: (x + px, py) for x, p in zip(xs, panels) for k, (px, py) in p.ports.items()}
+    return Panel(span(cols).x + span(cols).w, max((p.h for p in panels), default=0.0),
+                 [p.at(x, 0) for x, p in zip(xs, panels)], part=part, ports=ports)
 
 
 def region(pieces: list, body: Panel, cls: str = "region", part: str | None = None) -> Panel:
