@@ -226,6 +226,69 @@ def test_layer_figure_lights_the_pass_and_stacks_one_box_per_rank(tp, K, directi
             assert lit == {f"{part}-{'g' if direction == 'forward' else 'f'}"}
 
 
+def _tp_options(section: str) -> list[int]:
+    return [int(v) for c in sections()[section].controls if c.name == "tp" for v in c.options]
+
+
+def _by_part(svg: dict, name: str) -> dict:
+    found = [n for n in tree.walk(svg) if n.get("a", {}).get("data-part") == name]
+    assert len(found) == 1, f"{name}: {len(found)} drawn"
+    return found[0]
+
+
+def collective_moves(svg: dict, part: str, tp: int) -> list[list]:
+    """Checks a collective drawn as movement (issue 27 item 5): from every rank an arrow in that
+    rank's tint into the reduction, from it an arrow (the result, no one rank's tint) to every
+    rank, each rank's buffers named R<r>.  Returns what each rank's buffer holds after it, block
+    by block: the rank whose data fills the block, "fin" (a sum of every rank's) or None."""
+    after = []
+    for r in range(tp):
+        send, recv = _by_part(svg, f"{part}.send.{r}"), _by_part(svg, f"{part}.recv.{r}")
+        assert {n["a"].get("data-rank") for n in tree.walk(send) if n["t"] in ("line", "polygon")} == {str(r)}
+        assert all("fin" in n["a"]["class"].split() for n in tree.walk(recv) if n["t"] in ("line", "polygon"))
+        src, dst = _by_part(svg, f"{part}.src.{r}"), _by_part(svg, f"{part}.dst.{r}")
+        for chip in (src, dst):
+            assert [n["x"] for n in tree.walk(chip) if n["t"] == "text"] == [f"R{r}"]
+        width = float(next(n["a"]["width"] for n in dst["c"] if "frame" in n["a"]["class"].split()))
+        blocks = [None] * tp
+        for n in dst["c"]:
+            if n["t"] == "rect" and "cell" in n["a"]["class"].split():
+                k = round(float(n["a"]["x"]) / (width / tp))
+                blocks[k] = "fin" if "fin" in n["a"]["class"].split() else int(n["a"]["data-rank"])
+        after.append(blocks)
+    assert not [n for n in tree.walk(svg) if n.get("a", {}).get("data-part") == f"{part}.send.{tp}"]
+    return after
+
+
+def _allreduce_after(tp: int) -> list[list]:
+    """What an AllReduce leaves on every rank, from numpy on marked data: rank r's partial is the
+    one-hot vector e_r in each of tp blocks; a block holding several ranks' ones is a sum ("fin")."""
+    total = np.sum([np.tile(np.eye(tp)[r], (tp, 1)) for r in range(tp)], axis=0)
+    return [["fin" if np.count_nonzero(b) > 1 else int(np.flatnonzero(b)[0]) for b in total] for _ in range(tp)]
+
+
+@pytest.mark.parametrize("tp", _tp_options("attention"))
+def test_attention_allreduces_move_every_ranks_partial_in_and_the_sum_out(tp):
+    H = max(tp, 4)
+    res = render("attention", {"tp": str(tp), "heads": str(H), "kv_heads": "1" if tp < 8 else "8"})
+    for name, part in (("attention", "leave"), ("attention-grads", "f-back")):
+        svgs = [c for c in res["figures"][name]["c"] if c["t"] == "svg"]
+        for svg in svgs:
+            assert collective_moves(svg, part, tp) == _allreduce_after(tp), (name, tp)
+
+
+@pytest.mark.parametrize("tp", _tp_options("layer"))
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_layer_allreduces_of_the_pass_move_partials_in_and_the_sum_out(tp, direction):
+    fig = render("layer", {"tp": str(tp), "heads": "4", "kv_heads": "1", "pass": direction})["figures"]["layer"]
+    active = "g" if direction == "forward" else "f"
+    for svg in (c for c in fig["c"] if c["t"] == "svg"):
+        for block in ("attn", "mlp"):
+            assert collective_moves(svg, f"{block}-{active}-flow", tp) == _allreduce_after(tp)
+            other = "f" if active == "g" else "g"          # the identity of the pass moves nothing
+            assert not [n for n in tree.walk(svg) if n.get("a", {}).get("data-part", "").startswith(f"{block}-{other}-flow")]
+
+
 @pytest.mark.parametrize("tp, H, K, E", [(2, 4, 2, 2), (4, 8, 2, 1), (8, 8, 1, 4), (1, 2, 2, 1)])
 def test_qkv_figure_tints_each_column_by_the_rank_that_gets_it(tp, H, K, E):
     res = render("qkv-layout", {"tp": str(tp), "heads": str(H), "kv_heads": str(K), "head_dim": str(E)})

@@ -23,8 +23,8 @@ import numpy as np
 from .. import attention as att
 from .. import fmt
 from .. import layer as lay
-from .draw import (CAP_H as CAP, NARROW_W, WIDE_W, Cell, Link, Panel, Row, arrow_panel, cell_block, centred, col_boxes,
-                   col_groups, col_panels, collective_flow, column, connect, figure, flowed, heat_panel, label,
+from .draw import (CAP_H as CAP, FLOW_GAP, NARROW_W, PAD, WIDE_W, Cell, Link, Panel, Row, arrow_panel, cell_block, centred, col_boxes,
+                   col_groups, col_panels, collective_flow, column, connect, figure, figure_at, flowed, heat_panel, label,
                    lane_badge, note_panel, op_box, rank_name, rows2, span, text_w, words)
 
 HEAT = 16.0          # a cell of a probability heat grid (S × S, up to 6 × 6)
@@ -142,7 +142,22 @@ def _allreduce(op: str, tp: int, part: str) -> Panel:
 
 def _into(box: Panel) -> Panel:
     """The arrow from an operator to the result beside it, level with the operator's middle."""
-    return arrow_panel(None, w=30, h=box.h - 12)
+    return arrow_panel(None, w=30, h=box.h - 12, part="into")
+
+
+def _at(rows: list):
+    """The figure's rows for a drawing ``max_w`` wide: an operator, its arrow and its result on one
+    line where they fit, else the result under the operator (the collective's arrows lead to it)."""
+    def rows_at(max_w: float) -> list:
+        out = []
+        for row in rows:
+            into = isinstance(row, list) and len(row) > 2 and row[1].part == "into"
+            if into and sum(p.w for p in row) + (len(row) - 1) * FLOW_GAP > max_w - 2 * PAD:
+                out += [[row[0]], row[2:]]
+            else:
+                out.append(row)
+        return out
+    return rows_at
 
 
 def _leave_row(res: att.AttentionResult, cfg: att.Config, yscale: float) -> list[Panel]:
@@ -179,8 +194,8 @@ def figure_attention(res: att.AttentionResult, one: att.AttentionResult, cfg: at
 
     title = label("fig.att_title", tp=fmt.integer(cfg.tp), h=fmt.integer(cfg.heads), k=fmt.integer(cfg.kv_heads),
                   mistake=label(f"opt.mistake.{cfg.mistake.replace('-', '_')}"))
-    built = rows()                         # flow only wraps panels: both layouts can share them
-    return figure("attention", title, lambda: built, caption=label("fig.att_caption"))
+    built = rows()                         # flow only places panels: both layouts can share them
+    return figure_at("attention", title, _at(built), caption=label("fig.att_caption"))
 
 
 def figure_attention_grads(res: att.AttentionResult, cfg: att.Config) -> dict:
@@ -213,7 +228,7 @@ def figure_attention_grads(res: att.AttentionResult, cfg: att.Config) -> dict:
 
     title = label("fig.att_grads_title", tp=fmt.integer(cfg.tp))
     built = rows()
-    return figure("attention-grads", title, lambda: built, caption=label("fig.att_grads_caption"))
+    return figure_at("attention-grads", title, _at(built), caption=label("fig.att_grads_caption"))
 
 
 def _gx_merge(res: att.AttentionResult, cfg: att.Config, swapped: bool, gscale: float) -> list[Panel]:
@@ -242,7 +257,7 @@ def _kv_merge(res: att.AttentionResult, cfg: att.Config, kscale: float) -> list[
     bad = np.abs(GK - ref).T > tol
     line, cls = _err_line(err, tol)
     spread = res.replica_spread["G_W_k"]
-    panels = [box, arrow_panel(None, w=30, h=44),
+    panels = [box, _into(box),
               heat_panel(np.asarray(GK).T, label("fig.att_gwk"), None, "G_W_k", HEAT_Y, kscale,
                          bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=max(150, text_w(line, cls)))]
     if spread > 0:

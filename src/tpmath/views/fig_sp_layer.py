@@ -28,8 +28,8 @@ import numpy as np
 from .. import sp_layer as core
 from .. import fmt
 from ..memory import MemoryResult
-from .draw import (CELL_H, LABEL_H, NARROW_W, PAD as FIG_PAD, Panel, Row, Seg, arrow_panel, badge_panel, band_panel,
-                   bar, bar_rows, centred, col_arrows, col_badges, col_groups, col_panels, column, figure_at, flowed,
+from .draw import (CELL_H, LABEL_H, NARROW_W, PAD as FIG_PAD, Panel, Row, Seg, arrow_panel, badge_panel, bar,
+                   bar_rows, centred, col_badges, col_groups, col_panels, collective_flow, column, figure_at, flowed,
                    key, label, lane_badge, matrix_panel, note_panel, op_box, region, snake, span, step_strip, text_w,
                    token_panel, words)
 
@@ -199,6 +199,16 @@ def _strip(step: str, width: float) -> Panel:
                                 "stage-name")])
 
 
+def _band_name(op: str, title: str, width: float) -> Any:
+    """A collective's name on its band: whole where it fits, else the operator and the collective
+    (a phone; the line under it says what every rank holds after it)."""
+    whole = label("fig.sp_band", op=op, what=label("fig.cat", a=label(f"{title}_1"), b=label(f"{title}_2")))
+    if text_w(whole, "coll-t") <= width - 2 * FIG_PAD:
+        return whole
+    short = "all_gather" if title.startswith(("fig.sp_g_fwd", "fig.sp_gbar_bwd")) else "reduce_scatter"
+    return label("fig.sp_band", op=op, what=label(f"opt.collective.{short}"))
+
+
 def _pipeline(steps: list, T: int, step: str, max_w: float) -> list:
     """The steps for a drawing at most ``max_w`` wide: rank columns, regions, bands; the parts of
     the active step lit."""
@@ -217,9 +227,11 @@ def _pipeline(steps: list, T: int, step: str, max_w: float) -> list:
                               ("region tpr" if name == "tp" else "region") + hl, f"region-{k}"))
         else:
             op, title, sub = payload
-            band = band_panel([label("fig.sp_band", op=op, what=label(f"{title}_1")), label(f"{title}_2")], width,
-                              h=38, sub=sub, cls="coll" + hl)
-            out.append(column([col_arrows(cols), band, col_arrows(cols)], gap=0, part=f"band-{k}"))
+            # the conversion as movement: each rank's tokens (its tint) into the gather, all of them
+            # out to every rank; or each rank's partial into the sum, its own tokens' rows back
+            kind = "allgather" if k == 1 else "reducescatter"
+            out.append(collective_flow(kind, T, _band_name(op, title, width), sub, part=f"band-{k}", w=width,
+                                       cls="coll" + hl))
     head, body = column(out[:2], gap=4), column(out[2:], gap=0)       # regions and bands join
     return [[column([head, body], gap=6)]]
 
