@@ -100,7 +100,7 @@ def _enter_row(res: att.AttentionResult, cfg: att.Config) -> list[Panel]:
                      150, "a-warnbox", "enter")
     else:
         box = op_box(label("fig.att_f_in"), label("fig.att_identity"), 180, "coll dim", "enter")
-    return [x, arrow_panel(None, w=30, h=44), box]
+    return [x, arrow_panel(None, w=30, h=44, part="into"), box]
 
 
 def _lane(rk: att.AttentionRank, res: att.AttentionResult, one: att.AttentionResult, cfg: att.Config,

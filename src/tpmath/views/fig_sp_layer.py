@@ -232,7 +232,7 @@ def _pipeline(steps: list, T: int, step: str, max_w: float) -> list:
             kind = "allgather" if k == 1 else "reducescatter"
             out.append(collective_flow(kind, T, _band_name(op, title, width), sub, part=f"band-{k}", w=width,
                                        cls="coll" + hl))
-    head, body = column(out[:2], gap=4), column(out[2:], gap=0)       # regions and bands join
+    head, body = column(out[:2], gap=4), column(out[2:], gap=4)       # regions and collectives, a hair apart
     return [[column([head, body], gap=6)]]
 
 
