@@ -192,6 +192,18 @@ def _first_svg(fig):
     return next(c for c in fig["c"] if c["t"] == "svg")
 
 
+def _placed(node, x=0.0, y=0.0):
+    """(node, x, y) of every node under ``node``: the offset of its frame (the groups' translates)."""
+    kids = node.get("c", []) if isinstance(node.get("c"), list) else []
+    m = re.fullmatch(r"translate\(([-\d.]+),([-\d.]+)\)", node.get("a", {}).get("transform", "") or "") \
+        if node is not None else None
+    if m and node["t"] == "g":
+        x, y = x + float(m.group(1)), y + float(m.group(2))
+    yield node, x, y
+    for c in kids:
+        yield from _placed(c, x, y)
+
+
 def _ranks_in(node):
     return {n["a"]["data-rank"] for n in tree.walk(node) if "data-rank" in n.get("a", {})}
 
@@ -213,13 +225,15 @@ def test_attention_figure_heads_edges_and_ranks(tp, H, K, mistake):
     assert sorted(panels, key=lambda p: int(p.split(".")[2])) == [f"P.{h // Hr}.{h}" for h in range(H)]
     # head map: an edge from q_h's box to the box of the KV head it reads
     heads = next(n for n in tree.walk(svg) if n.get("a", {}).get("data-part") == "heads")
-    x_of = {n["x"]: float(n["a"]["x"]) for n in tree.walk(heads) if n["t"] == "text" and "a-ht" in n["a"]["class"]}
-    edges = [n for n in tree.walk(heads) if n["t"] == "line" and "a-edge" in n["a"]["class"]]
+    # where each head's name is drawn, in the head map's frame (the kit nests panels in translated groups)
+    x_of = {n["x"]: x + float(n["a"]["x"]) for n, x, _ in _placed(heads)
+            if n["t"] == "text" and "a-ht" in n["a"]["class"]}
+    edges = [(n, x) for n, x, _ in _placed(heads) if n["t"] == "line" and "a-edge" in n["a"]["class"]]
     assert len(edges) == H
     q_at = {round(x_of[f"q{h}"], 1): h for h in range(H)}
     k_at = {round(x_of[f"k{k}"], 1): k for k in range(K)}
-    for e in edges:
-        h, j = q_at[float(e["a"]["x1"])], k_at[float(e["a"]["x2"])]
+    for e, dx in edges:
+        h, j = q_at[round(dx + float(e["a"]["x1"]), 1)], k_at[round(dx + float(e["a"]["x2"]), 1)]
         r = h // Hr
         read = r % K if mistake == "kv-not-replicated" and K < tp else h * K // H
         assert j == read, (h, j)
@@ -245,6 +259,69 @@ def test_layer_figure_lights_the_pass_and_stacks_one_box_per_rank(tp, K, directi
             assert [b["a"]["data-rank"] for b in boxes] == [str(r) for r in range(tp)]
             lit = {n["a"]["data-part"] for n in tree.walk(block) if n.get("a", {}).get("class") == "coll hl"}
             assert lit == {f"{part}-{'g' if direction == 'forward' else 'f'}"}
+
+
+def _tp_options(section: str) -> list[int]:
+    return [int(v) for c in sections()[section].controls if c.name == "tp" for v in c.options]
+
+
+def _by_part(svg: dict, name: str) -> dict:
+    found = [n for n in tree.walk(svg) if n.get("a", {}).get("data-part") == name]
+    assert len(found) == 1, f"{name}: {len(found)} drawn"
+    return found[0]
+
+
+def collective_moves(svg: dict, part: str, tp: int) -> list[list]:
+    """Checks a collective drawn as movement (issue 27 item 5): from every rank an arrow in that
+    rank's tint into the reduction, from it an arrow (the result, no one rank's tint) to every
+    rank, each rank's buffers named R<r>.  Returns what each rank's buffer holds after it, block
+    by block: the rank whose data fills the block, "fin" (a sum of every rank's) or None."""
+    after = []
+    for r in range(tp):
+        send, recv = _by_part(svg, f"{part}.send.{r}"), _by_part(svg, f"{part}.recv.{r}")
+        assert {n["a"].get("data-rank") for n in tree.walk(send) if n["t"] in ("line", "polygon")} == {str(r)}
+        assert all("fin" in n["a"]["class"].split() for n in tree.walk(recv) if n["t"] in ("line", "polygon"))
+        src, dst = _by_part(svg, f"{part}.src.{r}"), _by_part(svg, f"{part}.dst.{r}")
+        for chip in (src, dst):
+            assert [n["x"] for n in tree.walk(chip) if n["t"] == "text"] == [f"R{r}"]
+        width = float(next(n["a"]["width"] for n in dst["c"] if "frame" in n["a"]["class"].split()))
+        blocks = [None] * tp
+        for n in dst["c"]:
+            if n["t"] == "rect" and "cell" in n["a"]["class"].split():
+                k = round(float(n["a"]["x"]) / (width / tp))
+                blocks[k] = "fin" if "fin" in n["a"]["class"].split() else int(n["a"]["data-rank"])
+        after.append(blocks)
+    assert not [n for n in tree.walk(svg) if n.get("a", {}).get("data-part") == f"{part}.send.{tp}"]
+    return after
+
+
+def _allreduce_after(tp: int) -> list[list]:
+    """What an AllReduce leaves on every rank, from numpy on marked data: rank r's partial is the
+    one-hot vector e_r in each of tp blocks; a block holding several ranks' ones is a sum ("fin")."""
+    total = np.sum([np.tile(np.eye(tp)[r], (tp, 1)) for r in range(tp)], axis=0)
+    return [["fin" if np.count_nonzero(b) > 1 else int(np.flatnonzero(b)[0]) for b in total] for _ in range(tp)]
+
+
+@pytest.mark.parametrize("tp", _tp_options("attention"))
+def test_attention_allreduces_move_every_ranks_partial_in_and_the_sum_out(tp):
+    H = max(tp, 4)
+    res = render("attention", {"tp": str(tp), "heads": str(H), "kv_heads": "1" if tp < 8 else "8"})
+    for name, part in (("attention", "leave"), ("attention-grads", "f-back")):
+        svgs = [c for c in res["figures"][name]["c"] if c["t"] == "svg"]
+        for svg in svgs:
+            assert collective_moves(svg, part, tp) == _allreduce_after(tp), (name, tp)
+
+
+@pytest.mark.parametrize("tp", _tp_options("layer"))
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_layer_allreduces_of_the_pass_move_partials_in_and_the_sum_out(tp, direction):
+    fig = render("layer", {"tp": str(tp), "heads": "4", "kv_heads": "1", "pass": direction})["figures"]["layer"]
+    active = "g" if direction == "forward" else "f"
+    for svg in (c for c in fig["c"] if c["t"] == "svg"):
+        for block in ("attn", "mlp"):
+            assert collective_moves(svg, f"{block}-{active}-flow", tp) == _allreduce_after(tp)
+            other = "f" if active == "g" else "g"          # the identity of the pass moves nothing
+            assert not [n for n in tree.walk(svg) if n.get("a", {}).get("data-part", "").startswith(f"{block}-{other}-flow")]
 
 
 @pytest.mark.parametrize("tp, H, K, E", [(2, 4, 2, 2), (4, 8, 2, 1), (8, 8, 1, 4), (1, 2, 2, 1)])

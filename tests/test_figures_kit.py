@@ -78,12 +78,13 @@ def test_figure_module_defines_no_part_the_kit_has(path):
 # Figure modules laid out by the kit alone: they hand panels to the flow (column, words, key,
 # axis_chart, bar, owned_panel …) and place no shape at a coordinate of their own.
 LAID_OUT = ("fig_backward.py", "fig_comm_cost.py", "fig_vocab_ce.py", "fig_sp_layer.py", "fig_schedules.py", "fig_mlp.py",
-            "fig_collectives.py")
+            "fig_collectives.py", "fig_attention.py")
 SHAPES = {"rect", "text", "mid_text", "line", "hline", "circle", "path", "polygon", "group", "moved", "badge",
           "arrow", "curve", "down_arrow", "arrow_head", "wrapped", "band", "heat", "svg_grid", "pair", "flow"}
 # numeric literals per 100 lines: 69.7 (fig_backward) and 65.3 (fig_comm_cost) while they placed
 # their shapes by hand, 29.8 and 13.6 since (tree.py: 19.9); fig_vocab_ce 40.0 -> 23.7,
-# fig_sp_layer 41.8 -> 26.5, fig_schedules 54.1 -> 30.2 and fig_collectives 33.3 -> 27.0 when
+# fig_sp_layer 41.8 -> 26.5, fig_schedules 54.1 -> 30.2, fig_collectives 33.3 -> 27.0 and
+# fig_attention 48.3 -> 23.2 when
 # they moved to the kit; what remains are values (axis ends, a panel's least width, a cell's
 # size), not positions
 MAX_LITERALS_PER_100_LINES = 32
@@ -136,13 +137,14 @@ def test_the_kit_itself_passes_the_tree_contract():
               draw.orbit([draw.badge_panel(r, 18, 0, part=None) for r in range(3)], 60, 200,
                          [(0, 1, "#0", "send.0.1.0")], [("s", "cap")], track=80),
               draw.heap_tree([draw.badge_panel(r, 18, 0, part=None) for r in range(3)], 200, 60, 20),
-              draw.step_strip([1, 2], 2, [0.5, 1.0], 30, (False, True), "phase")]
+              draw.step_strip([1, 2], 2, 30, [0.5, 1.0], (False, True), "phase"), draw.step_strip([1, 2], 1, 28)]
     node = draw.figure("kit", "title", lambda: [draw.Row(panels, rank=1, hang=True)], caption="c")
     tree.check(node)
     kinds = [draw.Link("arrow", ("a", "b"), label="#1"), draw.Link("curve", ("a", "b"), "mv", "mvh", rank=0, gap=2),
              draw.Link("bus", ("a", "b"), "bond ok", None, label="✓", track=10), draw.Link("elbow", ("a", "b"), "w"),
              draw.Link("around", ("a", "b"), track=5, label="#0"), draw.Link("around", ("a", "b"), head=None),
-             draw.Link("node", ("a", "b"), "coll", label="Σ", w=40, gap=4), draw.Link("node", ("a",), w=40, h=24)]
+             draw.Link("node", ("a", "b"), "coll", label="Σ", w=40, gap=4), draw.Link("node", ("a",), w=40, h=24),
+             draw.Link("arrow", ("a", "b"), "a-edge", None), draw.Link("over", ("a", "b"), track=6)]
     tree.check({"t": "svg", "c": draw.connect(kinds, {"a": (0.0, 0.0), "b": (50.0, 40.0)})})
     assert [s["a"]["class"] for s in node["c"] if s["t"] == "svg"] == ["fig fig-wide", "fig fig-narrow"]
 
@@ -171,6 +173,15 @@ def test_ports_land_where_the_flow_puts_their_panels_and_links_join_them_there()
     lines = [(c["a"]["x1"], c["a"]["y1"], c["a"]["x2"], c["a"]["y2"]) for c in bus["c"] if c["t"] == "line"]
     # each end to the upright 6 px right of the farther one (64 + 6), and the upright between them
     assert lines == [("54", "24", "70", "24"), ("64", "45", "70", "45"), ("70", "24", "70", "45")]
+    # an edge is one line from port to port; "over" goes up 6 px above the higher end, across, down
+    edge = draw.connect([draw.Link("arrow", ("a.out", "b.in"), "a-edge", None)], where)[0]["c"]
+    assert [(c["t"], c["a"]["x1"], c["a"]["y1"], c["a"]["x2"], c["a"]["y2"]) for c in edge] == \
+        [("line", "54", "24", "64", "45")]
+    over = draw.connect([draw.Link("over", ("a.out", "b.in"), track=6)], where)[0]["c"]
+    assert over[0]["a"]["d"] == "M54,24 V18 H64 V38" and over[1]["a"]["points"].startswith("64,44 ")
+    # col_panels centres each panel in its column and hands its ports on, moved with it
+    cols = draw.col_panels([draw.Col(0, 50), draw.Col(50, 50)], [draw.Panel(10, 10, ports={"p": (5, 5)}), b])
+    assert cols.ports == {"p": (25, 5), "b.in": (60, 15)}
 
 
 def test_a_cell_block_puts_its_cells_in_rows_and_names_their_edges():

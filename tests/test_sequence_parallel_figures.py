@@ -16,6 +16,7 @@ from tpmath.views import sp_layer as spv
 from tpmath.views.tree import walk
 
 from test_sequence_parallel import block   # noqa: E402  the independent numpy block
+from test_figures import collective_moves   # noqa: E402  arrows in from every rank, out to every rank
 
 STEPS = spv.STEP_NAMES
 MINUS = "\u2212"
@@ -50,8 +51,11 @@ def test_ranks_and_token_shards(tp, seq, step):
     for svg in drawings(fig):
         ranks = {n["a"]["data-rank"] for n in walk(svg) if "data-rank" in n.get("a", {})}
         assert ranks == {str(r) for r in range(tp)}
-        badges = [n["x"] for n in walk(svg) if n["t"] == "text" and n["a"].get("class") == "badge-t"]
-        assert badges == [f"R{r}" for r in range(tp)]
+        in_bands = {id(n) for b in walk(svg) if b.get("a", {}).get("data-part", "").startswith("band-")
+                    for n in walk(b)}
+        badges = [n["x"] for n in walk(svg) if n["t"] == "text" and n["a"].get("class") == "badge-t"
+                  and id(n) not in in_bands]
+        assert badges == [f"R{r}" for r in range(tp)]           # the columns' heads (the bands name theirs)
         first, full = ("X", "A_full") if step == "gather" else ("G_Y", "G_O_full")
         for r in range(tp):
             own = part(svg, f"{first}.{r}")
@@ -60,6 +64,26 @@ def test_ranks_and_token_shards(tp, seq, step):
             gathered = part(svg, f"{full}.{r}")
             assert token_rows(gathered) == [str(q) for q in range(tp) for _ in range(s_l)]   # rank order
             assert token_labels(gathered) == list(range(seq))
+
+
+@pytest.mark.parametrize("tp", spv.TP_OPTIONS)
+@pytest.mark.parametrize("step", ["gather", "grad-w"])
+def test_the_conversions_move_each_ranks_tokens_tinted_by_the_rank_they_come_from(tp, step):
+    """AllGather: rank r's shard (its tint) in, every shard to every rank; ReduceScatter: every
+    rank's partial in, rank r keeps block r of the sum. Expected from numpy on marked data: rank
+    r's shard is e_r (a one-hot vector), a block holding several ranks' ones is a sum ("fin")."""
+    fig = render("sp-layer", {"tp": str(tp), "seq": "4", "step": step})["figures"]["sp-layer"]
+    mark = np.eye(tp)
+    gathered = np.concatenate([mark[r][None] for r in range(tp)])          # np.concatenate of the shards
+    summed = np.sum([np.tile(mark[r], (tp, 1)) for r in range(tp)], axis=0)
+
+    def who(v):
+        return "fin" if np.count_nonzero(v) > 1 else int(np.flatnonzero(v)[0])
+    want_gather = [[who(b) for b in gathered] for _ in range(tp)]
+    want_scatter = [[who(b) if k == r else None for k, b in enumerate(summed)] for r in range(tp)]
+    for svg in drawings(fig):
+        assert collective_moves(svg, "band-1", tp) == want_gather
+        assert collective_moves(svg, "band-3", tp) == want_scatter
 
 
 @pytest.mark.parametrize("tp,seq", [(2, 8), (4, 8), (4, 4)])

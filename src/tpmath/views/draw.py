@@ -33,7 +33,7 @@ The parts, by kind:
   :func:`connect` draws :class:`Link` s between them (arrows, curves, a bus, an elbow, the way
   round a stack of lanes, a node the ends go through);
 * node layouts: :func:`orbit` (panels on a circle), :func:`heap_tree` (panels as a binary tree);
-  :func:`step_strip` (numbered steps on a line, a bar over each);
+  :func:`step_strip` (numbered steps on a line, a bar over each or none: the one step drawer);
 * charts: :func:`axis_chart` (rows of :class:`Mark` on a :class:`LogAxis`, numbers in columns),
   :func:`bar` (time bars of :class:`Seg`), :func:`badge_grid` (ranks in row and column groups);
 * the figure: :func:`figure` (panel rows flowed twice), :func:`figure_at` (panel rows built for
@@ -877,7 +877,7 @@ class Link:
     """A connector between ports of panels the figure's flow placed (:func:`connect`):
 
     * "arrow": straight from ``ends[0]`` to ``ends[1]``, ``gap`` (one number, or (start, end))
-      short of them, ``label`` beside its middle;
+      short of them, ``label`` beside its middle (``head=None``: an edge, a plain line between them);
     * "curve": a left-to-right S-curve between them;
     * "bus": every end joined to one upright ``track`` px right of the farthest of ``via``
       (default: the ends), ``label`` over it (a met collective);
@@ -885,6 +885,8 @@ class Link:
     * "around": down out of ``ends[0]``, right to ``track`` px right of ``via``, up past
       ``ends[1]`` and down into it (the way back of a ring drawn as stacked lanes); without a head
       the way itself, from beside ``ends[0]`` to beside ``ends[1]``;
+    * "over": up out of ``ends[0]`` to ``track`` px above the higher end, across, and down into
+      ``ends[1]`` (a residual connection skipping a block);
     * "node": a box ``w`` wide on the upright through the farthest of ``via`` (default: the ends),
       from the highest end to the lowest (``gap`` more each way), or ``h`` high round a single
       end, ``label`` in it (an operation the ends go through).
@@ -924,6 +926,8 @@ def connect(links: Iterable[Link], where: dict) -> list[dict]:
                 y1 = y2 = pts[k.level][1]
             if k.kind == "curve":
                 parts = curve(x1 + g0, y1, x2 - g1, y2, k.cls, k.head, rank=k.rank)
+            elif k.head is None:            # an edge: a line between the ports, no direction
+                parts = [line(x1, y1, x2, y2, k.cls, k.rank)]
             elif g0 == g1:
                 parts = arrow(x1, y1, x2, y2, k.cls, k.head, rank=k.rank, gap=g0)
             else:
@@ -948,6 +952,10 @@ def connect(links: Iterable[Link], where: dict) -> list[dict]:
                          arrow_head(x2, y2 - 1, 90, 7, k.head)]
             if k.label is not None:
                 parts.append(mid_text(tx + 3, (up + down) / 2, k.label, k.label_cls, "start"))
+        elif k.kind == "over":         # up out of the first end, across above both, down into the other
+            (x1, y1), (x2, y2) = pts
+            top = min(y1, y2) - k.track
+            parts = [path(f"M{n(x1)},{n(y1)} V{n(top)} H{n(x2)} V{n(y2 - 7)}", k.cls), arrow_head(x2, y2 - 1, 90, 7, k.head)]
         else:                                                                        # "node"
             x, ys = tx, [y for _, y in pts]
             top, h = (min(ys) - g0, max(ys) - min(ys) + 2 * g0) if len(pts) > 1 else (ys[0] - k.h / 2, k.h)
@@ -1002,24 +1010,27 @@ STEP_DROP = 14.0        # from the bars' feet down to the steps' centres
 BRACKET_GAP, BRACKET_H = 6.0, 3.0
 
 
-def step_strip(steps: Sequence[int], current: int, bars: Sequence[float | None], step_w: float,
-               ends: tuple[bool, bool], note: Any = None, note_w: float = 380.0) -> Panel:
-    """Numbered steps as circles on a line, ``step_w`` apart, ``current`` lit, each with a bar
-    over it (``bars``: its share of the busiest one's; None: no bar); ``ends``: whether the line
-    stops at the first / last step (else it runs to the panel's edge, on into the next strip);
-    ``note``: a bracket under them and the note under it, else the strip stays with the next."""
-    cy = STEP_BAR_H + STEP_DROP
+def step_strip(steps: Sequence[int], current: int, step_w: float, bars: Sequence[float | None] | None = None,
+               ends: tuple[bool, bool] = (True, True), note: Any = None, note_w: float = 380.0) -> Panel:
+    """Numbered steps as circles on a line, ``step_w`` apart, ``current`` lit (the one step drawer:
+    the ring's phases, sp-layer's passes, each a strip; strips side by side make the whole line);
+    ``bars``: a bar over each step (its share of the busiest one's; None: no bar), or no bars and
+    no room for them; ``ends``: whether the line stops at the first / last step (else it runs to
+    the panel's edge, on into the next strip); ``note``: a bracket under them and the note under
+    it, else the strip stays with the next."""
+    top = STEP_BAR_H if bars is not None else 0.0
+    cy = top + (STEP_DROP if bars is not None else STEP_R + 2)
     centres = [(i + 0.5) * step_w for i in range(len(steps))]
     nodes = [line(centres[0] if ends[0] else 0.0, cy, centres[-1] if ends[1] else len(centres) * step_w, cy, "strip")]
-    for i, cx, share in zip(steps, centres, bars):
+    for i, cx, share in zip(steps, centres, bars if bars is not None else [None] * len(steps)):
         lit = " hl" if i == current else ""
         if share is not None:
             h = max(2.0, STEP_BAR_H * share)
             nodes.append(rect(cx - 5, STEP_BAR_H - h, 10, h, {"class": "sbar" + lit}, **{"data-part": f"bytes.{i}"}))
-        nodes.append(circle(cx, cy, STEP_R, "step" + lit))
+        nodes.append(circle(cx, cy, STEP_R, "step" + lit))       # the number right after it (style.css: .step.hl + text)
         nodes.append(mid_text(cx, cy, fmt.integer(i), "step-t"))
     if note is None:
-        return Panel(len(centres) * step_w, cy + STEP_R, nodes, joins=True)
+        return Panel(len(centres) * step_w, cy + STEP_R + (0.0 if bars is not None else 2.0), nodes, joins=True)
     xa, xb, yb = centres[0] - STEP_R, centres[-1] + STEP_R, cy + STEP_R + BRACKET_GAP
     words_ = note_panel(note, note_w)
     nodes += [path(f"M{n(xa)},{n(yb - BRACKET_H)} V{n(yb)} H{n(xb)} V{n(yb - BRACKET_H)}", "strip"),
@@ -1197,9 +1208,12 @@ def col_arrows(cols: Sequence[Col], h: float = 16.0) -> Panel:
 
 
 def col_panels(cols: Sequence[Col], panels: Sequence[Panel], part: str | None = None) -> Panel:
-    """Each panel centred in its column, tops aligned (a rank's blocks in the rank's column)."""
-    nodes = [p.at(c.x + (c.w - p.w) / 2, 0) for c, p in zip(cols, panels)]
-    return Panel(span(cols).x + span(cols).w, max((p.h for p in panels), default=0.0), nodes, part=part)
+    """Each panel centred in its column, tops aligned (a rank's blocks in the rank's column); it
+    hands on its panels' ports."""
+    xs = [c.x + (c.w - p.w) / 2 for c, p in zip(cols, panels)]
+    ports = {k: (x + px, py) for x, p in zip(xs, panels) for k, (px, py) in p.ports.items()}
+    return Panel(span(cols).x + span(cols).w, max((p.h for p in panels), default=0.0),
+                 [p.at(x, 0) for x, p in zip(xs, panels)], part=part, ports=ports)
 
 
 def region(pieces: list, body: Panel, cls: str = "region", part: str | None = None) -> Panel:
@@ -1271,17 +1285,6 @@ def snake(panels: Sequence[Panel], width: float) -> Panel:
             nodes += down_arrow(dx + at[id(last)] + getattr(last, "ax", last.w / 2), y + 1, y + SNAKE_DROP - 1)
             y += SNAKE_DROP
     return Panel(width, y, nodes)
-
-
-def step_passes(count: int, lit: int, split: int, part: str = "steps") -> Panel:
-    """Steps as numbered circles on a line, ``lit`` (0-based) lit, a gap before step ``split``
-    (one pass | the next).  (:func:`step_strip` is the ring's: steps with a bar over each.)"""
-    pitch, r, cy = 28.0, 10.0, 16.0
-    xs = [12 + i * pitch + (14 if i >= split else 0) for i in range(count)]
-    nodes = [line(xs[0], cy, xs[split - 1], cy, "strip"), line(xs[split], cy, xs[-1], cy, "strip")]
-    for i, cx in enumerate(xs):     # the number right after its circle (style.css: .step.hl + text)
-        nodes += [circle(cx, cy, r, "step hl" if i == lit else "step"), mid_text(cx, cy, fmt.integer(i + 1), "step-t")]
-    return Panel(xs[-1] + r + 2, 2 * cy, [group(nodes, part=part)])
 
 
 def lit_column(panel: Panel, col: Col, part: str, cls: str = "tgt") -> Panel:

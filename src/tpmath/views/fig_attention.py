@@ -23,12 +23,13 @@ import numpy as np
 from .. import attention as att
 from .. import fmt
 from .. import layer as lay
-from .draw import (CAP_H as CAP, NARROW_W, Panel, Row, arrow_head, arrow_panel, chain, circle, figure, group,
-                   heat_panel, label, lane_badge, line, mid_text, n, op_box, pair, path, rank_attrs, rank_name, rect,
-                   rows2, single, text, text_w, wrapped)
+from .draw import (CAP_H as CAP, FLOW_GAP, NARROW_W, PAD, WIDE_W, Cell, Link, Panel, Row, arrow_panel, cell_block, centred, col_boxes,
+                   col_groups, col_panels, collective_flow, column, connect, figure, figure_at, flowed, heat_panel, label,
+                   lane_badge, note_panel, op_box, rank_name, rows2, span, text_w, words)
 
 HEAT = 16.0          # a cell of a probability heat grid (S × S, up to 6 × 6)
 HEAT_Y = 12.0        # a cell of an output / gradient heat grid (S × D, up to 6 × 16)
+NOTE_W = NARROW_W - 16       # a line of the figure that must fit a phone drawing
 
 
 def _err_line(err: float, tol: float):
@@ -40,49 +41,52 @@ def _err_line(err: float, tol: float):
 
 # ------------------------------------------------------------------------------ head map
 
+HEAD_W, HEAD_H, HEAD_GAP = 38.0, 22.0, 6.0     # a head's box; between two query heads' boxes
+EDGE_H = 34.0        # from the query heads down to the KV heads (their edges)
+TAG_W, TAG_H = 20.0, 14.0       # a holder's tag under a KV head
+HEADS_CAP_W = 64.0   # the rows' names left of the heads
+
+
+def _head_box(name: str, rank: int | None) -> Panel:
+    """A head's box, tinted by the rank that holds it (None: replicated); ports <name>.top / .bottom."""
+    return cell_block([Cell("a-hbox", name, rank, "a-ht", name=name)], 1, HEAD_W, HEAD_H)
+
+
+def _kv_box(k: int, who: list[int]) -> Panel:
+    """A KV head's box over one tag per rank that holds it (replicas side by side, tinted by rank)."""
+    tags = cell_block([Cell("badge", rank_name(r), r, "a-tag") for r in who], len(who), TAG_W, TAG_H)
+    return column([_head_box(f"k{k}", who[0] if len(who) == 1 else None), tags], centred=True)
+
+
+def _named(key: str, row: Panel) -> Panel:
+    return flowed([[centred(label(key), HEAD_H, "cap", w=HEADS_CAP_W), row]], WIDE_W, gap=0)
+
+
 def head_map(res: att.AttentionResult, cfg: att.Config) -> Panel:
     """Query heads on top, KV heads below, an edge from each query head to the KV head its rank
     holds for it; the holders of each KV head under it (a replica group when K < tp)."""
     H, K = cfg.heads, cfg.kv_heads
-    bw, gap = 38.0, 6.0
-    step = bw + gap
-    x0, yq, yk = 64.0, CAP + 4, CAP + 4 + 22 + 34
     owner_q = {h: rk.rank for rk in res.ranks for h in rk.q_heads}
     holders: dict[int, list[int]] = {}
     for rk in res.ranks:
         for k in rk.kv_heads:
             holders.setdefault(k, []).append(rk.rank)
-    per_kv = H // K
-    kx = {k: x0 + (k * per_kv + (per_kv - 1) / 2) * step for k in range(K)}     # KV box left edge
-    nodes = [text(0, yq + 15, label("fig.att_q_heads"), "cap"), text(0, yk + 15, label("fig.att_kv_heads"), "cap")]
+    groups, _ = col_groups([[HEAD_W + HEAD_GAP]] * H, [owner_q[h] for h in range(H)], 0.0)
+    cols = [c for g in groups for c in g]
+    per_kv = H // K                 # a KV head under the query heads of its group
+    queries = col_panels(cols, [_head_box(f"q{h}", owner_q[h]) for h in range(H)])
+    kvs = col_panels([span(cols[k * per_kv:(k + 1) * per_kv]) for k in range(K)],
+                     [_kv_box(k, holders.get(k, [])) for k in range(K)])
+    body = column([_named("fig.att_q_heads", queries), Panel(queries.w, EDGE_H), _named("fig.att_kv_heads", kvs)], gap=0)
     edges, wrong = [], []
     for rk in res.ranks:
         per = len(rk.q_heads) // len(rk.kv_heads)
         for j, h in enumerate(rk.q_heads):
             got = rk.kv_heads[j // per]
             ok = got == att.kv_head_of(h, H, K)
-            edge = line(x0 + h * step + bw / 2, yq + 22, kx[got] + bw / 2, yk, "a-edge" if ok else "a-edge a-bad")
-            (edges if ok else wrong).append(edge)
-    nodes += edges + wrong                          # wrong edges on top
-    for h in range(H):
-        x = x0 + h * step
-        nodes.append(rect(x, yq, bw, 22, rank_attrs(owner_q[h], "a-hbox"), rx="3"))
-        nodes.append(mid_text(x + bw / 2, yq + 11, "q" + fmt.integer(h), "a-ht"))
-    y_tags = yk + 22 + 4
-    for k in range(K):
-        who = holders.get(k, [])
-        x = kx[k]
-        one = len(who) == 1
-        nodes.append(rect(x, yk, bw, 22, rank_attrs(who[0] if one else None, "a-hbox"), rx="3"))
-        nodes.append(mid_text(x + bw / 2, yk + 11, "k" + fmt.integer(k), "a-ht"))
-        # who holds it: one tag per rank (replicas side by side, tinted by rank)
-        tw = 22.0
-        left = x + bw / 2 - len(who) * tw / 2
-        for i, r in enumerate(who):
-            nodes.append(rect(left + i * tw + 1, y_tags, tw - 2, 14, rank_attrs(r, "badge"), rx="3"))
-            nodes.append(mid_text(left + i * tw + tw / 2, y_tags + 7, rank_name(r), "a-tag"))
-    width = x0 + max(H * step, max(kx.values()) - x0 + bw + max(len(v) for v in holders.values()) * 11) + 4
-    return Panel(width, y_tags + 18, nodes, part="heads")
+            (edges if ok else wrong).append(Link("arrow", (f"q{h}.bottom", f"k{got}.top"),
+                                                 "a-edge" if ok else "a-edge a-bad", None))
+    return Panel(body.w, body.h, body.nodes + connect(edges + wrong, body.ports), part="heads")   # wrong edges on top
 
 
 # ------------------------------------------------------------------------------ attention
@@ -96,7 +100,7 @@ def _enter_row(res: att.AttentionResult, cfg: att.Config) -> list[Panel]:
                      150, "a-warnbox", "enter")
     else:
         box = op_box(label("fig.att_f_in"), label("fig.att_identity"), 180, "coll dim", "enter")
-    return [x, arrow_panel(None, w=30, h=44), box]
+    return [x, arrow_panel(None, w=30, h=44, part="into"), box]
 
 
 def _lane(rk: att.AttentionRank, res: att.AttentionResult, one: att.AttentionResult, cfg: att.Config,
@@ -128,30 +132,52 @@ def _shape(a) -> str:
     return "×".join(fmt.integer(s) for s in np.shape(rows2(a)))
 
 
+def _allreduce(op: str, tp: int, part: str) -> Panel:
+    """The AllReduce ``op`` (f̄ forward, f backward) as movement: every rank's partial by an arrow in
+    its tint into the sum, the sum out to every rank (one rank: nothing moves, the box is grey)."""
+    sub = label("fig.sum_ranks", last=rank_name(tp - 1)) if tp > 1 else label("fig.att_one_rank")
+    return collective_flow("allreduce", tp, label("fig.allreduce_op", op=op), sub, part=part,
+                           cls="coll hl" if tp > 1 else "coll dim")
+
+
+def _into(box: Panel) -> Panel:
+    """The arrow from an operator to the result beside it, level with the operator's middle."""
+    return arrow_panel(None, w=30, h=box.h - 12, part="into")
+
+
+def _at(rows: list):
+    """The figure's rows for a drawing ``max_w`` wide: an operator, its arrow and its result on one
+    line where they fit, else the result under the operator (the collective's arrows lead to it)."""
+    def rows_at(max_w: float) -> list:
+        out = []
+        for row in rows:
+            into = isinstance(row, list) and len(row) > 2 and row[1].part == "into"
+            if into and sum(p.w for p in row) + (len(row) - 1) * FLOW_GAP > max_w - 2 * PAD:
+                out += [[row[0]], row[2:]]
+            else:
+                out.append(row)
+        return out
+    return rows_at
+
+
 def _leave_row(res: att.AttentionResult, cfg: att.Config, yscale: float) -> list[Panel]:
-    """The operator after W_o (g, or f by mistake) and Y on every rank against the reference."""
+    """The operator after W_o (f̄, or f by mistake) and Y on every rank against the reference."""
     if cfg.mistake == "f-and-g-swapped":
         box = op_box(label("fig.att_f_out_bad"), label("fig.att_never_summed"), 180, "a-warnbox", "leave")
-    elif cfg.tp == 1:
-        box = op_box(label("fig.allreduce_op", op="f̄"), label("fig.att_one_rank"), 150,
-                     "coll dim", "leave")
     else:
-        box = op_box(label("fig.allreduce_op", op="f̄"),
-                     label("fig.sum_ranks", last=rank_name(cfg.tp - 1)), 150, "coll hl", "leave")
+        box = _allreduce("f̄", cfg.tp, "leave")
     Y, ref = res.sharded.Y, res.reference.Y
     err, tol = res.max_abs_err["Y"], res.tolerances["Y"]
     bad = np.abs(rows2(Y) - rows2(ref)) > tol
     line, cls = _err_line(err, tol)
     y = heat_panel(Y, label("fig.every_rank", name="Y"), None, "Y", HEAT_Y, yscale,
                    bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=max(150, text_w(line, cls)))
-    return [box, arrow_panel(None, w=30, h=44), y]
+    return [box, _into(box), y]
 
 
 def _scale_row(res: att.AttentionResult, cfg: att.Config) -> list[Panel]:
     """Under scale-local-width: the scale each rank used against 1/√E."""
-    s = res.config["scale"]
-    return [Panel(300, 20, [text(0, 14, label("fig.att_scale_bad", s=fmt.num(s)), "a-warn")],
-                  part="scale")]
+    return [words(label("fig.att_scale_bad", s=fmt.num(res.config["scale"])), NOTE_W, "a-warn")]
 
 
 def figure_attention(res: att.AttentionResult, one: att.AttentionResult, cfg: att.Config) -> dict:
@@ -168,8 +194,8 @@ def figure_attention(res: att.AttentionResult, one: att.AttentionResult, cfg: at
 
     title = label("fig.att_title", tp=fmt.integer(cfg.tp), h=fmt.integer(cfg.heads), k=fmt.integer(cfg.kv_heads),
                   mistake=label(f"opt.mistake.{cfg.mistake.replace('-', '_')}"))
-    built = rows()                         # flow only wraps panels: both layouts can share them
-    return figure("attention", title, lambda: built, caption=label("fig.att_caption"))
+    built = rows()                         # flow only places panels: both layouts can share them
+    return figure_at("attention", title, _at(built), caption=label("fig.att_caption"))
 
 
 def figure_attention_grads(res: att.AttentionResult, cfg: att.Config) -> dict:
@@ -202,24 +228,19 @@ def figure_attention_grads(res: att.AttentionResult, cfg: att.Config) -> dict:
 
     title = label("fig.att_grads_title", tp=fmt.integer(cfg.tp))
     built = rows()
-    return figure("attention-grads", title, lambda: built, caption=label("fig.att_grads_caption"))
+    return figure_at("attention-grads", title, _at(built), caption=label("fig.att_grads_caption"))
 
 
 def _gx_merge(res: att.AttentionResult, cfg: att.Config, swapped: bool, gscale: float) -> list[Panel]:
     if swapped:
         box = op_box(label("fig.att_g_back_bad"), label("fig.att_never_summed"), 180, "a-warnbox", "f-back")
-    elif cfg.tp == 1:
-        box = op_box(label("fig.allreduce_op", op="f"), label("fig.att_one_rank"), 150, "coll dim",
-                     "f-back")
     else:
-        box = op_box(label("fig.allreduce_op", op="f"),
-                     label("fig.sum_ranks", last=rank_name(cfg.tp - 1)), 150, "coll hl",
-                     "f-back")
+        box = _allreduce("f", cfg.tp, "f-back")
     GX, ref = res.sharded.G_X, res.reference.G_X
     err, tol = res.max_abs_err["G_X"], res.tolerances["G_X"]
     bad = np.abs(rows2(GX) - rows2(ref)) > tol
     line, cls = _err_line(err, tol)
-    return [box, arrow_panel(None, w=30, h=44),
+    return [box, _into(box),
             heat_panel(GX, label("fig.every_rank", name="G_X"), None, "G_X", HEAT_Y, gscale,
                        bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=max(150, text_w(line, cls)))]
 
@@ -236,13 +257,12 @@ def _kv_merge(res: att.AttentionResult, cfg: att.Config, kscale: float) -> list[
     bad = np.abs(GK - ref).T > tol
     line, cls = _err_line(err, tol)
     spread = res.replica_spread["G_W_k"]
-    panels = [box, arrow_panel(None, w=30, h=44),
+    panels = [box, _into(box),
               heat_panel(np.asarray(GK).T, label("fig.att_gwk"), None, "G_W_k", HEAT_Y, kscale,
                          bad=bad if bad.any() else None, under=line, under_cls=cls, min_w=max(150, text_w(line, cls)))]
     if spread > 0:
         worst = max(spread, res.replica_spread["G_W_v"])
-        panels.append(Panel(200, 30, [text(0, 22, label("fig.att_replicas_differ", spread=fmt.err(worst)), "a-warn")],
-                            part="spread"))
+        panels.append(words(label("fig.att_replicas_differ", spread=fmt.err(worst)), NOTE_W, "a-warn"))
     return panels
 
 
@@ -255,137 +275,124 @@ def _range(ids) -> str:
     return f"{fmt.integer(ids[0])}–{fmt.integer(ids[-1])}"
 
 
-LAYER_BASE, LAYER_WIDE = 376.0, 600.0     # the x positions below are for a LAYER_BASE-wide drawing
-_STACK_W = 100          # the parallel region (one box per rank)
-
-
-def figure_layer(res: lay.LayerResult, cfg: att.Config, direction: str) -> dict:
-    """The pre-LN layer: two blocks, f and f̄, rank stacks; a desktop and a phone drawing."""
-    title = label("fig.layer_title", tp=fmt.integer(cfg.tp), **{"pass": label(f"opt.pass.{direction}")})
-    def draw(width: float):
-        nodes, height = _layer_nodes(res, cfg, direction == "forward", width / LAYER_BASE)
-        return nodes, width, height
-    return pair("layer", title, draw, caption=label("fig.layer_caption"), wide=LAYER_WIDE)
-
-
-def _layer_nodes(res: lay.LayerResult, cfg: att.Config, fwd: bool, k: float) -> tuple[list, float]:
-    tp, F = cfg.tp, res.config["ffn"]
-    attn = [f"q{_range(rk.q_heads)} · k{_range(rk.kv_heads)}" for rk in res.ranks]
-    mlp = [f"F {_range(range(*rk.ffn_cols))}" for rk in res.ranks]
-    nodes, y = [text(4, 18, label("fig.layer_fwd" if fwd else "fig.layer_bwd"), "stage-name")], 34.0
-    block_h = max(44.0, tp * 20.0 + 8)
-    for i, (ln, stack, bias, name_in, name_out, part) in enumerate((
-            ("LN₁", attn, "+b_o", "X", "U", "attn"), ("LN₂", mlp, "+b₂", "U", "Y", "mlp"))):
-        caption = label("fig.layer_attn" if i == 0 else "fig.layer_mlp", f=fmt.integer(F))
-        nodes += _block(y, block_h, ln, stack, bias, name_in, name_out, part, tp, fwd, caption, k)
-        y += 22 + block_h + 20 + 18            # caption, the row, the f/g labels under it, a gap
-    nodes.append(text(4, y, label("fig.layer_grey"), "dimtext"))
-    nodes.append(text(4, y + 16, label("fig.layer_count"), "dimtext"))
-    return nodes, y + 24
-
-
-# One row of the layer on a 376-wide drawing (the desktop and phone ones stretch it by k): each part's
-# width and the arrow's length after it; ⊕ (add) is placed by its centre, 10 px from its right.
-_X, _ARROWS = chain(4, (("in", 20, 10), ("ln", 36, 14), ("f", 20, 14), ("stack", _STACK_W, 14), ("g", 20, 14),
-                        ("b", 36, 16), ("add", 10, 16), ("out", 0, 0)))
-# the operator boxes' keys (x positions, data-part names) and the letters shown in them (Korthikanti et al.'s)
+# One row of the layer, as compact as a phone column needs (the desktop drawing has the active
+# AllReduce beside it, the phone one under it): each part's width.
+SYM_W, BOX_W, OP_W, STACK_W, ADD_W = 10.0, 28.0, 18.0, 76.0, 20.0
+BOX_H, OP_H, SLOT_H = 26.0, 22.0, 18.0     # LN and bias boxes, f and f̄, a rank's box of the stack
+LINK_GAP = 8.0      # the arrow between two parts of the row
+SKIP_ROOM = 14.0    # above the row: the residual's way round the block
+# the operator boxes' keys (data-part names) and the letters shown in them (Korthikanti et al.'s)
 _OP_SYMBOL = {"f": "f", "g": "f̄"}
 
 
-def _block(y0: float, h: float, ln: str, stack: list, bias: str, name_in: str, name_out: str, part: str,
-           tp: int, fwd: bool, caption, k: float) -> list:
-    """One row: in → LN → f → rank stack → f̄ → +b → ⊕ → out, with the residual skip above."""
-    top = y0 + 22
-    mid = top + h / 2
-    x = {key: v * k for key, v in _X.items()}
-    box = 36 * k                                        # LN and bias boxes
-    nodes = [text(4, y0 + 12, caption, "cap"), text(x["in"], mid + 4, name_in, "a-sym")]
-    # forward: arrows point right; backward: the gradients flow left
-    for start, dest in _ARROWS:
-        x1, x2 = start * k, x[dest] - 2
-        nodes.append(line(x1, mid, x2, mid, "arrow"))
-        nodes.append(arrow_head(x2, mid, 0) if fwd else arrow_head(x1, mid, 180))
-    for key, label_ in (("ln", ln), ("b", bias)):               # replicated: every rank computes them alike
-        nodes.append(rect(x[key], mid - 13, box, 26, {"class": "a-repbox rep"}, rx="4"))
-        nodes.append(mid_text(x[key] + box / 2, mid, label_, "a-ht"))
-    add = x["add"]
-    nodes.append(circle(add, mid, 10, "a-repbox rep"))
-    nodes.append(mid_text(add, mid, "+", "a-ht"))
-    skip_x, skip_y = 28 * k, top - 4                            # the residual skips the block
-    nodes.append(path(f"M{n(skip_x)},{n(mid)} V{n(skip_y)} H{n(add)} V{n(mid - 10)}", "arrow"))
-    nodes.append(arrow_head(add, mid - 10, 90) if fwd else arrow_head(skip_x, mid - 2, 90))
-    for key in ("f", "g"):                                      # which operator communicates in this pass
-        active = (key == "g") == fwd
-        nodes.append(rect(x[key], mid - 11, 20, 22, {"class": "coll hl" if active else "coll dim"}, rx="4",
-                          **{"data-part": f"{part}-{key}"}))
-        nodes.append(mid_text(x[key] + 10, mid, _OP_SYMBOL[key], "coll-t"))
-        nodes.append(text(x[key] + 10, top + h + 14, label("fig.layer_ar" if active else "fig.layer_id"),
-                          "a-small" if active else "a-small dimtext", "middle"))
-    bh = (h - 8 - (tp - 1) * 4) / tp                            # the parallel region: one box per rank
-    sw = _STACK_W * k
-    for r, label_ in enumerate(stack):
-        yy = top + 4 + r * (bh + 4)
-        nodes.append(rect(x["stack"], yy, sw, bh, rank_attrs(r, "a-hbox"), rx="3"))
-        nodes.append(mid_text(x["stack"] + 4, yy + bh / 2, rank_name(r) + " " + label_, "a-small", "start"))
-    nodes.append(text(x["out"], mid + 4, name_out, "a-sym"))
-    return [group(nodes, part=part)]
+def figure_layer(res: lay.LayerResult, cfg: att.Config, direction: str) -> dict:
+    """The pre-LN layer: two blocks, f and f̄, rank stacks, and the pass's AllReduce of each block
+    as movement (f̄ forward, f backward)."""
+    fwd = direction == "forward"
+    title = label("fig.layer_title", tp=fmt.integer(cfg.tp), **{"pass": label(f"opt.pass.{direction}")})
+    attn = [f"q{_range(rk.q_heads)} · k{_range(rk.kv_heads)}" for rk in res.ranks]
+    mlp = [f"F {_range(range(*rk.ffn_cols))}" for rk in res.ranks]
+    rows = [[words(label("fig.layer_fwd" if fwd else "fig.layer_bwd"), NOTE_W, "stage-name")]]
+    for i, (ln, stack, bias, name_in, name_out, part) in enumerate((
+            ("LN₁", attn, "+b_o", "X", "U", "attn"), ("LN₂", mlp, "+b₂", "U", "Y", "mlp"))):
+        caption = label("fig.layer_attn" if i == 0 else "fig.layer_mlp", f=fmt.integer(res.config["ffn"]))
+        active = "g" if fwd else "f"
+        rows.append([column([words(caption, NOTE_W, "cap"), _block(ln, stack, bias, name_in, name_out, part, fwd)],
+                            part=part),
+                     _allreduce(_OP_SYMBOL[active], cfg.tp, f"{part}-{active}-flow")])
+    rows += [[words(label("fig.layer_grey"), NOTE_W)], [words(label("fig.layer_count"), NOTE_W)]]
+    return figure("layer", title, lambda: rows, caption=label("fig.layer_caption"))
+
+
+def _mid(p: Panel, h: float) -> Panel:
+    """``p`` with its middle at the middle of a row ``h`` high (the row's arrows meet it there)."""
+    return column([Panel(p.w, (h - p.h) / 2), p], gap=0)
+
+
+def _box(part: str, cell, cls: str, w: float, h: float, text_cls: str = "a-ht", name: str | None = None) -> Panel:
+    return cell_block([Cell(cls, cell, text_cls=text_cls, name=name)], 1, w, h, part=part)
+
+
+def _block(ln: str, stack: list, bias: str, name_in: str, name_out: str, part: str, fwd: bool) -> Panel:
+    """One row: in → LN → f → rank stack → f̄ → +b → ⊕ → out, with the residual skip above; forward
+    the arrows point right, backward the gradients flow left."""
+    row_h = max(BOX_H, len(stack) * SLOT_H)
+    parts = [_box(f"{part}-in", name_in, None, SYM_W, row_h, "a-sym"), _mid(_box(f"{part}-ln", ln, "a-repbox rep", BOX_W, BOX_H), row_h)]
+    for key in ("f", "g"):
+        if key == "g":                                      # the parallel region: one box per rank
+            parts.append(_mid(cell_block([Cell("a-hbox", rank_name(r) + " " + s, r, "a-tag") for r, s in enumerate(stack)],
+                                         1, STACK_W, SLOT_H, part=f"{part}-stack"), row_h))
+        active = (key == "g") == fwd                        # which operator communicates in this pass
+        op = _box(f"{part}-{key}-op", _OP_SYMBOL[key], "coll hl" if active else "coll dim", OP_W, OP_H, "coll-t",
+                  name=f"{part}-{key}")
+        parts.append(column([_mid(op, row_h), words(label("fig.layer_ar" if active else "fig.layer_id"), OP_W,
+                                                    "a-small" if active else "a-small dimtext", "middle")], gap=2))
+    parts += [_mid(_box(f"{part}-b", bias, "a-repbox rep", BOX_W, BOX_H), row_h),
+              _mid(_box(f"{part}-plus", "+", "a-repbox rep", ADD_W, ADD_W, name=f"{part}-add"), row_h),
+              _box(f"{part}-out", name_out, None, SYM_W, row_h, "a-sym")]
+    chain = flowed([parts], WIDE_W, gap=LINK_GAP)
+    names = ("in", "ln", "f-op", "stack", "g-op", "b", "plus", "out")
+    links = []
+    for a, b in zip(names, names[1:]):
+        ends = (f"{part}-{a}.right", f"{part}-{b}.left")
+        links.append(Link("arrow", ends if fwd else ends[::-1], gap=1))
+    skip = (f"{part}-in.right", f"{part}-add.top")                  # the residual skips the block
+    links.append(Link("over", skip if fwd else skip[::-1], track=(row_h - ADD_W) / 2 + SKIP_ROOM / 2))
+    return column([Panel(chain.w, SKIP_ROOM), Panel(chain.w, chain.h, chain.nodes + connect(links, chain.ports))], gap=0)
 
 
 # ------------------------------------------------------------------------------ qkv-layout
 
 BLOCK = 26.0
-PER_LINE = int(NARROW_W // BLOCK)   # head blocks per line: the drawing is a phone column wide
+PER_LINE = int(NOTE_W // BLOCK)     # head blocks per line: the drawing is a phone column wide
+QKV_H, SPAN_H = 22.0, 14.0          # a head block; the rank span under a line of blocks
 
 
-def _bar(split: dict, cfg: att.Config, E: int, y0: float, caption) -> tuple[list, float]:
+def _line(blocks: list, first: int, E: int, rank_of) -> Panel:
+    """One line of head blocks from block ``first``: each block's columns tinted by the rank that gets
+    them (under the block's frame and name)."""
+    cells = cell_block([Cell("cell v2", rank=rank_of(g)) for g in range(first * E, (first + len(blocks)) * E)],
+                       len(blocks) * E, BLOCK / E, QKV_H)
+    frames = cell_block([Cell(f"a-qkv a-{part}", f"{part}{fmt.integer(h)}", text_cls="a-ht") for part, h in blocks],
+                        len(blocks), BLOCK, QKV_H)
+    return Panel(frames.w, frames.h, cells.nodes + frames.nodes)
+
+
+def _spans(split: dict, first: int, count: int, E: int) -> Panel:
+    """Under a line of blocks, each rank's span of it, named with ✓ / ✗ where the rank's columns start."""
+    per = split["columns_per_rank"]
+    lo, hi = first * E, (first + count) * E
+    runs = [(rk, max(lo, rk["rank"] * per), min(hi, (rk["rank"] + 1) * per)) for rk in split["ranks"]]
+    runs = [(rk, a, b) for rk, a, b in runs if b > a]
+    _, cols = col_groups([[(b - a) * BLOCK / E] for _, a, b in runs], [rk["rank"] for rk, _, _ in runs], 0.0)
+    marks = [(rank_name(rk["rank"]) + (" ✓" if rk["usable"] else " ✗") if a == rk["rank"] * per else "",
+              "a-ok" if rk["usable"] else "a-warn", None) for rk, a, _ in runs]
+    return col_boxes(cols, marks, "a-hbox", inset=1.0, h=SPAN_H)
+
+
+def _bar(split: dict, cfg: att.Config, E: int, caption: list) -> Panel:
     """One layout: its head blocks (wrapped at PER_LINE), each column tinted by the rank that gets it."""
     blocks = att.qkv_blocks(cfg.heads, cfg.kv_heads, split["layout"])
     per = split["columns_per_rank"]
-    cap, caps = wrapped(0, y0 + 12, caption, NARROW_W, "cap")
-    nodes = [cap]
-    y = y0 + 20 + (caps - 1) * 15
-    lines = (len(blocks) + PER_LINE - 1) // PER_LINE
-    for i, (part, h) in enumerate(blocks):
-        row, col = divmod(i, PER_LINE)
-        x, yy = col * BLOCK, y + row * 50
-        # the block's columns [i·E, (i+1)·E) cut where a rank's range ends
-        for c in range(E):
-            g = i * E + c
-            r = int(g // per) if split["ranks"] is not None else None
-            nodes.append(rect(x + c * BLOCK / E, yy, BLOCK / E, 22, rank_attrs(r, "cell v2")))
-        nodes.append(rect(x, yy, BLOCK, 22, {"class": f"a-qkv a-{part}"}))
-        nodes.append(mid_text(x + BLOCK / 2, yy + 11, f"{part}{fmt.integer(h)}", "a-ht"))
-    # rank spans under the blocks: R0 ✓ / ✗
-    if split["ranks"] is not None:
-        for rk in split["ranks"]:
-            r = rk["rank"]
-            a, b = r * per / E, (r + 1) * per / E           # in head blocks
-            for row in range(lines):
-                lo, hi = max(a, row * PER_LINE), min(b, (row + 1) * PER_LINE)
-                if hi <= lo:
-                    continue
-                yy = y + row * 50 + 26
-                x1, x2 = (lo - row * PER_LINE) * BLOCK, (hi - row * PER_LINE) * BLOCK
-                nodes.append(line(x1 + 1, yy, x2 - 1, yy, "a-span", rank=r))
-                if lo == a:
-                    mark = "✓" if rk["usable"] else "✗"
-                    nodes.append(text(x1 + 2, yy + 12, rank_name(r) + " " + mark,
-                                      "a-ok" if rk["usable"] else "a-warn"))
-    else:
-        nodes.append(text(0, y + lines * 50 - 2, label("fig.qkv_uneven"), "a-warn"))
-    return nodes, y + lines * 50
+    def rank_of(g: int):
+        return int(g // per) if split["ranks"] is not None else None
+    lines = []
+    for first in range(0, len(blocks), PER_LINE):
+        run = blocks[first:first + PER_LINE]
+        lines.append(_line(run, first, E, rank_of))
+        if split["ranks"] is not None:
+            lines.append(_spans(split, first, len(run), E))
+    if split["ranks"] is None:
+        lines.append(words(label("fig.qkv_uneven"), NOTE_W, "a-warn"))
+    return column([words(caption, NOTE_W, "cap")] + lines, part=split["layout"])
 
 
 def figure_qkv(splits: dict, cfg: att.Config, E: int) -> dict:
-    """Both layouts of the fused QKV weight cut into tp equal column blocks."""
-    nodes, y = [], 4.0
+    """Both layouts of the fused QKV weight cut into tp equal column blocks; one drawing for every
+    screen (the blocks wrap at PER_LINE)."""
     captions = {"megatron": [label(f"fig.qkv_megatron_{i}") for i in (1, 2, 3)],
                 "concatenated": [label("fig.qkv_concat")]}
-    for layout, caption in captions.items():
-        part, y = _bar(splits[layout], cfg, E, y, caption)
-        nodes.append(group(part, part=layout))
-        y += 8
-    width = NARROW_W            # one drawing for every screen: the blocks wrap at PER_LINE
+    rows = [[_bar(splits[layout], cfg, E, caption)] for layout, caption in captions.items()]
     title = label("fig.qkv_title", tp=fmt.integer(cfg.tp), h=fmt.integer(cfg.heads),
                   k=fmt.integer(cfg.kv_heads))
-    return single("qkv-layout", title, nodes, width, y)
+    return figure("qkv-layout", title, lambda: rows)

@@ -183,7 +183,7 @@ def _strip(steps: list[Step], current: int, w: float) -> Panel:
 
     def strip(first: int, last: int, phase: str | None) -> Panel:
         nums = list(range(first, last + 1))
-        return step_strip(nums, current, [sent[i - 1] / most if i else None for i in nums], step_w,
+        return step_strip(nums, current, step_w, [sent[i - 1] / most if i else None for i in nums],
                           (first == 0, last == total),
                           None if phase is None else label("fig.ri_" + phase.replace("-", "_")), TREE_W)
     panels = [strip(0, 0, None)] + [strip(a, b, phase) for phase, a, b in _phases(steps)]

@@ -28,15 +28,17 @@ import numpy as np
 from .. import sp_layer as core
 from .. import fmt
 from ..memory import MemoryResult
-from .draw import (CELL_H, LABEL_H, NARROW_W, PAD as FIG_PAD, Panel, Row, Seg, arrow_panel, badge_panel, band_panel,
-                   bar, bar_rows, centred, col_arrows, col_badges, col_groups, col_panels, column, figure_at, flowed,
-                   key, label, lane_badge, matrix_panel, note_panel, op_box, region, snake, span, step_passes, text_w,
+from .draw import (CELL_H, LABEL_H, NARROW_W, PAD as FIG_PAD, Panel, Row, Seg, arrow_panel, badge_panel, bar,
+                   bar_rows, centred, col_badges, col_groups, col_panels, collective_flow, column, figure_at, flowed,
+                   key, label, lane_badge, matrix_panel, note_panel, op_box, region, snake, span, step_strip, text_w,
                    token_panel, words)
 
 CELL = 12.0            # one entry of a token map
 SUB_W = 52.0           # room a translated sub-caption needs (about 8 Latin letters or 4 Chinese characters)
 GAP = 10.0             # between two ranks' columns
 COL_MAX = 300.0        # the widest rank column
+STEP_W = 28.0          # from one step of the strip to the next
+PASS_GAP = 12.0        # between the forward pass's steps and the backward's
 STRIP_BESIDE = 560.0   # a drawing this wide has the step's name beside the steps, a narrower one under them
 NOTE_W = NARROW_W - 2 * FIG_PAD    # a note that must fit a phone drawing
 _WIDE_CHAR = re.compile(r"[\u2e80-\u9fff\uff00-\uffef]")
@@ -184,7 +186,10 @@ STEP_ORDER = tuple(STEP_PARTS)
 def _strip(step: str, width: float) -> Panel:
     """The nine steps as numbered circles, the active one lit, a gap between forward and backward;
     the step's name beside them on a desktop, under them on a phone."""
-    strip = step_passes(len(STEP_ORDER), STEP_ORDER.index(step), STEP_ORDER.index("grad-gather"))
+    current, split = STEP_ORDER.index(step) + 1, STEP_ORDER.index("grad-gather")
+    passes = [step_strip(range(1, split + 1), current, STEP_W), step_strip(range(split + 1, len(STEP_ORDER) + 1),
+                                                                           current, STEP_W)]
+    strip = flowed([passes], width, gap=PASS_GAP, part="steps")
     key = step.replace("-", "_")
     if width >= STRIP_BESIDE:
         return flowed([[strip, centred(label(f"opt.step.{key}"), strip.h, "stage-name", w=width - strip.w - GAP)]],
@@ -192,6 +197,16 @@ def _strip(step: str, width: float) -> Panel:
     # under the steps in a phone drawing, on two lines where one would not fit (opt.step in pieces)
     return column([strip, words([label(f"fig.sp_step_{key}_1"), label(f"fig.sp_step_{key}_2")], width,
                                 "stage-name")])
+
+
+def _band_name(op: str, title: str, width: float) -> Any:
+    """A collective's name on its band: whole where it fits, else the operator and the collective
+    (a phone; the line under it says what every rank holds after it)."""
+    whole = label("fig.sp_band", op=op, what=label("fig.cat", a=label(f"{title}_1"), b=label(f"{title}_2")))
+    if text_w(whole, "coll-t") <= width - 2 * FIG_PAD:
+        return whole
+    short = "all_gather" if title.startswith(("fig.sp_g_fwd", "fig.sp_gbar_bwd")) else "reduce_scatter"
+    return label("fig.sp_band", op=op, what=label(f"opt.collective.{short}"))
 
 
 def _pipeline(steps: list, T: int, step: str, max_w: float) -> list:
@@ -212,10 +227,12 @@ def _pipeline(steps: list, T: int, step: str, max_w: float) -> list:
                               ("region tpr" if name == "tp" else "region") + hl, f"region-{k}"))
         else:
             op, title, sub = payload
-            band = band_panel([label("fig.sp_band", op=op, what=label(f"{title}_1")), label(f"{title}_2")], width,
-                              h=38, sub=sub, cls="coll" + hl)
-            out.append(column([col_arrows(cols), band, col_arrows(cols)], gap=0, part=f"band-{k}"))
-    head, body = column(out[:2], gap=4), column(out[2:], gap=0)       # regions and bands join
+            # the conversion as movement: each rank's tokens (its tint) into the gather, all of them
+            # out to every rank; or each rank's partial into the sum, its own tokens' rows back
+            kind = "allgather" if k == 1 else "reducescatter"
+            out.append(collective_flow(kind, T, _band_name(op, title, width), sub, part=f"band-{k}", w=width,
+                                       cls="coll" + hl))
+    head, body = column(out[:2], gap=4), column(out[2:], gap=4)       # regions and collectives, a hair apart
     return [[column([head, body], gap=6)]]
 
 
