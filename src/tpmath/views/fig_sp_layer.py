@@ -296,25 +296,38 @@ def _cfg_name(name: str):
     return label(f"fig.mem_cfg_{name.replace('-', '_')}")
 
 
+def _legend(segments: tuple, prefix: str, width: float) -> list:
+    """The legend of a stacked-bar chart: its keys in aligned columns (all on one line when wide)."""
+    per_line = len(segments) if width >= STRIP_BESIDE else 2
+    return [key(f"mem-seg {cls}", label(f"fig.{prefix}{k}"), (width - 2 * FIG_PAD) / per_line - GAP)
+            for k, cls in segments]
+
+
+def _name_w(names) -> float:
+    """The configurations' names right-aligned before the bars: room for the widest (lit: bold)."""
+    return max(BAR_LABEL_W, max(text_w(_cfg_name(name), "cap") for name in names) + 6)
+
+
+def _segs(per: dict, segments: tuple, unit: float, name: str, texts: dict | None = None) -> list:
+    """A bar's segments ``unit`` px per byte (a sliver at least), each with its text if given."""
+    return [Seg(max(unit * per[k], 0.5), f"mem-seg {cls}", f"{name}.{k}", (texts or {}).get(k), "lbl")
+            for k, cls in segments if per[k] > 0]
+
+
 def _bars(r: MemoryResult, totals: dict, line_bytes: float, width: float) -> list:
     """The stacked bars in a drawing ``width`` wide (legend, one bar per configuration, the line)."""
     top = max(t["total"] for t in totals.values())
     draw_line = top >= line_bytes / 2
     axis = max(top, line_bytes) if draw_line else top
-    # the configurations' names right-aligned before the bars: room for the widest (lit: bold)
-    name_w = max(BAR_LABEL_W, max(text_w(_cfg_name(name), "cap") for name in totals) + 6)
+    name_w = _name_w(totals)
     bar_w = width - 2 * FIG_PAD - name_w - BAR_VALUE_W
-    per_line = len(SEGMENTS) if width >= STRIP_BESIDE else 2      # the legend's keys in aligned columns
-    legend = [key(f"mem-seg {cls}", label(f"fig.mem_seg_{k}"), (width - 2 * FIG_PAD) / per_line - GAP)
-              for k, cls in SEGMENTS]
     rows = []
     for name, per in totals.items():
-        segs = [Seg(max(bar_w * per[k] / axis, 0.5), f"mem-seg {cls}", f"{name}.{k}")
-                for k, cls in SEGMENTS if axis and per[k] > 0]
+        segs = _segs(per, SEGMENTS, bar_w / axis if axis else 0.0, name)
         rows.append((f"bar-{name}", _cfg_name(name), bar(segs, None, (fmt.nbytes(per["total"]), "num")),
                      name == r.configuration, sum(s.w for s in segs)))
     ref = (bar_w * line_bytes / axis, label("fig.mem_line", size=fmt.nbytes(line_bytes))) if draw_line else None
-    return [legend, [bar_rows(rows, name_w, ref, width - 2 * FIG_PAD)]]
+    return [_legend(SEGMENTS, "mem_seg_", width), [bar_rows(rows, name_w, ref, width - 2 * FIG_PAD)]]
 
 
 def figure_memory(r: MemoryResult, totals: dict, line_bytes: float) -> dict:
@@ -322,3 +335,30 @@ def figure_memory(r: MemoryResult, totals: dict, line_bytes: float) -> dict:
     states, activations), the chosen one lit; a line at 80 GiB when the bars come near it."""
     title = label("fig.mem_title", t=fmt.integer(r.inputs["tp"]))
     return figure_at("memory", title, lambda w: _bars(r, totals, line_bytes, min(BARS_WIDE, w)))
+
+
+LAYER_SEGMENTS = (("tp", "mem-tp"), ("sp", "mem-sp"), ("neither", "mem-rep"))   # memory.DIVIDED_BY
+
+
+def _layer_bars(lit: str, splits: dict, per_layer: dict, terms: dict, width: float) -> list:
+    """One layer's activations per configuration, split by what divides them (legend, bars)."""
+    axis = max(per_layer[name] for name in splits)
+    name_w = _name_w(splits)
+    unit = (width - 2 * FIG_PAD - name_w - BAR_VALUE_W) / axis if axis else 0.0
+    rows = []
+    for name, per in splits.items():
+        segs = _segs(per, LAYER_SEGMENTS, unit, name, terms[name])
+        rows.append((f"layer-{name}", _cfg_name(name), bar(segs, None, (fmt.nbytes(per_layer[name]), "num")),
+                     name == lit, sum(s.w for s in segs)))
+    return [_legend(LAYER_SEGMENTS, "mem_div_", width), [bar_rows(rows, name_w, None, width - 2 * FIG_PAD)]]
+
+
+def figure_memory_layer(r: MemoryResult, splits: dict, terms: dict) -> dict:
+    """``memory-layer``: one layer's activations on one rank for each configuration at the chosen
+    t, split into what TP divides, what only SP divides and what neither does (``splits``:
+    :func:`tpmath.memory.split_by_divisor` of each; ``terms``: the formula's term of each part),
+    the chosen configuration lit."""
+    lit = "tp" if r.configuration == "none" else r.configuration     # at t = 1 the TP row is the setting
+    title = label("fig.mem_layer_title", t=fmt.integer(r.inputs["tp"]))
+    return figure_at("memory-layer", title,
+                     lambda w: _layer_bars(lit, splits, r.table2, terms, min(BARS_WIDE, w)))

@@ -29,7 +29,7 @@ from ..errors import TPMathError
 from ..i18n import option
 from . import Control, Section, parse_controls, tree
 from .cells import id_range, label, table
-from .fig_sp_layer import figure_ln, figure_memory, figure_sp
+from .fig_sp_layer import figure_ln, figure_memory, figure_memory_layer, figure_sp
 
 # ------------------------------------------------------------------------------ sp-layer
 
@@ -387,6 +387,25 @@ def configuration_totals(c: dict, r: mem.MemoryResult) -> dict[str, int | float]
     return out
 
 
+def layer_splits(r: mem.MemoryResult, names) -> dict[str, dict]:
+    """One layer's activations on one rank at the chosen t, by what divides them, per configuration."""
+    s, b, h, a, t = (r.inputs[k] for k in ("seq", "batch", "hidden", "heads", "tp"))
+    out = {}
+    for name in names:
+        _, sp, rc = mem.CONFIGURATIONS[name]
+        out[name] = mem.split_by_divisor(mem.layer_breakdown(s, b, h, a, t, sp, rc, r.inputs["attention"]), sp)
+    return out
+
+
+def layer_terms(name: str, attention: str) -> dict[str, str]:
+    """The term of Table 2's formula each part of a configuration's layer is (flash: 4asb for 5as²b)."""
+    rc = mem.CONFIGURATIONS[name][2]
+    outside = "2sbh" if rc == "full" else "10sbh"
+    scores = {"eager": "+5as²b/t", "flash": "+4asb/t"}[attention]
+    inside = {"none": "24sbh/t" + scores, "selective": "24sbh/t", "full": ""}[rc]
+    return {"tp": inside, "sp": outside + "/t", "neither": outside}
+
+
 def _percent(x: float, decimals: int = 1) -> str:
     return fmt.num(x, decimals) + "\u00a0%"
 
@@ -523,7 +542,9 @@ def render_memory(values: dict, lang: str) -> dict:
         "controls": {k: str(v) for k, v in c.items()},
         "control_state": state,
         "tables": tables,
-        "figures": {"memory": figure_memory(r, totals, GIB80)},
+        "figures": {"memory": figure_memory(r, totals, GIB80),
+                    "memory-layer": figure_memory_layer(r, layer_splits(r, totals),
+                                                        {n: layer_terms(n, c["attention"]) for n in totals})},
         "values": {
             "mem-total": fmt.nbytes(per["total"]),
             "mem-activations": fmt.nbytes(per["activations"]),
