@@ -164,3 +164,35 @@ def test_memory_bars(preset, tp, sp, rc):
         states = {tuple(w[:3]) for w in widths.values()}
         assert len(states) == 1
         assert widths["tp"][3] >= widths["full"][-1]
+
+
+@pytest.mark.parametrize("preset,tp,sp,rc,attention", [("llama-2-7b", "8", "off", "none", "eager"),
+                                                       ("paper-22b", "8", "on", "selective", "eager"),
+                                                       ("llama-2-7b", "4", "on", "none", "flash"),
+                                                       ("llama-2-70b", "1", "off", "full", "flash")])
+def test_memory_layer_bars(preset, tp, sp, rc, attention):
+    """One layer's activations: each configuration's bar split as the paper's terms split it
+    (test_memory.paper_split, typed in), segment lengths in proportion, the chosen one lit."""
+    from test_memory import paper_split
+    res = render("memory", {"preset": preset, "tp": tp, "sp": sp, "recompute": rc, "attention": attention})
+    c = res["controls"]
+    s, b, h, a, t = (int(c[k]) for k in ("seq", "batch", "hidden", "heads", "tp"))
+    want_bars = ["tp", "tp-selective", "full"] if t == 1 else \
+        ["tp", "tp-sp", "tp-selective", "tp-sp-selective", "full", "full-sp"]
+    chosen = {("off", "none"): "tp", ("on", "none"): "tp-sp", ("off", "selective"): "tp-selective",
+              ("on", "selective"): "tp-sp-selective", ("off", "full"): "full", ("on", "full"): "full-sp"}[(c["sp"], rc)]
+    want = {name: paper_split(s, b, h, a, t, "sp" in name, {"full": "full", "full-sp": "full"}.get(
+        name, "selective" if "selective" in name else "none"), attention) for name in want_bars}
+    for svg in drawings(res["figures"]["memory-layer"]):
+        bars = {n["a"]["data-part"][6:]: n for n in walk(svg) if n.get("a", {}).get("data-part", "").startswith("layer-")}
+        assert list(bars) == want_bars
+        assert [k for k, n in bars.items() if n["a"].get("class") == "hl"] == [chosen]
+        widths = {r["a"]["data-key"]: float(r["a"]["width"]) for n in bars.values() for r in n["c"]
+                  if r["t"] == "rect" and "mem-seg" in r["a"]["class"].split()}
+        assert {k for k in widths} == {f"{name}.{part}" for name, w in want.items() for part, v in w.items() if v > 0}
+        longest = max(sum(w.values()) for w in want.values())      # the bars share one axis
+        unit = sum(w for k, w in widths.items() if k.startswith("tp.")) / sum(want["tp"].values())
+        assert sum(want["tp"].values()) == longest
+        for k, w in widths.items():
+            name, part = k.split(".")
+            assert w == pytest.approx(max(unit * want[name][part], 0.5), rel=2e-3, abs=0.06), k

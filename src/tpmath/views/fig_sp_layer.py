@@ -350,7 +350,9 @@ def _layer_bars(lit: str, splits: dict, per_layer: dict, terms: dict, width: flo
         segs = _segs(per, LAYER_SEGMENTS, unit, name, terms[name])
         rows.append((f"layer-{name}", _cfg_name(name), bar(segs, None, (fmt.nbytes(per_layer[name]), "num")),
                      name == lit, sum(s.w for s in segs)))
-    return [_legend(LAYER_SEGMENTS, "mem_div_", width), [bar_rows(rows, name_w, None, width - 2 * FIG_PAD)]]
+    # keys as wide as their words: the flow puts as many on a line as fit
+    legend = [key(f"mem-seg {cls}", label(f"fig.mem_div_{k}")) for k, cls in LAYER_SEGMENTS]
+    return [legend, [bar_rows(rows, name_w, None, width - 2 * FIG_PAD)]]
 
 
 def figure_memory_layer(r: MemoryResult, splits: dict, terms: dict) -> dict:
