@@ -13,7 +13,10 @@ one-device mask.  The γ/β gradients have their own figure.
 ``sp-ln`` has the numbers of γ's and β's gradients: each rank's partial sums, the AllReduce and
 the result (or, under the mistake, the replicas that now differ); on a phone a lane's grids wrap
 under its badge.  ``memory`` stacks the model
-states and the activations of one rank for each configuration of Table 2 at the chosen t.
+states and the activations of one rank for each configuration of Table 2 at the chosen t;
+``memory-layer`` one layer's activations by what divides them.  ``dropout`` draws each rank's
+dropout mask (dropped entries crossed) for a replicated tensor and for token shards, under one
+seed for all ranks and under Megatron's per-rank seeds.
 """
 
 from __future__ import annotations
@@ -364,3 +367,35 @@ def figure_memory_layer(r: MemoryResult, splits: dict, terms: dict) -> dict:
     title = label("fig.mem_layer_title", t=fmt.integer(r.inputs["tp"]))
     return figure_at("memory-layer", title,
                      lambda w: _layer_bars(lit, splits, r.table2, terms, min(BARS_WIDE, w)))
+
+
+# ------------------------------------------------------------------------------ dropout
+
+DROPOUT_CASES = ("replicated", "sharded-same", "sharded-offset")     # views.sp_layer.dropout_masks
+
+
+def _mask_panel(case: str, r: int, keep: np.ndarray, first: np.ndarray, sharded: bool) -> Panel:
+    """Rank r's mask as a token map of its tokens (tinted by r if they are its shard), its dropped
+    entries crossed, and under it whether it is rank 0's mask."""
+    lo = r * len(keep) if sharded else 0
+    sub = None if r == 0 else label("fig.dr_eq0" if np.array_equal(keep, first) else "fig.dr_ne0")
+    return token_panel(f"R{r}", [r if sharded else None] * len(keep), keep.shape[1], r, 3,
+                       [fmt.integer(lo + i) for i in range(len(keep))], ~keep, sub, f"dr-{case}-{r}", CELL, SUB_W)
+
+
+def figure_dropout(masks: dict, tp: int, seq: int) -> dict:
+    """``dropout``: for each case of :data:`DROPOUT_CASES` its heading, every rank's mask and
+    what that means (``masks``: case -> the core's keep-mask of each rank)."""
+    def rows(max_w: float):
+        w = min(max_w, BARS_WIDE) - 2 * FIG_PAD
+        out = []
+        for case in DROPOUT_CASES:
+            key_ = case.replace("-", "_")
+            sharded = case != "replicated"
+            out.append([words(label(f"fig.dr_case_{key_}"), w, "cap")])
+            out.append(Row([_mask_panel(case, r, m, masks[case][0], sharded) for r, m in enumerate(masks[case])]))
+            out.append([note_panel([label(f"fig.dr_verdict_{key_}_1", k=fmt.integer(seq // tp)),
+                                    label(f"fig.dr_verdict_{key_}_2", k=fmt.integer(seq // tp))], w, "op")])
+        return out
+
+    return figure_at("dropout", label("fig.dr_title", t=fmt.integer(tp), s=fmt.integer(seq)), rows)

@@ -29,7 +29,7 @@ from ..errors import TPMathError
 from ..i18n import option
 from . import Control, Section, parse_controls, tree
 from .cells import id_range, label, table
-from .fig_sp_layer import figure_ln, figure_memory, figure_memory_layer, figure_sp
+from .fig_sp_layer import DROPOUT_CASES, figure_dropout, figure_ln, figure_memory, figure_memory_layer, figure_sp
 
 # ------------------------------------------------------------------------------ sp-layer
 
@@ -555,6 +555,41 @@ def render_memory(values: dict, lang: str) -> dict:
     }
 
 
+# -------------------------------------------------------------------------------- dropout
+
+DROPOUT_HIDDEN = 4           # columns of the drawn activation: enough to see a pattern
+DROPOUT_SEED = 0
+DROPOUT_SCHEMES = {"replicated": ("same", False), "sharded-same": ("same", True),
+                   "sharded-offset": ("rank-offset", True)}   # case -> (core scheme, token shards)
+
+
+def dropout_masks(c: dict) -> dict[str, list[np.ndarray]]:
+    """Each case's keep-mask per rank, from the core's generator."""
+    return {case: core.rank_dropout_masks(c["tp"], c["seq"], DROPOUT_HIDDEN, c["dropout"], DROPOUT_SEED,
+                                          *DROPOUT_SCHEMES[case]) for case in DROPOUT_CASES}
+
+
+def _dropout_table(c: dict, masks: dict) -> dict:
+    """Each rank's key under either scheme and how many entries it drops on its token shard."""
+    rows = [[tree.rank_tag(r), fmt.integer(DROPOUT_SEED),
+             fmt.integer(DROPOUT_SEED + core.MP_SEED_OFFSET + r),
+             fmt.integer(int((~masks["sharded-same"][r]).sum())), fmt.integer(int((~masks["sharded-offset"][r]).sum()))]
+            for r in range(c["tp"])]
+    return table("cap.dr_masks",
+                 ["col.rank", "col.dr_key_same", "col.dr_key_offset", "col.dr_dropped_same", "col.dr_dropped_offset"],
+                 rows)
+
+
+def render_dropout(values: dict, lang: str) -> dict:
+    """Dropout masks per rank: a replicated tensor and token shards under one shared seed, and
+    token shards under Megatron's per-rank seeds."""
+    c = parse_controls(SECTIONS["dropout"].controls, values)
+    c["tp"], c["seq"] = int(c["tp"]), int(c["seq"])
+    masks = dropout_masks(c)
+    return {"controls": {k: str(v) for k, v in c.items()}, "tables": {"dr-masks": _dropout_table(c, masks)},
+            "figures": {"dropout": figure_dropout(masks, c["tp"], c["seq"])}, "values": {}, "notes": {}}
+
+
 def _memory_defaults() -> dict:
     p = mem.PRESETS[DEFAULT_PRESET]
     return {"seq": p["seq"], **{k: p[k] for k in MODEL_FIELDS}}
@@ -582,6 +617,16 @@ SECTIONS = {
         tables=("sp-ranks", "sp-comm", "sp-ln", "sp-check"),     # + "sp-masks" when dropout is on
         values=("sp-loss", "sp-reference-loss", "sp-max-err", "sp-sent", "tp-sent"),
         real=_real,
+    ),
+    "dropout": Section(
+        name="dropout",
+        controls=(
+            Control("tp", "select", "2", options=("2", "4"), label="ctl.sp_tp", slider=True),
+            Control("seq", "select", "8", options=("4", "8"), label="ctl.sp_seq", slider=True),
+            Control("dropout", "select", "0.25", options=DROPOUT_OPTIONS[1:], label="ctl.sp_dropout", slider=True),
+        ),
+        render=render_dropout,
+        tables=("dr-masks",),
     ),
     "memory": Section(
         name="memory",
