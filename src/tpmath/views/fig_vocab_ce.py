@@ -62,10 +62,10 @@ def _pieces(key: str, count: int, **args) -> list:
     return [label(f"{key}_{i}", **args) for i in range(1, count + 1)]
 
 
-def _slot_row(ids: list, cols: list, vocab: int) -> Panel:
-    """Every id in its box, tinted by its owner (dashed: padding)."""
+def _slot_row(ids: list, cols: list, vocab: int, key: str = "slot") -> Panel:
+    """Every id in its box, tinted by its owner (dashed: padding); ``key``: the boxes' data-key prefix."""
     return col_boxes(cols, [(fmt.integer(j), "idx" if j < vocab else "idx dimtext", None) for j in ids],
-                     ["slot" if j < vocab else "slot pad" for j in ids], keys=[f"slot.{j}" for j in ids], h=SLOT_H)
+                     ["slot" if j < vocab else "slot pad" for j in ids], keys=[f"{key}.{j}" for j in ids], h=SLOT_H)
 
 
 def _slots(res: VocabCeResult, avail: float) -> Layout:
@@ -229,11 +229,11 @@ def _id_cols(smooth: VocabCeResult, w: float) -> tuple[list, list]:
     return [c for run in cols for c in run], groups
 
 
-def _ids(smooth: VocabCeResult, w: float) -> Panel:
+def _ids(smooth: VocabCeResult, w: float, key: str = "slot") -> Panel:
     """The ids of the padded vocabulary, tinted by owner (padding dashed), each rank's badge above."""
     cols, groups = _id_cols(smooth, w)
     ids = [j for e in smooth.ranks for j in range(*e.vocab_range)]
-    return column([col_badges(groups), _slot_row(ids, cols, smooth.vocab)], gap=SHARD_GAP)
+    return column([col_badges(groups), _slot_row(ids, cols, smooth.vocab, key)], gap=SHARD_GAP)
 
 
 def _padding_panel(smooth: VocabCeResult, gpt2: VocabPad, w: float) -> Panel:
@@ -296,7 +296,7 @@ def _summed(smooth: VocabCeResult, terms: dict, w: float) -> list:
     real ids, joined by an AllReduce(SUM) into the whole vocabulary's (without smoothing: none)."""
     cols, groups = _id_cols(smooth, w)
     unit = HANG_H / (max(-v for v in terms["log_p"]) or 1.0)
-    rows = [[_ids(smooth, w)],
+    rows = [[_ids(smooth, w, "sslot")],
             [note_panel(_pieces("fig.vx_meg_terms", 3), w, "cap")],
             [col_bars(cols, terms["log_p"], unit, [f"logp.{j}" for j in range(len(cols))], inset=3)],
             [_rank_boxes(groups, terms["means"], "megmean")],
