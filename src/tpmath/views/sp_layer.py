@@ -587,7 +587,8 @@ def render_dropout(values: dict, lang: str) -> dict:
     c["tp"], c["seq"] = int(c["tp"]), int(c["seq"])
     masks = dropout_masks(c)
     return {"controls": {k: str(v) for k, v in c.items()}, "tables": {"dr-masks": _dropout_table(c, masks)},
-            "figures": {"dropout": figure_dropout(masks, c["tp"], c["seq"])}, "values": {}, "notes": {}}
+            "figures": {"dropout": figure_dropout(masks, c["tp"], c["seq"])}, "values": {}, "notes": {},
+            "control_state": {}}
 
 
 def _memory_defaults() -> dict:
