@@ -1,4 +1,4 @@
-"""Views of page 4 (sequence parallelism): sections ``sp-layer`` and ``memory``.
+"""Views of page 4 (sequence parallelism): sections ``sp-layer``, ``dropout`` and ``memory``.
 
 ``sp-layer`` shows :func:`tpmath.sp_layer.run_sp_layer` on the page's small block (B = 1,
 D = 4, F = 8, seed 0; tp, S, the mistake, dropout and the pass are controls).  Letters as in
@@ -9,9 +9,14 @@ elements), ``sp-ln`` (the partial γ/β gradients and their AllReduce), ``sp-mas
 masks and their counters, when dropout is on) and ``sp-check`` (every output and gradient
 against one device).  The one-device intermediates are the same core run with tp = 1.
 
+``dropout`` draws each rank's dropout mask (:func:`tpmath.sp_layer.rank_dropout_masks`) for a
+replicated tensor and for token shards, under one seed for every rank and under Megatron's
+seed + 2718 + rank; table ``dr-masks``: each rank's generator keys and zeroed entries.
+
 ``memory`` is the calculator of :func:`tpmath.memory.memory` (Korthikanti et al. 2022,
 Table 2, plus the model states): a preset fills the model's sizes (the paper's Table 3
-presets also its parallel settings) and disables those fields; "custom" frees them.
+presets also its parallel settings) and disables those fields; "custom" frees them.  Its
+second figure, ``memory-layer``, splits one layer's activations by what divides them.
 """
 
 from __future__ import annotations
