@@ -132,3 +132,29 @@ def test_cli_dp_tp_bad_input():
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "tp=3" in lines[0]
+
+
+def test_first_optimizer_steps_against_torch_optim():
+    """One step of torch.optim.SGD and torch.optim.Adam (defaults, lr 1e-3) on each variant's
+    gradients from the same weights: SGD's step is the variant's scale times the correct step,
+    Adam's the correct step (a shared factor cancels but for eps)."""
+    import torch
+    from tpmath.dp_tp import update_scales
+    res = run_dp_tp(tp=4, dp=2)
+    correct = res.variants[0]
+
+    def step(opt_cls, v, **kw):
+        w = [torch.zeros(v.G_W1.shape, dtype=torch.float64, requires_grad=True),
+             torch.zeros(v.G_W2.shape, dtype=torch.float64, requires_grad=True)]
+        for p, g in zip(w, (v.G_W1, v.G_W2)):
+            p.grad = torch.tensor(g)
+        opt_cls(w, lr=1e-3, **kw).step()
+        return torch.cat([p.detach().ravel() for p in w]).numpy()
+
+    for v in res.variants:
+        got = update_scales(v, correct)
+        for name, cls in (("sgd", torch.optim.SGD), ("adam", torch.optim.Adam)):
+            a, b = step(cls, v), step(cls, correct)
+            assert got[name] == pytest.approx(float(a @ b / (b @ b)), rel=1e-12), (v.name, name)
+        assert got["sgd"] == pytest.approx(v.scale, rel=1e-12)
+        assert got["adam"] == pytest.approx(1.0, abs=1e-5)

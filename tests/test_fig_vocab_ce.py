@@ -175,3 +175,38 @@ def test_section_has_its_figure(name):
     assert list(figures) == [name]
     for svg in ft.svgs(figures[name]):
         assert svg["c"][0]["x"]["key"].startswith("fig.")      # a translated title (the accessible name)
+
+
+@pytest.mark.parametrize("tp", range(1, 7))
+@pytest.mark.parametrize("eps", [0.0, 0.1, 0.5])
+def test_vocab_extras_what_each_rank_adds_up(tp, eps):
+    """Megatron's per-rank term: the mean of log p over the rank's K columns of the 0-padded
+    logits (torch.log_softmax); ours: Σ (z − m) over the rank's real ids, and after the AllReduce
+    (1/V) Σ log p = Σ/V − log s, the smoothing term F.cross_entropy(label_smoothing=ε) uses."""
+    import torch                                       # the reference (installed with the test extras)
+    F = torch.nn.functional
+    fig = render("vocab-extras", {"tp": str(tp), "smoothing": eps})["figures"]["vocab-extras"]
+    Vp = -(-V // tp) * tp
+    K = Vp // tp
+    zp = torch.tensor(np.concatenate([LOGITS, np.zeros(Vp - V)]), dtype=torch.float64)
+    logp = F.log_softmax(zp, dim=0).numpy()
+    shifted = LOGITS - LOGITS.max()
+    for svg in ft.svgs(fig):
+        keyed = ft.keyed(svg)
+        for r in range(tp):
+            assert ft.num(keyed[f"megmean.{r}"]["x"]) == pytest.approx(logp[r * K:(r + 1) * K].mean(), abs=5e-5)
+        bars = [(ft.size(keyed[f"logp.{j}"], "height"), -logp[j]) for j in range(Vp)]
+        ft.proportional(bars)
+        if eps == 0:
+            assert not any(k.startswith("oursum.") for k in keyed)
+            continue
+        sums = [shifted[r * K:min((r + 1) * K, V)].sum() for r in range(tp)]
+        for r in range(tp):
+            assert ft.num(keyed[f"oursum.{r}"]["x"]) == pytest.approx(sums[r], abs=0.051)
+        z = torch.tensor(LOGITS[None, :], dtype=torch.float64)
+        y = torch.tensor([2])
+        smooth = (F.cross_entropy(z, y, label_smoothing=eps) - (1 - eps) * F.cross_entropy(z, y)).item() / eps
+        assert sum(sums) / V - math.log(np.exp(shifted).sum()) == pytest.approx(-smooth, abs=1e-12)
+    table = render("vocab-extras", {"tp": str(tp), "smoothing": eps})["tables"]["vocab-smoothing"]
+    if eps:
+        assert ft.num(table["foot"][0][3]) == pytest.approx(shifted.sum(), abs=0.051)   # the AllReduce's result

@@ -394,16 +394,20 @@ def test_vocab_smoothing_pytorch_and_megatron(tp, eps):
     for r, row in enumerate(rows(res, "vocab-smoothing")):
         assert shown(row[0]) == f"R{r}"
         assert row[2] == fmt.integer(K)
-        assert row[3] == fmt.num(want)
+        Vp = K * tp                                    # Megatron's mean of log p over the rank's K columns
+        zp = np.concatenate([LOGITS, np.zeros(Vp - 6)])
+        logp = zp - zp.max() - np.log(np.exp(zp - zp.max()).sum())
+        assert row[4] == fmt.num(logp[r * K:(r + 1) * K].mean())
+        assert row[5] == fmt.num(want)
         meg = megatron_smoothed(LOGITS, 2, eps, tp, r)
         if meg is None:
-            assert row[4]["key"] == "label.undefined_k" and row[5] == "—"
+            assert row[6]["key"] == "label.undefined_k" and row[7] == "—"
         else:
-            assert row[4] == fmt.num(meg) and row[5] == fmt.err(meg - want)
+            assert row[6] == fmt.num(meg) and row[7] == fmt.err(meg - want)
     tp1 = megatron_smoothed(LOGITS, 2, eps, 1, 0)
-    assert foot(res, "vocab-smoothing")[1][4] == fmt.num(tp1)
+    assert foot(res, "vocab-smoothing")[1][6] == fmt.num(tp1)
     if tp > 1 and eps > 0 and K > 1:   # the per-rank losses disagree: Megatron's discrepancy
-        assert len({row[4] for row in rows(res, "vocab-smoothing")}) > 1
+        assert len({row[6] for row in rows(res, "vocab-smoothing")}) > 1
     note = res["notes"]["vocab-megatron"]
     if 6 % tp:                         # padding: the note states the padded logits' value
         assert note["key"] == "note.vocab_megatron_pad"

@@ -325,3 +325,28 @@ def test_cli_attention_flash():
     data = json.loads(out.stdout)
     assert data["inputs"]["attention"] == "flash"
     assert data["activation_bytes_per_layer"] == 13 * 4096 * 4096 + 4 * 32 * 4096 // 8
+
+
+# Eq. 1, 2 and 4 of the paper split by what divides each term, typed in: (inside the TP region,
+# outside it); flash attention keeps 4asb (fp32 log-sum-exp per query and head) for the 5as²b.
+def paper_split(s, b, h, a, t, sp, rc, attention):
+    if rc == "full":
+        inside, outside = 0, 2 * s * b * h
+    else:
+        scores = {"none": {"eager": 5 * a * s * s * b, "flash": 4 * a * s * b}[attention], "selective": 0}[rc]
+        inside, outside = (24 * s * b * h + scores) / t, 10 * s * b * h
+    return {"tp": inside, "sp": outside / t if sp else 0, "neither": 0 if sp else outside}
+
+
+@pytest.mark.parametrize("attention", ["eager", "flash"])
+@pytest.mark.parametrize("sp", [False, True])
+@pytest.mark.parametrize("rc", ["none", "selective", "full"])
+@pytest.mark.parametrize("s,b,h,a,t", [(2048, 4, 6144, 64, 8), (4096, 1, 4096, 32, 4), (512, 2, 768, 12, 1)])
+def test_split_by_divisor_is_the_papers_split(s, b, h, a, t, sp, rc, attention):
+    from tpmath.memory import split_by_divisor
+    items = layer_breakdown(s, b, h, a, t, sp, rc, attention)
+    got = split_by_divisor(items, sp)
+    want = paper_split(s, b, h, a, t, sp, rc, attention)
+    assert got == pytest.approx(want, rel=1e-15)
+    assert sum(got.values()) == pytest.approx(memory(seq=s, batch=b, hidden=h, heads=a, tp=t, sp=sp, recompute=rc,
+                                                     attention=attention).activation_bytes_per_layer, rel=1e-15)

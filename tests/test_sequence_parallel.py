@@ -580,7 +580,8 @@ def test_every_string_the_sections_use_exists_in_both_languages():
                                                            for sp in ("on", "off") for rc in ("none", "full")]
                                                           + [{"seq": "999", "pp": "2"}]
                                                           + [{"attention": "flash", "recompute": rc}
-                                                             for rc in ("none", "selective", "full")])):
+                                                             for rc in ("none", "selective", "full")]),
+                       ("dropout", [{"tp": t, "seq": "8"} for t in ("2", "4")])):
         sec = sections()[name]
         used |= {c.label_key for c in sec.controls}
         opts = {f"opt.{c.name}.{str(o).replace('-', '_')}": str(o) for c in sec.controls for o in c.options}
@@ -618,12 +619,13 @@ def test_the_page_builds_in_both_languages(built_site, lang):
     ids = [h.attrs["id"] for h in doc.iter("h2")]
     assert tuple(i for i in ids if i in PAGE4_IDS) == PAGE4_IDS
     demos = [d.attrs["data-section"] for d in doc.find_all("div", class_="demo")]
-    assert demos == ["sp-layer", "memory"]
+    assert demos == ["sp-layer", "dropout", "memory"]
     figures = [f.attrs["data-figure"] for f in doc.iter("figure") if "data-figure" in f.attrs]
-    assert figures == ["sp-layer", "sp-ln", "memory"]
-    for name in ("sp-ranks", "sp-comm", "sp-ln", "sp-check", "mem-rank", "mem-table2", "mem-breakdown"):
+    assert figures == ["sp-layer", "sp-ln", "dropout", "memory", "memory-layer"]
+    for name in ("sp-ranks", "sp-comm", "sp-ln", "sp-check", "dr-masks", "mem-rank", "mem-table2", "mem-breakdown"):
         assert doc.find("table", data_table=name) is not None, name
     assert doc.find("details", data_real="sp-layer") is not None and doc.find("details", data_real="memory") is None
+    assert doc.find("details", data_real="dropout") is None
     # Table 2 in MathML: seven rows of the page's table carry a formula each
     table2 = [t for t in doc.iter("table") if "data-table" not in t.attrs and any(
         "sbh" in m.text() or "34" in m.text() for m in t.iter("math"))]

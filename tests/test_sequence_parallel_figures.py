@@ -188,3 +188,77 @@ def test_memory_bars(preset, tp, sp, rc):
         states = {tuple(w[:3]) for w in widths.values()}
         assert len(states) == 1
         assert widths["tp"][3] >= widths["full"][-1]
+
+
+@pytest.mark.parametrize("preset,tp,sp,rc,attention", [("llama-2-7b", "8", "off", "none", "eager"),
+                                                       ("paper-22b", "8", "on", "selective", "eager"),
+                                                       ("llama-2-7b", "4", "on", "none", "flash"),
+                                                       ("llama-2-70b", "1", "off", "full", "flash")])
+def test_memory_layer_bars(preset, tp, sp, rc, attention):
+    """One layer's activations: each configuration's bar split as the paper's terms split it
+    (test_memory.paper_split, typed in), segment lengths in proportion, the chosen one lit."""
+    from test_memory import paper_split
+    res = render("memory", {"preset": preset, "tp": tp, "sp": sp, "recompute": rc, "attention": attention})
+    c = res["controls"]
+    s, b, h, a, t = (int(c[k]) for k in ("seq", "batch", "hidden", "heads", "tp"))
+    want_bars = ["tp", "tp-selective", "full"] if t == 1 else \
+        ["tp", "tp-sp", "tp-selective", "tp-sp-selective", "full", "full-sp"]
+    chosen = {("off", "none"): "tp", ("on", "none"): "tp-sp", ("off", "selective"): "tp-selective",
+              ("on", "selective"): "tp-sp-selective", ("off", "full"): "full", ("on", "full"): "full-sp"}[(c["sp"], rc)]
+    want = {name: paper_split(s, b, h, a, t, "sp" in name, {"full": "full", "full-sp": "full"}.get(
+        name, "selective" if "selective" in name else "none"), attention) for name in want_bars}
+    for svg in drawings(res["figures"]["memory-layer"]):
+        bars = {n["a"]["data-part"][6:]: n for n in walk(svg) if n.get("a", {}).get("data-part", "").startswith("layer-")}
+        assert list(bars) == want_bars
+        assert [k for k, n in bars.items() if n["a"].get("class") == "hl"] == [chosen]
+        widths = {r["a"]["data-key"]: float(r["a"]["width"]) for n in bars.values() for r in n["c"]
+                  if r["t"] == "rect" and "mem-seg" in r["a"]["class"].split()}
+        assert {k for k in widths} == {f"{name}.{part}" for name, w in want.items() for part, v in w.items() if v > 0}
+        longest = max(sum(w.values()) for w in want.values())      # the bars share one axis
+        unit = sum(w for k, w in widths.items() if k.startswith("tp.")) / sum(want["tp"].values())
+        assert sum(want["tp"].values()) == longest
+        for k, w in widths.items():
+            name, part = k.split(".")
+            assert w == pytest.approx(max(unit * want[name][part], 0.5), rel=2e-3, abs=0.06), k
+
+
+def reference_keep(key: int, rows: int, cols: int, p: float) -> np.ndarray:
+    """One dropout call's keep-mask from a pure-Python SplitMix64, counters token-major from 0."""
+    from test_sp_layer import splitmix_uniform
+    return np.array([[splitmix_uniform(key, i * cols + j) >= p for j in range(cols)] for i in range(rows)])
+
+
+def drawn_dropped(panel: dict) -> tuple[set, list]:
+    """(dropped (row, col) entries, row tints) of a drawn token map."""
+    cells = [n for n in panel["c"] if n["t"] == "rect" and "cell" in n["a"]["class"].split()]
+    x0, y0, size = float(cells[0]["a"]["x"]), float(cells[0]["a"]["y"]), float(cells[0]["a"]["height"])
+    off = {(round((float(n["a"]["y"]) - y0) / size), round((float(n["a"]["x"]) - x0) / size))
+           for n in panel["c"] if n["t"] == "rect" and n["a"]["class"] == "cell-off"}
+    return off, [c["a"].get("data-rank") for c in cells]
+
+
+@pytest.mark.parametrize("tp,seq,p", [("2", "8", "0.25"), ("4", "8", "0.5"), ("2", "4", "0.1"), ("4", "4", "0.25")])
+def test_dropout_masks_per_rank(tp, seq, p):
+    """Every rank's crossed entries are the mask a pure-Python SplitMix64 draws with Megatron's
+    seeds: key = seed on every rank (the default state), seed + 2718 + rank (the model-parallel
+    state); the shared seed repeats rank 0's mask, the per-rank seeds do not."""
+    res = render("dropout", {"tp": tp, "seq": seq, "dropout": p})
+    t, s, q = int(tp), int(seq), float(p)
+    want = {"replicated": [reference_keep(0, s, 4, q) for r in range(t)],
+            "sharded-same": [reference_keep(0, s // t, 4, q) for r in range(t)],
+            "sharded-offset": [reference_keep(2718 + r, s // t, 4, q) for r in range(t)]}
+    for svg in drawings(res["figures"]["dropout"]):
+        for case, masks in want.items():
+            for r, keep in enumerate(masks):
+                panel = part(svg, f"dr-{case}-{r}")
+                off, tints = drawn_dropped(panel)
+                assert off == {(int(i), int(j)) for i, j in zip(*np.nonzero(~keep))}, (case, r)
+                assert tints == ([None] * s if case == "replicated" else [str(r)] * (s // t))
+                subs = [n["x"]["key"] for n in walk(panel) if isinstance(n.get("x"), dict)]
+                if r:
+                    assert subs == ["fig.dr_eq0" if np.array_equal(keep, masks[0]) else "fig.dr_ne0"]
+        assert all(np.array_equal(m, want["sharded-same"][0]) for m in want["sharded-same"])
+    rows = res["tables"]["dr-masks"]["rows"]
+    for r, row in enumerate(rows):
+        assert row[2] == f"2\u202f{718 + r}"
+        assert [int(row[3]), int(row[4])] == [int((~want[k][r]).sum()) for k in ("sharded-same", "sharded-offset")]

@@ -133,16 +133,48 @@ def assemble(w1_shards: list[np.ndarray], w2_shards: list[np.ndarray]) -> dict[s
             "G_W2": np.concatenate(w2_shards, axis=0)}   # (F, D)
 
 
-def compare(grads: dict, ref: MlpOutputs) -> tuple[float, float]:
-    """Max abs error vs the reference and the least-squares scale s (grads ≈ s·ref)."""
-    v = np.concatenate([grads["G_W1"].ravel(), grads["G_W2"].ravel()])
-    r = np.concatenate([ref.G_W1.ravel(), ref.G_W2.ravel()])
+def _flat(G_W1: np.ndarray, G_W2: np.ndarray) -> np.ndarray:
+    return np.concatenate([G_W1.ravel(), G_W2.ravel()])
+
+
+def _scale(v: np.ndarray, r: np.ndarray) -> float:
+    """The least-squares s with v ≈ s·r."""
     rr = float(r @ r)
     if rr == 0.0:
         # An all-zero reference gradient has no scale to compare against: every variant
         # that is also zero is "right" by any factor.  Reject rather than show NaN.
         raise TPMathError("zero_reference_gradient", "seed")
-    return float(np.max(np.abs(v - r))), float(v @ r / rr)
+    return float(v @ r / rr)
+
+
+def compare(grads: dict, ref: MlpOutputs) -> tuple[float, float]:
+    """Max abs error vs the reference and the least-squares scale s (grads ≈ s·ref)."""
+    v, r = _flat(grads["G_W1"], grads["G_W2"]), _flat(ref.G_W1, ref.G_W2)
+    return float(np.max(np.abs(v - r))), _scale(v, r)
+
+
+# torch.optim's defaults: SGD lr 1e-3 here (no momentum, no weight decay); Adam lr 1e-3, betas, eps.
+LR, ADAM_BETAS, ADAM_EPS = 1e-3, (0.9, 0.999), 1e-8
+OPTIMIZERS = ("sgd", "adam")
+
+
+def first_update(g: np.ndarray, optimizer: str) -> np.ndarray:
+    """The first step of ``optimizer`` from its zero state on gradient ``g``: SGD −lr·g; Adam
+    (Kingma & Ba 2015, Algorithm 1) m = (1−β₁)g, v = (1−β₂)g², bias-corrected m̂ = m/(1−β₁),
+    v̂ = v/(1−β₂), step −lr·m̂/(√v̂ + eps): a factor shared by every gradient cancels but for eps."""
+    if optimizer == "sgd":
+        return -LR * g
+    b1, b2 = ADAM_BETAS
+    m_hat = (1 - b1) * g / (1 - b1)
+    v_hat = (1 - b2) * g * g / (1 - b2)
+    return -LR * m_hat / (np.sqrt(v_hat) + ADAM_EPS)
+
+
+def update_scales(v: Variant, correct: Variant) -> dict[str, float]:
+    """How large each optimizer's first step with this variant's gradients is against the step
+    with the correct ones (the least-squares factor, as :func:`compare`'s scale)."""
+    g, r = _flat(v.G_W1, v.G_W2), _flat(correct.G_W1, correct.G_W2)
+    return {o: _scale(first_update(g, o), first_update(r, o)) for o in OPTIMIZERS}
 
 
 def run_dp_tp(tp: Any = 2, dp: Any = 2, seed: Any = 0, batch: Any = 2, d_model: Any = 2,

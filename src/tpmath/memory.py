@@ -248,6 +248,18 @@ def activation_bytes_per_layer(s: int, b: int, h: int, a: int, t: int, sp: bool,
     return sum(i.bytes for i in layer_breakdown(s, b, h, a, t, sp, recompute, attention))
 
 
+DIVIDED_BY = ("tp", "sp", "neither")   # what divides a stored tensor by t (Eq. 2 and 4)
+
+
+def split_by_divisor(items: list[LayerItem], sp: bool) -> dict[str, int | float]:
+    """One layer's bytes by what divides them: inside the TP region TP does ("tp"); outside it
+    only sequence parallelism does ("sp"), and without it nothing does ("neither")."""
+    out: dict[str, int | float] = dict.fromkeys(DIVIDED_BY, 0)
+    for i in items:
+        out["tp" if i.region == "tp" else "sp" if sp else "neither"] += i.bytes
+    return out
+
+
 def extra_activations(s: int, b: int, h: int, t: int, p: int, sp: bool, v: int) -> list[ExtraItem]:
     """§4.3: embedding dropout mask (p micro-batches); with p = 1 also the final LayerNorm input,
     the output layer input and the fp32 logits."""

@@ -281,6 +281,23 @@ def keep_mask(key: int, offset: int, shape: tuple[int, ...], major: int, p: floa
     return uniforms(key, counter_grid(shape, major) + np.uint64(offset)) >= p
 
 
+DROPOUT_SEEDS = ("same", "rank-offset")    # Megatron's default state / its model-parallel state
+
+
+def rank_dropout_masks(tp: Any, seq: Any, hidden: Any, p: Any, seed: Any, scheme: Any,
+                       sharded: bool) -> list[np.ndarray]:
+    """Each TP rank's keep-mask (True: kept) of one dropout call on a (seq, hidden) activation, or
+    on its token shard (seq/tp rows) if ``sharded``, every rank starting its stream at counter 0:
+    ``same`` seeds every rank alike (Megatron's default state, key ``seed``), ``rank-offset`` as
+    ``model_parallel_cuda_manual_seed`` seeds the model-parallel state (``seed`` + 2718 + rank)."""
+    t, s, d = as_int("tp", tp, 1, MAX_TP), as_int("seq", seq, 1, MAX_SEQ), as_int("hidden", hidden, 1, MAX_HIDDEN)
+    q, base = as_float("dropout", p, 0.0, MAX_DROPOUT), as_int("seed", seed, 0, 2**32 - 1)
+    offset = as_choice("scheme", scheme, DROPOUT_SEEDS) == "rank-offset"
+    check_divides(t, s, "tp", "seq")
+    rows = s // t if sharded else s
+    return [keep_mask(base + (MP_SEED_OFFSET + r if offset else 0), 0, (rows, d), 0, q) for r in range(t)]
+
+
 def apply_dropout(x: np.ndarray, keep: np.ndarray | None, p: float) -> np.ndarray:
     """Inverted dropout: kept entries scaled by 1/(1 − p), the others 0 (identity when off).
     The backward is the same map applied to the incoming gradient."""

@@ -326,6 +326,21 @@ def reference_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float) 
     return {"loss": loss, "position_loss": per, "grad": grad}
 
 
+def megatron_log_p(Z: np.ndarray, V: int, Vp: int, pad_logit: float = MEGATRON_PAD_LOGIT) -> np.ndarray:
+    """(N, Vp) log-probabilities of Megatron's softmax over the padded vocabulary of (N, V) logits
+    ``Z`` (float64): its padded logits are ``pad_logit``, numbers that enter it, not −inf."""
+    z = np.full((Z.shape[0], Vp), pad_logit, dtype=np.float64)
+    z[:, :V] = Z
+    shifted = z - z.max(axis=1, keepdims=True)                 # z − m
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))   # log(exp(z − m)/s)
+
+
+def megatron_local_means(log_p: np.ndarray, ranges: list[tuple[int, int]]) -> list[np.ndarray]:
+    """What each rank smooths with in Megatron: the mean of log p over its K columns, padding
+    included, (N,) per rank; no collective joins them."""
+    return [log_p[:, a:b].mean(axis=1) for a, b in ranges]
+
+
 def megatron_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
                 ranges: list[tuple[int, int]], V: int, pad_logit: float = MEGATRON_PAD_LOGIT) -> MegatronLoss:
     """Megatron's ``_VocabParallelCrossEntropy.forward`` rank by rank on (N, V) logits ``Z`` (float64).
@@ -346,10 +361,7 @@ def megatron_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
     tp, K = len(ranges), ranges[0][1] - ranges[0][0]
     Vp = tp * K
     N = Z.shape[0]
-    z = np.full((N, Vp), pad_logit, dtype=np.float64)        # (N, Vp) padded logits are numbers, not −inf
-    z[:, :V] = Z
-    shifted = z - z.max(axis=1, keepdims=True)                 # (N, Vp) z − m
-    log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))   # (N, Vp) log(exp(z − m)/s)
+    log_p = megatron_log_p(Z, V, Vp, pad_logit)                # (N, Vp)
     loss = -log_p[np.arange(N), np.where(counted, y, 0)]       # (N,) log s − (z_y − m)
     n = int(counted.sum())
 
@@ -362,7 +374,7 @@ def megatron_ce(Z: np.ndarray, y: np.ndarray, counted: np.ndarray, eps: float,
         per_rank = [None] * tp
     else:
         e = eps * K / (K - 1)
-        per_rank = [mean((1 - e) * loss - e * log_p[:, a:b].mean(axis=1)) for a, b in ranges]
+        per_rank = [mean((1 - e) * loss - e * local) for local in megatron_local_means(log_p, ranges)]
     return MegatronLoss(K=K, padded_vocab=Vp, pad_logit=pad_logit, loss_per_rank=per_rank)
 
 

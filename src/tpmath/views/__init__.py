@@ -56,7 +56,7 @@ SECTION_MODULES = {
     "comm-cost": "comm_cost",
     "mlp": "mlp",
     "row-linear": "row_linear", "row-backward": "row_linear", "row-pairing": "row_linear",
-    "sp-layer": "sp_layer", "memory": "sp_layer",
+    "sp-layer": "sp_layer", "memory": "sp_layer", "dropout": "sp_layer",
     "vocab-ce": "vocab_ce", "vocab-extras": "vocab_ce", "vocab-head": "vocab_ce",
 }
 VIEW_MODULES = tuple(sorted(set(SECTION_MODULES.values())))

@@ -76,12 +76,14 @@ def render_dp_tp(controls: dict, lang: str) -> dict:
     c = parse_controls(SECTIONS["dp-tp"].controls, controls)
     tp, dp = c["tp"], c["dp"]
     res = dp_tp.run_dp_tp(tp=tp, dp=dp)
+    steps = [dp_tp.update_scales(v, res.variants[0]) for v in res.variants]    # variants[0]: "correct"
     rows = [[label(f"label.variant_{v.name}"), v.description,
-             fmt.err(v.max_abs_err), fmt.num(v.scale)] for v in res.variants]
+             fmt.err(v.max_abs_err), fmt.num(v.scale), fmt.num(st["sgd"]), fmt.num(st["adam"])]
+            for v, st in zip(res.variants, steps)]
     return {
         "controls": {"tp": str(tp), "dp": str(dp)},
-        "tables": {"dp-tp": table("cap.dp_tp", ["col.variant", "col.what_it_does", "col.max_abs_err", "col.scale"],
-                                  rows)},
+        "tables": {"dp-tp": table("cap.dp_tp", ["col.variant", "col.what_it_does", "col.max_abs_err", "col.scale",
+                                                "col.step_sgd", "col.step_adam"], rows)},
         "values": {"world-size": fmt.integer(dp * tp), "global-batch": fmt.integer(dp * res.batch)},
         "notes": {"setup": label("note.dp_tp_setup", dp=fmt.integer(dp), tp=fmt.integer(tp),
                                  batch=fmt.integer(res.batch), seed=fmt.integer(res.seed))},

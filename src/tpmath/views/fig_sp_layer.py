@@ -13,7 +13,10 @@ one-device mask.  The γ/β gradients have their own figure.
 ``sp-ln`` has the numbers of γ's and β's gradients: each rank's partial sums, the AllReduce and
 the result (or, under the mistake, the replicas that now differ); on a phone a lane's grids wrap
 under its badge.  ``memory`` stacks the model
-states and the activations of one rank for each configuration of Table 2 at the chosen t.
+states and the activations of one rank for each configuration of Table 2 at the chosen t;
+``memory-layer`` one layer's activations by what divides them.  ``dropout`` draws each rank's
+dropout mask (dropped entries crossed) for a replicated tensor and for token shards, under one
+seed for all ranks and under Megatron's per-rank seeds.
 """
 
 from __future__ import annotations
@@ -313,25 +316,38 @@ def _cfg_name(name: str):
     return label(f"fig.mem_cfg_{name.replace('-', '_')}")
 
 
+def _legend(segments: tuple, prefix: str, width: float) -> list:
+    """The legend of a stacked-bar chart: its keys in aligned columns (all on one line when wide)."""
+    per_line = len(segments) if width >= STRIP_BESIDE else 2
+    return [key(f"mem-seg {cls}", label(f"fig.{prefix}{k}"), (width - 2 * FIG_PAD) / per_line - GAP)
+            for k, cls in segments]
+
+
+def _name_w(names) -> float:
+    """The configurations' names right-aligned before the bars: room for the widest (lit: bold)."""
+    return max(BAR_LABEL_W, max(text_w(_cfg_name(name), "cap") for name in names) + 6)
+
+
+def _segs(per: dict, segments: tuple, unit: float, name: str, texts: dict | None = None) -> list:
+    """A bar's segments ``unit`` px per byte (a sliver at least), each with its text if given."""
+    return [Seg(max(unit * per[k], 0.5), f"mem-seg {cls}", f"{name}.{k}", (texts or {}).get(k), "lbl")
+            for k, cls in segments if per[k] > 0]
+
+
 def _bars(r: MemoryResult, totals: dict, line_bytes: float, width: float) -> list:
     """The stacked bars in a drawing ``width`` wide (legend, one bar per configuration, the line)."""
     top = max(t["total"] for t in totals.values())
     draw_line = top >= line_bytes / 2
     axis = max(top, line_bytes) if draw_line else top
-    # the configurations' names right-aligned before the bars: room for the widest (lit: bold)
-    name_w = max(BAR_LABEL_W, max(text_w(_cfg_name(name), "cap") for name in totals) + 6)
+    name_w = _name_w(totals)
     bar_w = width - 2 * FIG_PAD - name_w - BAR_VALUE_W
-    per_line = len(SEGMENTS) if width >= STRIP_BESIDE else 2      # the legend's keys in aligned columns
-    legend = [key(f"mem-seg {cls}", label(f"fig.mem_seg_{k}"), (width - 2 * FIG_PAD) / per_line - GAP)
-              for k, cls in SEGMENTS]
     rows = []
     for name, per in totals.items():
-        segs = [Seg(max(bar_w * per[k] / axis, 0.5), f"mem-seg {cls}", f"{name}.{k}")
-                for k, cls in SEGMENTS if axis and per[k] > 0]
+        segs = _segs(per, SEGMENTS, bar_w / axis if axis else 0.0, name)
         rows.append((f"bar-{name}", _cfg_name(name), bar(segs, None, (fmt.nbytes(per["total"]), "num")),
                      name == r.configuration, sum(s.w for s in segs)))
     ref = (bar_w * line_bytes / axis, label("fig.mem_line", size=fmt.nbytes(line_bytes))) if draw_line else None
-    return [legend, [bar_rows(rows, name_w, ref, width - 2 * FIG_PAD)]]
+    return [_legend(SEGMENTS, "mem_seg_", width), [bar_rows(rows, name_w, ref, width - 2 * FIG_PAD)]]
 
 
 def figure_memory(r: MemoryResult, totals: dict, line_bytes: float) -> dict:
@@ -339,3 +355,64 @@ def figure_memory(r: MemoryResult, totals: dict, line_bytes: float) -> dict:
     states, activations), the chosen one lit; a line at 80 GiB when the bars come near it."""
     title = label("fig.mem_title", t=fmt.integer(r.inputs["tp"]))
     return figure_at("memory", title, lambda w: _bars(r, totals, line_bytes, min(BARS_WIDE, w)))
+
+
+LAYER_SEGMENTS = (("tp", "mem-tp"), ("sp", "mem-sp"), ("neither", "mem-rep"))   # memory.DIVIDED_BY
+
+
+def _layer_bars(lit: str, splits: dict, per_layer: dict, terms: dict, width: float) -> list:
+    """One layer's activations per configuration, split by what divides them (legend, bars)."""
+    axis = max(per_layer[name] for name in splits)
+    name_w = _name_w(splits)
+    unit = (width - 2 * FIG_PAD - name_w - BAR_VALUE_W) / axis if axis else 0.0
+    rows = []
+    for name, per in splits.items():
+        segs = _segs(per, LAYER_SEGMENTS, unit, name, terms[name])
+        rows.append((f"layer-{name}", _cfg_name(name), bar(segs, None, (fmt.nbytes(per_layer[name]), "num")),
+                     name == lit, sum(s.w for s in segs)))
+    # keys as wide as their words: the flow puts as many on a line as fit
+    legend = [key(f"mem-seg {cls}", label(f"fig.mem_div_{k}")) for k, cls in LAYER_SEGMENTS]
+    return [legend, [bar_rows(rows, name_w, None, width - 2 * FIG_PAD)]]
+
+
+def figure_memory_layer(r: MemoryResult, splits: dict, terms: dict) -> dict:
+    """``memory-layer``: one layer's activations on one rank for each configuration at the chosen
+    t, split into what TP divides, what only SP divides and what neither does (``splits``:
+    :func:`tpmath.memory.split_by_divisor` of each; ``terms``: the formula's term of each part),
+    the chosen configuration lit."""
+    lit = "tp" if r.configuration == "none" else r.configuration     # at t = 1 the TP row is the setting
+    title = label("fig.mem_layer_title", t=fmt.integer(r.inputs["tp"]))
+    return figure_at("memory-layer", title,
+                     lambda w: _layer_bars(lit, splits, r.table2, terms, min(BARS_WIDE, w)))
+
+
+# ------------------------------------------------------------------------------ dropout
+
+DROPOUT_CASES = ("replicated", "sharded-same", "sharded-offset")     # views.sp_layer.dropout_masks
+
+
+def _mask_panel(case: str, r: int, keep: np.ndarray, first: np.ndarray, sharded: bool) -> Panel:
+    """Rank r's mask as a token map of its tokens (tinted by r if they are its shard), its dropped
+    entries crossed, and under it whether it is rank 0's mask."""
+    lo = r * len(keep) if sharded else 0
+    sub = None if r == 0 else label("fig.dr_eq0" if np.array_equal(keep, first) else "fig.dr_ne0")
+    return token_panel(f"R{r}", [r if sharded else None] * len(keep), keep.shape[1], r, 3,
+                       [fmt.integer(lo + i) for i in range(len(keep))], ~keep, sub, f"dr-{case}-{r}", CELL, SUB_W)
+
+
+def figure_dropout(masks: dict, tp: int, seq: int) -> dict:
+    """``dropout``: for each case of :data:`DROPOUT_CASES` its heading, every rank's mask and
+    what that means (``masks``: case -> the core's keep-mask of each rank)."""
+    def rows(max_w: float):
+        w = min(max_w, BARS_WIDE) - 2 * FIG_PAD
+        out = []
+        for case in DROPOUT_CASES:
+            key_ = case.replace("-", "_")
+            sharded = case != "replicated"
+            out.append([words(label(f"fig.dr_case_{key_}"), w, "cap")])
+            out.append(Row([_mask_panel(case, r, m, masks[case][0], sharded) for r, m in enumerate(masks[case])]))
+            out.append([note_panel([label(f"fig.dr_verdict_{key_}_1", k=fmt.integer(seq // tp)),
+                                    label(f"fig.dr_verdict_{key_}_2", k=fmt.integer(seq // tp))], w, "op")])
+        return out
+
+    return figure_at("dropout", label("fig.dr_title", t=fmt.integer(tp), s=fmt.integer(seq)), rows)

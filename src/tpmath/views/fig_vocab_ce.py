@@ -62,10 +62,10 @@ def _pieces(key: str, count: int, **args) -> list:
     return [label(f"{key}_{i}", **args) for i in range(1, count + 1)]
 
 
-def _slot_row(ids: list, cols: list, vocab: int) -> Panel:
-    """Every id in its box, tinted by its owner (dashed: padding)."""
+def _slot_row(ids: list, cols: list, vocab: int, key: str = "slot") -> Panel:
+    """Every id in its box, tinted by its owner (dashed: padding); ``key``: the boxes' data-key prefix."""
     return col_boxes(cols, [(fmt.integer(j), "idx" if j < vocab else "idx dimtext", None) for j in ids],
-                     ["slot" if j < vocab else "slot pad" for j in ids], keys=[f"slot.{j}" for j in ids], h=SLOT_H)
+                     ["slot" if j < vocab else "slot pad" for j in ids], keys=[f"{key}.{j}" for j in ids], h=SLOT_H)
 
 
 def _slots(res: VocabCeResult, avail: float) -> Layout:
@@ -220,15 +220,20 @@ COL_W = 22.0            # one id of a gradient row
 GRAD_H = 20.0           # px of the largest |gradient|, up or down from the axis
 
 
-def _ids(smooth: VocabCeResult, w: float) -> Panel:
-    """The ids of the padded vocabulary, tinted by owner (padding dashed), each rank's badge above."""
+def _id_cols(smooth: VocabCeResult, w: float) -> tuple[list, list]:
+    """The columns of the padded vocabulary's ids in ``w`` px (in id order) and the ranks' groups."""
     Vp, tp = smooth.padded_vocab, smooth.shards
     slot = min(SLOT_MAX, (w - SHARD_GAP * (tp - 1)) / Vp)
     cols, groups = col_groups([[slot] * (b - a) for a, b in (e.vocab_range for e in smooth.ranks)],
                               [e.rank for e in smooth.ranks], SHARD_GAP)
+    return [c for run in cols for c in run], groups
+
+
+def _ids(smooth: VocabCeResult, w: float, key: str = "slot") -> Panel:
+    """The ids of the padded vocabulary, tinted by owner (padding dashed), each rank's badge above."""
+    cols, groups = _id_cols(smooth, w)
     ids = [j for e in smooth.ranks for j in range(*e.vocab_range)]
-    return column([col_badges(groups), _slot_row(ids, [c for run in cols for c in run], smooth.vocab)],
-                  gap=SHARD_GAP)
+    return column([col_badges(groups), _slot_row(ids, cols, smooth.vocab, key)], gap=SHARD_GAP)
 
 
 def _padding_panel(smooth: VocabCeResult, gpt2: VocabPad, w: float) -> Panel:
@@ -278,7 +283,35 @@ def _ignore_panel(ign: VocabCeResult, targets: list, ignore_index: int, w: float
     return flowed(rows, w, part="ignore", min_w=w)
 
 
-def _smoothing_panel(smooth: VocabCeResult, eps: float, megatron: list, tp1, w: float) -> Panel:
+def _rank_boxes(groups: list, values: list, key: str) -> Panel:
+    """One number per rank on its group (every other one a line lower where a group is narrower)."""
+    cells = [(fmt.num(v), "num", f"{key}.{i}") for i, v in enumerate(values)]
+    box_w = widest(c[0] for c in cells) + 8
+    return col_boxes(groups, cells, stagger=box_w > min(g.w for g in groups), w=box_w)
+
+
+def _summed(smooth: VocabCeResult, terms: dict, w: float) -> list:
+    """What each rank adds up for the smoothing term: Megatron's log p of its K columns (padding
+    included, bars down from 0) and their mean, which no collective joins; ours, Σ (z − m) of its
+    real ids, joined by an AllReduce(SUM) into the whole vocabulary's (without smoothing: none)."""
+    cols, groups = _id_cols(smooth, w)
+    unit = HANG_H / (max(-v for v in terms["log_p"]) or 1.0)
+    rows = [[_ids(smooth, w, "sslot")],
+            [note_panel(_pieces("fig.vx_meg_terms", 3), w, "cap")],
+            [col_bars(cols, terms["log_p"], unit, [f"logp.{j}" for j in range(len(cols))], inset=3)],
+            [_rank_boxes(groups, terms["means"], "megmean")],
+            [note_panel(_pieces("fig.vx_meg_local", 4), w, "op")]]
+    if terms["total"] is not None:
+        whole = span(groups)
+        rows += [[note_panel(_pieces("fig.vx_our_terms", 3), w, "cap")],
+                 [_rank_boxes(groups, terms["sums"], "oursum")],
+                 [band_panel(label("fig.vx_our_allreduce", total=fmt.num(terms["total"])), whole.x + whole.w,
+                             "smooth-allreduce")],
+                 [note_panel(_pieces("fig.vx_our_global", 4), w, "op")]]
+    return rows
+
+
+def _smoothing_panel(smooth: VocabCeResult, eps: float, megatron: list, tp1, terms: dict, w: float) -> Panel:
     """Per rank our loss (= PyTorch, the dashed line) and Megatron's, as bars from 0."""
     ours, meg = label("fig.vx_ours"), label("fig.vx_meg")
     undefined = label("label.undefined_k")
@@ -288,14 +321,15 @@ def _smoothing_panel(smooth: VocabCeResult, eps: float, megatron: list, tp1, w: 
     rows.append((label("fig.vx_megatron_tp1"), [HBar(meg, tp1, None, "bar alt", "meg", "tp1", undefined)]))
     chart = hbars(rows, w, LOSS_W, ref=(smooth.reference_loss,
                                         label("fig.vx_pytorch", loss=fmt.num(smooth.reference_loss))))
-    return flowed([[note_panel(_pieces("fig.vx_smoothing", 2, eps=fmt.num(eps)), w, "cap")], [chart]], w,
-                  part="smoothing", min_w=w)
+    return flowed([[note_panel(_pieces("fig.vx_smoothing", 2, eps=fmt.num(eps)), w, "cap")], *_summed(smooth, terms, w),
+                   [note_panel(_pieces("fig.vx_losses", 2), w, "cap")], [chart]], w, part="smoothing", min_w=w)
 
 
 def figure_vocab_extras(tp: int, eps: float, smooth: VocabCeResult, ign: VocabCeResult, targets: list,
-                        ignore_index: int, gpt2: VocabPad) -> dict:
+                        ignore_index: int, gpt2: VocabPad, terms: dict) -> dict:
     """The ``vocab-extras`` figure: padding at this tp (``gpt2``: the padding table's row for
-    GPT-2), the ignored position of ``ign``, label smoothing per rank of ``smooth``.  Its panels
+    GPT-2), the ignored position of ``ign``, label smoothing per rank of ``smooth`` (``terms``: what
+    each rank adds up, :func:`tpmath.views.vocab_ce.smoothing_terms`).  Its panels
     are drawn for the width they get: two a line on a desktop, one on a phone."""
     # As the table: Megatron's loss on the same logits (K = its padded width, padded logits unmasked).
     megatron, tp1 = list(smooth.megatron.loss_per_rank), smooth.megatron.loss_tp1
@@ -303,6 +337,6 @@ def figure_vocab_extras(tp: int, eps: float, smooth: VocabCeResult, ign: VocabCe
     def rows(max_w: float) -> list:
         w = min(PANEL_W, max_w - 2 * PAD)
         return [[_padding_panel(smooth, gpt2, w), _ignore_panel(ign, targets, ignore_index, w)],
-                [_smoothing_panel(smooth, eps, megatron, tp1, min(2 * PANEL_W + 10, max_w - 2 * PAD))]]
+                [_smoothing_panel(smooth, eps, megatron, tp1, terms, min(2 * PANEL_W + 10, max_w - 2 * PAD))]]
     title = label("fig.vx_title", p=fmt.integer(tp), eps=fmt.num(eps))
     return figure_at("vocab-extras", title, rows)

@@ -1,4 +1,4 @@
-"""Views of page 4 (sequence parallelism): sections ``sp-layer`` and ``memory``.
+"""Views of page 4 (sequence parallelism): sections ``sp-layer``, ``dropout`` and ``memory``.
 
 ``sp-layer`` shows :func:`tpmath.sp_layer.run_sp_layer` on the page's small block (B = 1,
 D = 4, F = 8, seed 0; tp, S, the mistake, dropout and the pass are controls).  Letters as in
@@ -9,9 +9,14 @@ elements), ``sp-ln`` (the partial γ/β gradients and their AllReduce), ``sp-mas
 masks and their counters, when dropout is on) and ``sp-check`` (every output and gradient
 against one device).  The one-device intermediates are the same core run with tp = 1.
 
+``dropout`` draws each rank's dropout mask (:func:`tpmath.sp_layer.rank_dropout_masks`) for a
+replicated tensor and for token shards, under one seed for every rank and under Megatron's
+seed + 2718 + rank; table ``dr-masks``: each rank's generator keys and zeroed entries.
+
 ``memory`` is the calculator of :func:`tpmath.memory.memory` (Korthikanti et al. 2022,
 Table 2, plus the model states): a preset fills the model's sizes (the paper's Table 3
-presets also its parallel settings) and disables those fields; "custom" frees them.
+presets also its parallel settings) and disables those fields; "custom" frees them.  Its
+second figure, ``memory-layer``, splits one layer's activations by what divides them.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from ..errors import TPMathError
 from ..i18n import option
 from . import Control, Section, parse_controls, tree
 from .cells import id_range, label, table
-from .fig_sp_layer import figure_ln, figure_memory, figure_sp
+from .fig_sp_layer import DROPOUT_CASES, figure_dropout, figure_ln, figure_memory, figure_memory_layer, figure_sp
 
 # ------------------------------------------------------------------------------ sp-layer
 
@@ -387,6 +392,25 @@ def configuration_totals(c: dict, r: mem.MemoryResult) -> dict[str, int | float]
     return out
 
 
+def layer_splits(r: mem.MemoryResult, names) -> dict[str, dict]:
+    """One layer's activations on one rank at the chosen t, by what divides them, per configuration."""
+    s, b, h, a, t = (r.inputs[k] for k in ("seq", "batch", "hidden", "heads", "tp"))
+    out = {}
+    for name in names:
+        _, sp, rc = mem.CONFIGURATIONS[name]
+        out[name] = mem.split_by_divisor(mem.layer_breakdown(s, b, h, a, t, sp, rc, r.inputs["attention"]), sp)
+    return out
+
+
+def layer_terms(name: str, attention: str) -> dict[str, str]:
+    """The term of Table 2's formula each part of a configuration's layer is (flash: 4asb for 5as²b)."""
+    rc = mem.CONFIGURATIONS[name][2]
+    outside = "2sbh" if rc == "full" else "10sbh"
+    scores = {"eager": "+5as²b/t", "flash": "+4asb/t"}[attention]
+    inside = {"none": "24sbh/t" + scores, "selective": "24sbh/t", "full": ""}[rc]
+    return {"tp": inside, "sp": outside + "/t", "neither": outside}
+
+
 def _percent(x: float, decimals: int = 1) -> str:
     return fmt.num(x, decimals) + "\u00a0%"
 
@@ -523,7 +547,9 @@ def render_memory(values: dict, lang: str) -> dict:
         "controls": {k: str(v) for k, v in c.items()},
         "control_state": state,
         "tables": tables,
-        "figures": {"memory": figure_memory(r, totals, GIB80)},
+        "figures": {"memory": figure_memory(r, totals, GIB80),
+                    "memory-layer": figure_memory_layer(r, layer_splits(r, totals),
+                                                        {n: layer_terms(n, c["attention"]) for n in totals})},
         "values": {
             "mem-total": fmt.nbytes(per["total"]),
             "mem-activations": fmt.nbytes(per["activations"]),
@@ -532,6 +558,42 @@ def render_memory(values: dict, lang: str) -> dict:
         },
         "notes": notes,
     }
+
+
+# -------------------------------------------------------------------------------- dropout
+
+DROPOUT_HIDDEN = 4           # columns of the drawn activation: enough to see a pattern
+DROPOUT_SEED = 0
+DROPOUT_SCHEMES = {"replicated": ("same", False), "sharded-same": ("same", True),
+                   "sharded-offset": ("rank-offset", True)}   # case -> (core scheme, token shards)
+
+
+def dropout_masks(c: dict) -> dict[str, list[np.ndarray]]:
+    """Each case's keep-mask per rank, from the core's generator."""
+    return {case: core.rank_dropout_masks(c["tp"], c["seq"], DROPOUT_HIDDEN, c["dropout"], DROPOUT_SEED,
+                                          *DROPOUT_SCHEMES[case]) for case in DROPOUT_CASES}
+
+
+def _dropout_table(c: dict, masks: dict) -> dict:
+    """Each rank's key under either scheme and how many entries it drops on its token shard."""
+    rows = [[tree.rank_tag(r), fmt.integer(DROPOUT_SEED),
+             fmt.integer(DROPOUT_SEED + core.MP_SEED_OFFSET + r),
+             fmt.integer(int((~masks["sharded-same"][r]).sum())), fmt.integer(int((~masks["sharded-offset"][r]).sum()))]
+            for r in range(c["tp"])]
+    return table("cap.dr_masks",
+                 ["col.rank", "col.dr_key_same", "col.dr_key_offset", "col.dr_dropped_same", "col.dr_dropped_offset"],
+                 rows)
+
+
+def render_dropout(values: dict, lang: str) -> dict:
+    """Dropout masks per rank: a replicated tensor and token shards under one shared seed, and
+    token shards under Megatron's per-rank seeds."""
+    c = parse_controls(SECTIONS["dropout"].controls, values)
+    c["tp"], c["seq"] = int(c["tp"]), int(c["seq"])
+    masks = dropout_masks(c)
+    return {"controls": {k: str(v) for k, v in c.items()}, "tables": {"dr-masks": _dropout_table(c, masks)},
+            "figures": {"dropout": figure_dropout(masks, c["tp"], c["seq"])}, "values": {}, "notes": {},
+            "control_state": {}}
 
 
 def _memory_defaults() -> dict:
@@ -561,6 +623,16 @@ SECTIONS = {
         tables=("sp-ranks", "sp-comm", "sp-ln", "sp-check"),     # + "sp-masks" when dropout is on
         values=("sp-loss", "sp-reference-loss", "sp-max-err", "sp-sent", "tp-sent"),
         real=_real,
+    ),
+    "dropout": Section(
+        name="dropout",
+        controls=(
+            Control("tp", "select", "2", options=("2", "4"), label="ctl.sp_tp", slider=True),
+            Control("seq", "select", "8", options=("4", "8"), label="ctl.sp_seq", slider=True),
+            Control("dropout", "select", "0.25", options=DROPOUT_OPTIONS[1:], label="ctl.sp_dropout", slider=True),
+        ),
+        render=render_dropout,
+        tables=("dr-masks",),
     ),
     "memory": Section(
         name="memory",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import vocab_ce as core
+from ..collectives import reduce_all
 from .. import fmt
 from . import Control, Section, parse_controls
 from . import tree
@@ -112,11 +113,34 @@ def _smoothing_rows(res: core.VocabCeResult) -> tuple[list, list]:
     def megatron(v):                                    # Megatron's value, its difference from PyTorch
         return (label("label.undefined_k"), "—") if v is None else (fmt.num(v), fmt.err(v - ref))
 
-    rows = [[tree.rank_tag(e.rank), _range_cell(e.vocab_range, e.padding_range), fmt.integer(meg.K), fmt.num(res.loss),
+    terms = smoothing_terms(res)
+    rows = [[tree.rank_tag(e.rank), _range_cell(e.vocab_range, e.padding_range), fmt.integer(meg.K),
+             _num_or_dash(terms["sums"][e.rank]), fmt.num(terms["means"][e.rank]), fmt.num(res.loss),
              *megatron(meg.loss_per_rank[e.rank])] for e in res.ranks]
-    foot = [[label("label.pytorch_reference"), "—", fmt.integer(res.vocab), fmt.num(ref), "—", "—"],
-            [label("label.megatron_tp1"), "—", fmt.integer(res.vocab), "—", *megatron(meg.loss_tp1)]]
+    foot = [[label("label.pytorch_reference"), "—", fmt.integer(res.vocab), _num_or_dash(terms["total"]), "—", fmt.num(ref),
+             "—", "—"],
+            [label("label.megatron_tp1"), "—", fmt.integer(res.vocab), "—", "—", "—", *megatron(meg.loss_tp1)]]
     return rows, foot
+
+
+def _num_or_dash(v) -> str:
+    return "—" if v is None else fmt.num(v)
+
+
+def smoothing_terms(res: core.VocabCeResult) -> dict:
+    """What each rank adds up for label smoothing (1-D logits): ours, Σ (z − m) over its real ids
+    (``sums``, None without smoothing) and their AllReduce(SUM) (``total``); Megatron's, the mean
+    of log p over its K columns, padding included (``means``; ``log_p``: every padded id's, the
+    same logits, its padded logits numbers)."""
+    Z = np.atleast_2d(np.asarray(core.DEFAULT_LOGITS, dtype=np.float64))
+    ranges = [tuple(e.vocab_range) for e in res.ranks]
+    log_p = core.megatron_log_p(Z, res.vocab, res.padded_vocab, res.megatron.pad_logit)
+    out = {"log_p": log_p[0].tolist(), "means": [float(m[0]) for m in core.megatron_local_means(log_p, ranges)],
+           "sums": [None] * len(ranges), "total": None}
+    if res.ranks[0].local_sum_shifted is not None:
+        out["sums"] = [float(e.local_sum_shifted) for e in res.ranks]
+        out["total"] = float(reduce_all(out["sums"], "sum"))
+    return out
 
 
 def _megatron_note(res: core.VocabCeResult, tp: int) -> dict:
@@ -188,6 +212,7 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
             "vocab-padding": table("cap.vocab_padding", ["col.tp", "col.pad_divisor", "col.padded_vocab",
                                                          "col.padding_ids", "col.per_rank"], _padding_rows(tp)),
             "vocab-smoothing": table("cap.vocab_smoothing", ["col.rank", "col.vocab_range", "col.k_padded",
+                                                             "col.sum_shifted", "col.meg_mean_log_p",
                                                              "col.loss_ours", "col.loss_megatron",
                                                              "col.diff_pytorch"], s_rows, s_foot),
             "vocab-ignore": table("cap.vocab_ignore", ["col.position", "col.logits", "col.target",
@@ -201,7 +226,7 @@ def render_vocab_extras(controls: dict, lang: str) -> dict:
         },
         "notes": {"vocab-megatron": _megatron_note(smooth, tp)},
         "figures": {"vocab-extras": figure_vocab_extras(tp, eps, smooth, ign, IGNORE_TARGETS, IGNORE_INDEX,
-                                                        core.vocab_pad_table(GPT2_VOCAB, tp))},
+                                                        core.vocab_pad_table(GPT2_VOCAB, tp), smoothing_terms(smooth))},
     }
 
 
