@@ -72,11 +72,11 @@ def raw_prose(html: str) -> str:
 def test_fixture_site_layout(fixture_site):
     _, out, result = fixture_site
     names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html"))
-    assert names == ["404.html", "en/index.html", "en/row-parallel.html", "index.html",
-                     "zh/index.html", "zh/row-parallel.html"]
+    assert names == ["404.html", "en/contents.html", "en/index.html", "en/row-parallel.html", "index.html",
+                     "zh/contents.html", "zh/index.html", "zh/row-parallel.html"]
     assert (out / "static" / "style.css").is_file()
     assert (out / "static" / "lang.js").is_file()
-    assert result["pages"] == 6
+    assert result["pages"] == 8
     assert set(result["timings"]) >= {"content", "math", "views", "markdown", "render"}
     assert all(v >= 0 for v in result["timings"].values())
     assert not list(out.parent.glob(".site.tmp-*")), "temporary build directory left behind"
