@@ -104,6 +104,7 @@ def test_contents_fits_and_a_thumbnail_opens_its_page(new_context, site_url, wid
     shown = page.eval_on_selector_all(".path-thumb svg", "els => els.map(e => getComputedStyle(e).display)")
     assert shown.count("block") == len(reading_order("zh"))
     thumb = page.locator(".path-entry").nth(1).locator(".path-thumb")
+    thumb.scroll_into_view_if_needed()
     box = thumb.bounding_box()
     assert box and box["height"] > 40
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
