@@ -262,6 +262,7 @@ def convert_markdown(content: Content, prepared: dict, keys=None) -> None:
         prep.html = mathml.restore(html, prep.mathml)
         prep.toc = _restore_toc(toc, prep.mathml)
         _check_definitions(prep.html, content.glossary, prep.page.path)
+    _mark_deep_links(content, prepared, keys)
     for slug in content.slugs():
         first = prepared[(content.langs[0], slug)]
         ids = markdown_ext.heading_ids(first.toc)
@@ -274,6 +275,17 @@ def convert_markdown(content: Content, prepared: dict, keys=None) -> None:
                 raise BuildError(f"heading ids differ from {first.page.path} (give headings the same "
                                  f"{{#id}} in every language): only here {only_here}, only there "
                                  f"{only_there}", other.page.path)
+
+
+def _mark_deep_links(content: Content, prepared: dict, keys=None) -> None:
+    """Links into another section's folded deep dive (this page's or another page's) say so
+    (``site.deep_link``): the pages ``keys`` (default all), against every page of their language."""
+    folds = {(key[0], prep.page.output_name): markdown_ext.folded_ids(prep.html) for key, prep in prepared.items()}
+    for key in sorted(prepared if keys is None else keys):
+        prep, lang = prepared[key], key[0]
+        mark = content.strings[lang].get("site.deep_link", " (deep dive)")
+        prep.html = markdown_ext.mark_deep_links(prep.html, prep.page.output_name,
+                                                 {name: ids for (l, name), ids in folds.items() if l == lang}, mark)
 
 
 def install_runtime(out_dir: Path, mode: str, i18n_dir: Path) -> tuple[str | None, str | None, dict, dict, dict]:
