@@ -13,6 +13,7 @@ Output (deterministic: sorted iteration, no timestamps)::
 
     site/index.html                   language choice (static/lang.js honours the browser)
     site/<lang>/<slug>.html           one page per content file (index.html first)
+    site/<lang>/contents.html         the pages in reading order, each with its opening figure
     site/static/                      templates/static/ copied
 """
 
