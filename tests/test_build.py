@@ -96,10 +96,10 @@ def test_page_chrome(fixture_site, lang):
     other = "zh" if lang == "en" else "en"
     assert [a.attrs["href"] for a in switches] == [f"../{other}/index.html"]
     assert switches[0].attrs["hreflang"] == HTML_LANG[other]
-    # nav between page 1 and page 2, current page marked
+    # nav: the contents page, then page 1 and page 2, current page marked
     nav = doc.find("nav", class_="site-nav")
     links = {a.attrs["href"]: a.attrs.get("aria-current") for a in nav.find_all("a")}
-    assert links == {"index.html": "page", "row-parallel.html": None}
+    assert links == {"contents.html": None, "index.html": "page", "row-parallel.html": None}
     # toc lists the headings by id; every heading has a permalink
     toc = doc.find("nav", class_="toc toc-side")
     assert [a.attrs["href"] for a in toc.find_all("a")] == ["#mlp", "#table", "#vocab"]
