@@ -23,6 +23,7 @@ import pytest
 
 from test_pages_browser import BOOT_TIMEOUT_MS, LivePage, diff, expected, expected_error, live_pages  # noqa: F401
 from tpmath import views
+from tpsite.build import CONTENTS
 
 pytestmark = pytest.mark.browser
 
@@ -77,6 +78,10 @@ def test_axe_no_serious_or_critical_violations(live_pages, context, site_url, ax
     choice = context.new_page()
     choice.goto(f"{site_url}index.html?choose")
     pages[("", "index.html")] = LivePage(choice, "en", "index.html")
+    for lang in sorted({lang for lang, _ in live_pages}):     # the contents pages (no runtime)
+        contents = context.new_page()
+        contents.goto(f"{site_url}{lang}/{CONTENTS}")
+        pages[(lang, CONTENTS)] = LivePage(contents, lang, CONTENTS)
     counts: collections.Counter = collections.Counter()
     serious = []
     scanned = 0
@@ -114,6 +119,9 @@ def test_axe_no_serious_or_critical_violations(live_pages, context, site_url, ax
                           live.demo(sections[0]))
             live.set(sections[0], dict(live.static[sections[0]]["controls"]))
     choice.close()
+    for (lang, name), live in pages.items():
+        if name == CONTENTS:
+            live.page.close()
     FINDINGS.update(scanned=scanned, counts=dict(counts))
     print(f"\naxe-core: {scanned} page×scheme scans; violations by rule (nodes): {dict(counts) or 'none'}")
     assert scanned == len(VIEWS) * len(pages) and len(pages) >= 5

@@ -72,11 +72,11 @@ def raw_prose(html: str) -> str:
 def test_fixture_site_layout(fixture_site):
     _, out, result = fixture_site
     names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html"))
-    assert names == ["404.html", "en/index.html", "en/row-parallel.html", "index.html",
-                     "zh/index.html", "zh/row-parallel.html"]
+    assert names == ["404.html", "en/contents.html", "en/index.html", "en/row-parallel.html", "index.html",
+                     "zh/contents.html", "zh/index.html", "zh/row-parallel.html"]
     assert (out / "static" / "style.css").is_file()
     assert (out / "static" / "lang.js").is_file()
-    assert result["pages"] == 6
+    assert result["pages"] == 8
     assert set(result["timings"]) >= {"content", "math", "views", "markdown", "render"}
     assert all(v >= 0 for v in result["timings"].values())
     assert not list(out.parent.glob(".site.tmp-*")), "temporary build directory left behind"
@@ -96,10 +96,10 @@ def test_page_chrome(fixture_site, lang):
     other = "zh" if lang == "en" else "en"
     assert [a.attrs["href"] for a in switches] == [f"../{other}/index.html"]
     assert switches[0].attrs["hreflang"] == HTML_LANG[other]
-    # nav between page 1 and page 2, current page marked
+    # nav: the contents page, then page 1 and page 2, current page marked
     nav = doc.find("nav", class_="site-nav")
     links = {a.attrs["href"]: a.attrs.get("aria-current") for a in nav.find_all("a")}
-    assert links == {"index.html": "page", "row-parallel.html": None}
+    assert links == {"contents.html": None, "index.html": "page", "row-parallel.html": None}
     # toc lists the headings by id; every heading has a permalink
     toc = doc.find("nav", class_="toc toc-side")
     assert [a.attrs["href"] for a in toc.find_all("a")] == ["#mlp", "#table", "#vocab"]

@@ -151,3 +151,65 @@ def test_a_link_into_a_deep_dive_opens_it_and_printing_opens_all(new_context, si
     assert page.evaluate("document.querySelectorAll('details.deep:not([open])').length") == closed
     page.close()
     ctx.close()
+
+
+# ---------------------------------------------------------------- links into folds say so (issue 27, newcomer read)
+
+PAGES_WITH_LINKS = {
+    "a.html": '<p><a href="#main">up</a> <a href="#aside">aside</a> <a href="b.html#far">far</a> '
+              '<a href="b.html#near">near</a> <a class="cite" href="#ref-1">[1]</a> '
+              '<a href="https://example.org/#aside">out</a></p>'
+              '<h2 id="main">Main</h2><details class="deep"><summary><h3 id="aside">Aside</h3></summary>'
+              '<div class="deep-body"><a class="headerlink" href="#aside">#</a><p id="inner">'
+              '<a href="#inner">same fold</a></p><ol><li id="ref-1">r</li></ol></div></details>',
+    "b.html": '<p id="near">near</p><details class="deep"><summary><h2 id="far">Far</h2></summary>'
+              '<div class="deep-body"><details class="real-ranks"><summary>x</summary><p id="nested">n</p>'
+              '</details></div></details>',
+}
+
+
+def test_only_links_into_another_fold_get_the_mark():
+    folds = {name: markdown_ext.folded_ids(html) for name, html in PAGES_WITH_LINKS.items()}
+    assert folds == {"a.html": {"aside": 0, "inner": 0, "ref-1": 0}, "b.html": {"far": 0, "nested": 0}}
+    out = markdown_ext.mark_deep_links(PAGES_WITH_LINKS["a.html"], "a.html", folds, " (deep <dive>)")
+    tag = '<span class="deep-link-tag"> (deep &lt;dive&gt;)</span>'
+    marked = re.findall(r'<a [^>]*>([^<]*)' + re.escape(tag) + "</a>", out)
+    assert marked == ["aside", "far"]      # not: the open path, another page's main path, a citation,
+    assert out.count(tag) == 2             # another site, the permalink, a link inside its own fold
+
+
+def _links_into_folds(site: Path, lang: str) -> tuple[list, list]:
+    """(links whose target is inside a details.deep other than their own, links carrying the
+    mark), each as (page, href), from the html_tree of every page of the language."""
+    from html_tree import parse
+    docs = {p.name: parse(p.read_text(encoding="utf-8")) for p in sorted((site / lang).glob("*.html"))}
+
+    def fold_of(node):
+        while node is not None and not (node.tag == "details" and "deep" in node.classes()):
+            node = node.parent
+        return node
+
+    where = {(name, n.attrs["id"]): fold_of(n) for name, doc in docs.items() for n in doc.iter() if "id" in n.attrs}
+    into, marked = [], []
+    for name, doc in docs.items():
+        for a in doc.find("main").iter("a"):
+            href = a.attrs.get("href", "")
+            page, _, target = href.rpartition("#")
+            fold = where.get((page or name, target))
+            if fold is not None and not {"cite", "headerlink"} & set(a.classes()) and fold is not fold_of(a):
+                into.append((name, href))
+            if a.find("span", class_="deep-link-tag") is not None:
+                marked.append((name, href))
+    return into, marked
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_link_into_a_deep_dive_says_so_on_the_built_site(tmp_path, lang):
+    out = tmp_path / "site"
+    build(out, content_dir=CONTENT, runtime="none", quiet=True)
+    into, marked = _links_into_folds(out, lang)
+    assert len(into) >= 10 and any("#" in h and not h.startswith("#") for _, h in into)   # cross-page ones too
+    assert marked == into
+    mark = {"en": " (deep dive)", "zh": "（深入解析）"}[lang]
+    assert (out / lang / "row-parallel.html").read_text(encoding="utf-8").count(
+        f'<span class="deep-link-tag">{mark}</span></a>') == sum(1 for n, _ in into if n == "row-parallel.html")

@@ -37,7 +37,7 @@ def copy_content(tmp_path: Path) -> Path:
 def test_the_glossary_has_the_terms_of_the_issue():
     forbidden = {v for t in TERMS for v in t.forbid.get("zh", ())}
     assert {"填充", "label smoothing", "本地", "损失", "id", "集合操作", "规约", "batch 大小", "隐藏层大小", "参考文献",
-            "未分片基线", "卡数（tp）", "TP 规模", "rank 数 t", "张量并行规模", "错误示范"} <= forbidden
+            "未分片基线", "卡数（tp）", "TP 规模", "rank 数 t", "张量并行规模", "错误示范", "块 GPU"} <= forbidden
     chosen = {t.zh for t in TERMS}
     assert {"补齐（padding）", "集合通信", "归约", "loss", "批大小（batch size）", "隐藏维度", "参考资料", "未分片参考",
             "错误示例", "TP 大小"} <= chosen
@@ -50,6 +50,8 @@ def test_the_glossary_has_the_terms_of_the_issue():
     ("i18n/zh.errors.toml", "label smoothing ε"),
     ("demos/zh/row_parallel.py", "# 损失 = Σ Y⊙G"),
     ("zh/row-parallel.md", "目标 token id 为 3。"),
+    ("zh/sequence-parallel.md", "每块 GPU 只保留自己的 token。"),     # GPUs are counted with 张
+    ("i18n/zh.errors.toml", "两块 GPU"),
 ])
 def test_the_build_refuses_a_forbidden_variant_naming_file_and_line(tmp_path, where, text):
     content = copy_content(tmp_path)

@@ -429,7 +429,7 @@ def test_vocab_extras_default_shows_padding():
     # the prose quotes the same case
     for lang in ("en", "zh"):
         md = (ROOT / "content" / lang / "index.md").read_text(encoding="utf-8")
-        assert f"$tp={tp}$" in md and f"$K={padded // tp}$" in md and f"{padded}" in md
+        assert f"$t={tp}$" in md and f"$K={padded // tp}$" in md and f"{padded}" in md
 
 
 def test_vocab_ignore_and_hidden_gradient():

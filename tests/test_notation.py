@@ -216,3 +216,27 @@ def test_core_comm_records_use_the_papers_pairs():
     for op, phase, collective in steps:
         want = PAIRS[op][0 if phase == "forward" else 1]
         assert want == CORE_NAME[collective], (op, phase, collective)
+
+
+# The TP size is t (the notation of Korthikanti et al. 2022 and Megatron's papers); tp is
+# only the name of the control and the command-line flag.  Page 2 still writes n: its figures' shape
+# labels (B×D/n …) are drawn by fig_row_linear.py, which must change with it.
+TP_T_PAGES = [f"{lang}/{slug}.html" for lang in ("en", "zh") for slug in ("index", "transformer-layer", "sequence-parallel")]
+TP_WORD = re.compile(r"(?<![A-Za-z\\\-])tp(?![A-Za-z\-])")
+N_WORD = re.compile(r"(?<![A-Za-z\\])n(?![A-Za-z])")
+
+
+@pytest.mark.parametrize("page", TP_T_PAGES)
+def test_the_tp_size_is_written_t_in_every_formula(site, page):
+    html = (site / page).read_text(encoding="utf-8")
+    formulas = re.findall(r'<math\b[^>]*\balttext="([^"]*)"', html)
+    assert sum(bool(re.search(r"(?<![A-Za-z\\])t(?![A-Za-z])", f)) for f in formulas) >= 3, page   # the scan reads them
+    assert [f for f in formulas if TP_WORD.search(f)] == [], page
+    if "index" not in page:          # page 1's n is the ranks of a collective (its Notation says so)
+        assert [f for f in formulas if N_WORD.search(f)] == [], page
+
+
+def test_the_tp_size_check_catches_the_old_letters():
+    assert TP_WORD.search("H/tp") and TP_WORD.search("K < tp") and TP_WORD.search("tp\\,X")
+    assert not TP_WORD.search("\\mathrm{dp-tp}") and not TP_WORD.search("stp")
+    assert N_WORD.search("2\\frac{n-1}{n}") and not N_WORD.search("\\sin x") and not N_WORD.search("\\in")

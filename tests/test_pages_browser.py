@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tpmath import TPMathError, views
+from tpsite.build import CONTENTS
 from tpmath import fmt
 
 from grid_cells import numbers, printed, shown, tint
@@ -288,7 +289,9 @@ OPEN_DEEP_JS = "document.querySelectorAll('details.deep, details.tables-fold').f
 
 
 def html_files(site: Path) -> list[tuple[str, str]]:
-    return sorted((p.parent.name, p.name) for p in site.glob("*/*.html"))
+    """Every content page (lang, file): not the contents pages, which run no Python (no runtime to
+    wait for; tests/test_contents.py and the axe test check them)."""
+    return sorted((p.parent.name, p.name) for p in site.glob("*/*.html") if p.name != CONTENTS)
 
 
 @pytest.fixture(scope="module")

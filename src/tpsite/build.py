@@ -13,6 +13,7 @@ Output (deterministic: sorted iteration, no timestamps)::
 
     site/index.html                   language choice (static/lang.js honours the browser)
     site/<lang>/<slug>.html           one page per content file (index.html first)
+    site/<lang>/contents.html         the pages in reading order, each with its opening figure
     site/static/                      templates/static/ copied
 """
 
@@ -263,6 +264,7 @@ def convert_markdown(content: Content, prepared: dict, keys=None) -> None:
         prep.html = mathml.restore(html, prep.mathml)
         prep.toc = _restore_toc(toc, prep.mathml)
         _check_definitions(prep.html, content.glossary, prep.page.path)
+    _mark_deep_links(content, prepared, keys)
     for slug in content.slugs():
         first = prepared[(content.langs[0], slug)]
         ids = markdown_ext.heading_ids(first.toc)
@@ -275,6 +277,17 @@ def convert_markdown(content: Content, prepared: dict, keys=None) -> None:
                 raise BuildError(f"heading ids differ from {first.page.path} (give headings the same "
                                  f"{{#id}} in every language): only here {only_here}, only there "
                                  f"{only_there}", other.page.path)
+
+
+def _mark_deep_links(content: Content, prepared: dict, keys=None) -> None:
+    """Links into another section's folded deep dive (this page's or another page's) say so
+    (``site.deep_link``): the pages ``keys`` (default all), against every page of their language."""
+    folds = {(key[0], prep.page.output_name): markdown_ext.folded_ids(prep.html) for key, prep in prepared.items()}
+    for key in sorted(prepared if keys is None else keys):
+        prep, lang = prepared[key], key[0]
+        mark = content.strings[lang].get("site.deep_link", " (deep dive)")
+        prep.html = markdown_ext.mark_deep_links(prep.html, prep.page.output_name,
+                                                 {name: ids for (l, name), ids in folds.items() if l == lang}, mark)
 
 
 def install_runtime(out_dir: Path, mode: str, i18n_dir: Path) -> tuple[str | None, str | None, dict, dict, dict]:
@@ -348,52 +361,101 @@ def csp_header(extra: dict) -> str:
     return render.Markup("; ".join(f"{k} {' '.join(v)}" for k, v in policy.items()))
 
 
+CONTENTS = "contents.html"     # each language's contents page: the site as a path (issue 27 item 7)
+
+
+def main_figure(prep: Prepared):
+    """A page's opening figure: the one named after the first of its demo sections that draws one
+    (at the values the page opens with), else None."""
+    return next((prep.figures[sc.name] for sc in prep.shortcodes
+                 if sc.kind == "demo" and sc.name in prep.figures), None)
+
+
+def _nav(content: Content, lang: str, current: str) -> list[dict]:
+    """The header's links: the contents page, then every page in reading order."""
+    nav = [{"href": CONTENTS, "label": content.strings[lang].get("site.contents", CONTENTS),
+            "current": current == CONTENTS}]
+    for s in content.slugs():
+        p = content.page(lang, s)
+        nav.append({"href": p.output_name, "label": p.meta.get("nav", p.title), "current": p.output_name == current})
+    return nav
+
+
+def _chrome(content: Content, site: publish.Urls, urls: dict, csp: str, lang: str, name: str) -> dict:
+    """What every page of a language shares around its article (``name``: its file in ``<lang>/``)."""
+    strings = content.strings[lang]
+    alternates = [{"hreflang": content.tag(l), "href": site.link(f"{l}/{name}", "../"),
+                   "name": content.strings[l].get("site.lang_name", l), "code": l} for l in content.langs]
+    alternates.append({"hreflang": "x-default", "href": site.link("index.html", "../"), "name": "", "code": ""})
+    first = content.page(lang, content.slugs()[0])
+    return {"html_lang": content.tag(lang), "lang": lang, "strings": inline_strings(strings),
+            "strings_url": page_url(urls["strings"][lang], "../"), "csp": csp, "root": "../",
+            "home_href": "index.html", "alternates": alternates,
+            "switches": [a for a in alternates[:-1] if a["hreflang"] != content.tag(lang)],
+            "nav": _nav(content, lang, name),
+            "glossary_tags": {l: content.tag(l) if l in content.langs else l for l in ("en", "zh")},
+            "glossary_href": f"{first.output_name}#{glossary.ANCHOR}" if content.glossary else None}
+
+
+def render_contents(content: Content, prepared: dict, env, out: Path, chrome: dict, social) -> None:
+    """``<lang>/contents.html``: every page in reading order, numbered, with its one sentence
+    (front matter ``summary``, else its description) and its opening figure as the thumbnail."""
+    lang = chrome["lang"]
+    t = render.Translator(content.strings[lang], lang, f"{lang}/{CONTENTS}")
+    entries = []
+    for n, slug in enumerate(content.slugs(), 1):
+        prep = prepared[(lang, slug)]
+        figure = main_figure(prep)
+        entries.append({"number": t("site.contents_number", n=n), "href": prep.page.output_name,
+                        "title": prep.page.title,
+                        "summary": prep.page.meta.get("summary", prep.page.meta.get("description", "")),
+                        "figure": render.tree_html(figure, t) if figure else None})
+    title, lead = t("site.contents_title"), t("site.contents_lead")
+    html = env.get_template("contents.html").render(
+        **chrome, t=t, page={"title": title, "description": lead, "heading": title}, entries=entries,
+        toc=[], body="", social=social(f"{lang}/{CONTENTS}", title, lead))
+    (out / lang / CONTENTS).write_text(html, encoding="utf-8")
+
+
 def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, csp: str,
                 site: publish.Urls = publish.Urls(None), previews: dict | None = None) -> int:
-    """Write every page and the language choice; return the number of HTML files."""
+    """Write every page, each language's contents page and the language choice; return the number
+    of HTML files."""
     count = 0
     slugs = content.slugs()
     for lang in content.langs:
         strings = content.strings[lang]
-        inline = inline_strings(strings)          # the same for every page of the language
         (out / lang).mkdir(parents=True, exist_ok=True)
         for slug in slugs:
             prep = prepared[(lang, slug)]
             page = prep.page
             t = render.Translator(strings, lang, page.path)
-            alternates = [{"hreflang": content.tag(l), "href": site.link(f"{l}/{page.output_name}", "../"),
-                           "name": content.strings[l].get("site.lang_name", l), "code": l} for l in content.langs]
-            alternates.append({"hreflang": "x-default", "href": site.link("index.html", "../"), "name": "", "code": ""})
-            nav = []
-            for s in slugs:
-                p = content.page(lang, s)
-                nav.append({"href": p.output_name, "label": p.meta.get("nav", p.title),
-                            "current": s == slug})
             html = env.get_template("page.html").render(
-                html_lang=content.tag(lang), lang=lang, page={
-                    "title": page.title, "description": page.meta.get("description", ""),
-                    "heading": header_breaks(page.title, t("site.break_after"))},     # the h1: breaks between words
-                t=t, strings=inline, strings_url=page_url(urls["strings"][lang], "../"), csp=csp, root="../",
-                home_href="index.html",
-                alternates=alternates, switches=[a for a in alternates[:-1] if a["hreflang"] != content.tag(lang)],
-                nav=nav, toc=prep.toc, body=render.Markup(prep.html),
+                **_chrome(content, site, urls, csp, lang, page.output_name),
+                page={"title": page.title, "description": page.meta.get("description", ""),
+                      "heading": header_breaks(page.title, t("site.break_after"))},     # the h1: breaks between words
+                t=t, toc=prep.toc, body=render.Markup(prep.html),
                 has_demos="<form class=\"controls\"" in prep.html or "class=\"pydemo\"" in prep.html,
                 glossary=glossary.rows(content.glossary) if slug == slugs[0] else None,
-                glossary_tags={l: content.tag(l) if l in content.langs else l for l in ("en", "zh")},
-                glossary_href=f"{content.page(lang, slugs[0]).output_name}#{glossary.ANCHOR}" if content.glossary else None,
                 pyodide_url=page_url(urls["pyodide"], "../"), wheel_url=page_url(urls["wheel"], "../"),
                 runtime_sizes=urls.get("sizes") or {}, snapshot=urls.get("snapshot") or {},
                 social=_social(content, site, previews, lang, slug, f"{lang}/{page.output_name}", page.title,
                                page.meta.get("description", "")))
             (out / lang / page.output_name).write_text(html, encoding="utf-8")
             count += 1
+        # The contents page's link preview is the first page's image (it has no figure of its own).
+        render_contents(content, prepared, env, out, _chrome(content, site, urls, csp, lang, CONTENTS),
+                        lambda rel, title, text, lang=lang: _social(content, site, previews, lang, slugs[0],
+                                                                     rel, title, text))
+        count += 1
     langs = []
     for lang in content.langs:
         s = content.strings[lang]
         home = content.page(lang, slugs[0])
         langs.append({"code": lang, "hreflang": content.tag(lang), "href": f"{lang}/{home.output_name}",
                       "title": s.get("site.title", home.title), "description": home.meta.get("description", ""),
-                      "choose": s.get("site.choose", s.get("site.lang_name", lang))})
+                      "choose": s.get("site.choose", s.get("site.lang_name", lang)),
+                      "contents_href": f"{lang}/{CONTENTS}", "contents": s.get("site.contents_title", CONTENTS)})
     alternates = [{"hreflang": l["hreflang"], "href": site.link(l["href"], "")} for l in langs]
     alternates.append({"hreflang": "x-default", "href": site.link("index.html", "")})
     first = content.langs[0]
@@ -450,10 +512,7 @@ def copy_static(static_dir: Path, out: Path) -> int:
 
 def publish_assets(content: Content, prepared: dict, out: Path, templates: Path) -> dict:
     """Link-preview PNGs and the touch icon (before the pages: they name the images)."""
-    # A page's main figure: the one named after the first of its demo sections that draws one.
-    figures = {key: next((prep.figures[sc.name] for sc in prep.shortcodes
-                          if sc.kind == "demo" and sc.name in prep.figures), None)
-               for key, prep in prepared.items()}
+    figures = {key: main_figure(prep) for key, prep in prepared.items()}
     translators = {lang: render.Translator(content.strings[lang], lang, lang) for lang in content.langs}
     css = (templates / "static" / "style.css").read_text(encoding="utf-8")
     font_files = publish.preview.font_files()

@@ -126,7 +126,7 @@ def parse_page(path: Path, lang: str) -> Page:
         raise _toml_error(err, shown, 1) from None
     if not isinstance(meta.get("title"), str) or not meta["title"].strip():
         raise BuildError("front matter needs a non-empty string 'title'", shown, 1)
-    for key, kind in (("description", str), ("order", int), ("nav", str)):
+    for key, kind in (("description", str), ("order", int), ("nav", str), ("summary", str)):
         if key in meta and not isinstance(meta[key], kind):
             raise BuildError(f"front matter '{key}' must be {kind.__name__}, got {meta[key]!r}", shown, 1)
     slug = path.stem

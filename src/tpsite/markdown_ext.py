@@ -30,6 +30,8 @@ with ``: `` (Pandoc's syntax), and a scrolling wrapper for narrow screens.
 
 from __future__ import annotations
 
+import html.parser as html_parser
+from html import escape as _escape
 import re
 import xml.etree.ElementTree as etree
 from dataclasses import dataclass
@@ -355,3 +357,67 @@ def heading_ids(tokens: list[dict]) -> list[str]:
         out.append(tok["id"])
         out.extend(heading_ids(tok["children"]))
     return out
+
+
+# ---------------------------------------------------------------- links into folds
+
+class _Folds(html_parser.HTMLParser):
+    """One pass over a page's HTML: which fold (``details.deep``, numbered in order) holds each id,
+    and every link with its start tag's offset, its href, its classes and the fold it sits in."""
+
+    def __init__(self, html: str):
+        super().__init__(convert_charrefs=True)
+        self.ids: dict[str, int] = {}
+        self.links: list[tuple[int, str, list[str], int | None]] = []
+        self._starts = [0] + [m.end() for m in re.finditer("\n", html)]
+        self._details: list[int | None] = []      # open details: its fold number, None if not deep
+        self._folds = 0
+        self.feed(html)
+        self.close()
+
+    def _fold(self) -> int | None:
+        return next((f for f in reversed(self._details) if f is not None), None)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "details":
+            deep = "deep" in (a.get("class") or "").split()
+            self._details.append(self._folds if deep else None)
+            self._folds += deep
+        if a.get("id") and self._fold() is not None:
+            self.ids[a["id"]] = self._fold()
+        if tag == "a" and a.get("href"):
+            line, col = self.getpos()
+            self.links.append((self._starts[line - 1] + col, a["href"], (a.get("class") or "").split(), self._fold()))
+
+    def handle_endtag(self, tag):
+        if tag == "details" and self._details:
+            self._details.pop()
+
+
+def folded_ids(html: str) -> dict[str, int]:
+    """The ids inside a page's deep dives: {id: the fold holding it (its number on the page)}."""
+    return _Folds(html).ids
+
+
+# Links that keep their own accessible name or point at where they are: a heading's permalink,
+# a citation (its references are a deep dive: every "[6]" would carry the mark).
+_UNMARKED_LINKS = {"headerlink", "cite"}
+
+
+def mark_deep_links(html: str, name: str, folds: dict[str, dict[str, int]], mark: str) -> str:
+    """Tell the reader which links open a folded deep dive: a link whose target (``#id`` on this
+    page, ``page.html#id`` on another page of the language) is inside a ``details.deep`` gets
+    ``mark`` (e.g. " (deep dive)") as a span at the end of its text, part of its accessible name.
+    ``name``: this page's file; ``folds``: {file: folded_ids(its html)} of the language's pages.
+    A link inside the very fold it points into is left alone (that fold is open already)."""
+    out, last = [], 0
+    for start, href, classes, own in _Folds(html).links:
+        page, _, target = href.rpartition("#")
+        fold = folds.get(page or name, {}).get(target) if target and "/" not in page and ":" not in page else None
+        if fold is None or _UNMARKED_LINKS & set(classes) or (not page or page == name) and fold == own:
+            continue
+        end = html.index("</a>", start)
+        out += [html[last:end], f'<span class="deep-link-tag">{_escape(mark)}</span>']
+        last = end
+    return "".join(out) + html[last:]
