@@ -25,6 +25,7 @@ baseline runs are interleaved and the ratio is taken pair by pair.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import sys
@@ -123,7 +124,9 @@ def _visit(page, url: str, marks: list[str]) -> dict:
 SNAPSHOT_STORED_JS = """async () => (await (await caches.open("tp-pyodide-snapshot")).keys()).length > 0"""
 SNAPSHOT_CLEAR_JS = """async () => { for (const name of await caches.keys()) await caches.delete(name); }"""
 SNAPSHOT_WAIT_S = 60
-SETTLE_MS = 1000   # before a repeat visit, on both sides: the browser finishes writing / deleting 21 MB
+# Before a repeat visit, on both sides: the browser finishes writing / deleting 21 MB.  (Its own name:
+# as SETTLE_MS it was overridden by the 3000 ms below, so repeat visits waited 3 s.)
+REPEAT_SETTLE_MS = 1000
 
 
 def _wait_snapshot(page) -> None:
@@ -146,7 +149,9 @@ def _boot(page) -> str | None:
 VISITS = ("cold", "warm", "snapshot")
 
 
-def time_to_live(browser, base: str, reps: int) -> dict:
+def time_to_live(browser, base: str, reps: int, ready: dict | None = None) -> dict:
+    """Cold, warm and snapshot visits of page 1 and of the bare page; ``ready``, when given, gets
+    page 1's time-to-ready samples per visit (--smoke: snapshot_cost's "with" side)."""
     site_url, bare_url = base + PAGE1 + LIVE_QUERY, base + "bare/index.html"
     runs = {v: {"site": [], "bare": [], "ready": []} for v in VISITS}
     for i in range(reps):
@@ -164,7 +169,7 @@ def time_to_live(browser, base: str, reps: int) -> dict:
                         if visit == "warm":
                             page.evaluate(SNAPSHOT_CLEAR_JS)
                     page.goto("about:blank")
-                    page.wait_for_timeout(SETTLE_MS)
+                    page.wait_for_timeout(REPEAT_SETTLE_MS)
                 got = _visit(page, url, marks)
                 if kind == "site" and _boot(page) != ("snapshot" if visit == "snapshot" else "normal"):
                     raise RuntimeError(f"{visit} visit booted {_boot(page)!r}")
@@ -172,6 +177,8 @@ def time_to_live(browser, base: str, reps: int) -> dict:
                 if kind == "site":
                     runs[visit]["ready"].append(got["tp-ready"] / 1000)
             ctx.close()
+    if ready is not None:
+        ready.update({visit: runs[visit]["ready"] for visit in VISITS})
     out = {}
     for visit in VISITS:
         block = ratio_block(runs[visit]["site"], runs[visit]["bare"], target=1.10)
@@ -183,16 +190,17 @@ def time_to_live(browser, base: str, reps: int) -> dict:
     return out
 
 
-def snapshot_cost(browser, base: str, reps: int) -> dict:
+def snapshot_cost(browser, base: str, reps: int, with_ready: dict | None = None) -> dict:
     """What making the snapshot costs a visit that boots normally: time to ready of page 1 ÷ the
     same page without its snapshot settings (no _makeSnapshot, no makeMemorySnapshot), cold and
     warm (Cache Storage cleared before the warm visit, so both boot normally).  Storing it happens
-    after ready, at idle, outside this figure."""
+    after ready, at idle, outside this figure.  ``with_ready`` (--smoke): page 1's samples from
+    time_to_live, whose cold and warm visits are these same visits, instead of making them again."""
     urls = {"with": base + PAGE1 + LIVE_QUERY, "without": base + PAGE1.replace(".html", ".nosnapshot.html") + LIVE_QUERY}
-    got = {v: {"with": [], "without": []} for v in ("cold", "warm")}
+    got = {v: {"with": list((with_ready or {}).get(v, [])), "without": []} for v in ("cold", "warm")}
     for i in range(reps):
         order = ["with", "without"] if i % 2 == 0 else ["without", "with"]
-        for kind in order:
+        for kind in (k for k in order if not (with_ready and k == "with")):
             ctx = browser.new_context()
             page = ctx.new_page()
             for visit in ("cold", "warm"):
@@ -201,7 +209,7 @@ def snapshot_cost(browser, base: str, reps: int) -> dict:
                         _wait_snapshot(page)
                     page.evaluate(SNAPSHOT_CLEAR_JS)
                     page.goto("about:blank")
-                    page.wait_for_timeout(SETTLE_MS)
+                    page.wait_for_timeout(REPEAT_SETTLE_MS)
                 got[visit][kind].append(_visit(page, urls[kind], ["tp-ready", "tp-first-live"])["tp-ready"] / 1000)
                 if _boot(page) != "normal":
                     raise RuntimeError(f"{kind} {visit}: booted {_boot(page)!r}")
@@ -340,6 +348,35 @@ def _live_page1(browser, base: str):
     return ctx, page
 
 
+@contextlib.contextmanager
+def fresh_live_page(browser, base: str):
+    """Page 1 live in a context of its own, closed afterwards: each latency row starts at ready."""
+    ctx, page = _live_page1(browser, base)
+    try:
+        yield page
+    finally:
+        ctx.close()
+
+
+class SharedLivePage:
+    """--smoke: one live page 1 for every latency row (it checks the harness, not the figures,
+    and each fresh page boots Pyodide, about 12 CPU-seconds); its rows start where the previous
+    row left the page.  Used like fresh_live_page; close() ends the context."""
+
+    def __init__(self):
+        self._ctx = self._page = None
+
+    @contextlib.contextmanager
+    def __call__(self, browser, base: str):
+        if self._page is None:
+            self._ctx, self._page = _live_page1(browser, base)
+        yield self._page
+
+    def close(self) -> None:
+        if self._ctx is not None:
+            self._ctx.close()
+
+
 # How long a page is left after ready before its new states are timed in the "settled" rows:
 # once ready the worker computes each demo's shown state (importing its view module, worker.js
 # "Ahead of the reader"); a reader who reads before touching a control finds that done.  The
@@ -347,14 +384,14 @@ def _live_page1(browser, base: str):
 SETTLE_MS = 3000
 
 
-def new_state_latency(browser, base: str, count: int, settle_ms: int = 0) -> dict:
+def new_state_latency(browser, base: str, count: int, settle_ms: int = 0, live=fresh_live_page) -> dict:
     """Control change -> tables + figure for states never computed before (a fresh page)."""
-    ctx, page = _live_page1(browser, base)
-    if settle_ms:
-        page.wait_for_timeout(settle_ms)
+    with live(browser, base) as page:
+        if settle_ms:
+            page.wait_for_timeout(settle_ms)
+        runs = [page.evaluate(NEW_STATES_JS, [section, inner, outer, count]) for section, inner, outer in NEW_STATES]
     out = {}
-    for section, inner, outer in NEW_STATES:
-        res = page.evaluate(NEW_STATES_JS, [section, inner, outer, count])
+    for (section, inner, outer), res in zip(NEW_STATES, runs):
         lat = latency_summary(res["applied"])
         name = inner if outer is None else f"{inner} × {outer}"
         out[name] = {"section": section, "applied_ms": lat, "worker_ms": latency_summary(res["worker"]),
@@ -362,7 +399,6 @@ def new_state_latency(browser, base: str, count: int, settle_ms: int = 0) -> dic
                      "first_ms": round(res["applied"][0], 2) if res["applied"] else None,
                      "settle_ms": settle_ms, "failures": res["failures"], "target_p95_ms": 16.0,
                      "meets_target": bool(res["applied"]) and res["failures"] == 0 and lat["p95"] < 16.0}
-    ctx.close()
     return out
 
 
@@ -407,19 +443,19 @@ READER_JS = """async ([section, inner, outer, count, pause]) => {
 }"""
 
 
-def reader_latency(browser, base: str, count: int) -> dict:
+def reader_latency(browser, base: str, count: int, live=fresh_live_page) -> dict:
     """Control change -> tables + figure at a reader's pace (a fresh page, settled after ready)."""
-    ctx, page = _live_page1(browser, base)
-    page.wait_for_timeout(SETTLE_MS)
+    with live(browser, base) as page:
+        page.wait_for_timeout(SETTLE_MS)
+        runs = [page.evaluate(READER_JS, [section, inner, outer, count, READER_PAUSE_MS])
+                for section, inner, outer in READER]
     out = {}
-    for section, inner, outer in READER:
-        res = page.evaluate(READER_JS, [section, inner, outer, count, READER_PAUSE_MS])
+    for (section, inner, outer), res in zip(READER, runs):
         lat = latency_summary(res["applied"])
         out[f"{inner} × {outer}"] = {"section": section, "applied_ms": lat, "kept": res["kept"],
                                      "first_ms": round(res["applied"][0], 2) if res["applied"] else None,
                                      "pause_ms": READER_PAUSE_MS, "failures": res["failures"], "target_p95_ms": 16.0,
                                      "meets_target": bool(res["applied"]) and res["failures"] == 0 and lat["p95"] < 16.0}
-    ctx.close()
     return out
 
 
@@ -489,22 +525,26 @@ CALIBRATION_JS = """(count) => {
 }"""
 
 
-def control_latency(browser, base: str, count: int) -> dict:
-    ctx, page = _live_page1(browser, base)
+def _control_run(page, name: str, section: str, count: int, calibration: list) -> dict:
+    """One control kind: the calibration work timed first (into ``calibration``), a warm-up of a
+    few changes (first calls import and cache code paths), then ``count`` timed changes."""
+    calibration += page.evaluate(CALIBRATION_JS, 20)
+    page.evaluate(LATENCY_JS, [section, name, NUMBER_VALUES.get(name), 5])
+    return page.evaluate(LATENCY_JS, [section, name, NUMBER_VALUES.get(name), count])
+
+
+def control_latency(browser, base: str, count: int, live=fresh_live_page) -> dict:
     out = {}
     calibration = []
-    for name, section in CONTROLS:
-        calibration += page.evaluate(CALIBRATION_JS, 20)
-        # Warm-up: a few changes first (first calls import and cache code paths).
-        page.evaluate(LATENCY_JS, [section, name, NUMBER_VALUES.get(name), 5])
-        res = page.evaluate(LATENCY_JS, [section, name, NUMBER_VALUES.get(name), count])
+    with live(browser, base) as page:
+        runs = [_control_run(page, name, section, count, calibration) for name, section in CONTROLS]
+    for (name, section), res in zip(CONTROLS, runs):
         out[name] = {"section": section, "applied_ms": latency_summary(res["applied"]),
                      "next_frame_ms": latency_summary(res["framed"]),
                      "worker_ms": latency_summary(res["worker"]), "page_ms": latency_summary(res["page"]),
                      "kept": res["kept"], "failures": res["failures"],
                      "values": res["choices"], "target_p95_ms": 16.0,
                      "meets_target": bool(res["applied"]) and latency_summary(res["applied"])["p95"] < 16.0}
-    ctx.close()
     out["calibration_fixed_work_ms"] = latency_summary(calibration)
     return out
 
@@ -531,18 +571,24 @@ def run(site: Path, mode: str = "full") -> dict:
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            # --smoke checks the harness: measurements that would repeat a page's boot share it
+            smoke = mode == "smoke"
+            live = SharedLivePage() if smoke else fresh_live_page
+            ready: dict = {}
             try:
                 result = {
                     "first_paint": first_paint(browser, base, n["first_paint"]),
-                    "time_to_live": time_to_live(browser, base, n["time_to_live"]),
-                    "snapshot_cost": snapshot_cost(browser, base, n["snapshot_cost"]),
-                    "control_latency": control_latency(browser, base, n["control"]),
-                    "new_state_latency": new_state_latency(browser, base, n["new_states"]),
-                    "new_state_settled": new_state_latency(browser, base, n["new_states"], SETTLE_MS),
-                    "reader_pace": reader_latency(browser, base, n["reader"]),
+                    "time_to_live": time_to_live(browser, base, n["time_to_live"], ready),
+                    "snapshot_cost": snapshot_cost(browser, base, n["snapshot_cost"], ready if smoke else None),
+                    "control_latency": control_latency(browser, base, n["control"], live),
+                    "new_state_latency": new_state_latency(browser, base, n["new_states"], 0, live),
+                    "new_state_settled": new_state_latency(browser, base, n["new_states"], SETTLE_MS, live),
+                    "reader_pace": reader_latency(browser, base, n["reader"], live),
                     "precomputed_latency": precomputed_latency(browser, base, n["precomputed"]),
                 }
             finally:
+                if live is not fresh_live_page:
+                    live.close()
                 browser.close()
     finally:
         server.shutdown()

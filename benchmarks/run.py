@@ -26,7 +26,8 @@ Sections (see each module's docstring for exactly what is measured):
 Prints a table and writes JSON.  --quick: a few repetitions (its figures are rough, a few
 minutes).  --smoke: every measurement once at its smallest, under a minute on an idle machine:
 what tests/test_benchmarks.py runs to check that the harness works and fills every row of the
-table (its figures mean nothing).  Timings are never asserted anywhere.
+table (its figures mean nothing; to boot Pyodide fewer times, its latency rows share one live
+page and its snapshot-cost rows take page 1's side from the time-to-live visits).  Timings are never asserted anywhere.
 """
 
 from __future__ import annotations

@@ -49,16 +49,28 @@ def locked(path: Path):
         yield
 
 
+def _shared_build(out: Path, make) -> Path:
+    """``make(out)`` once per run: under pytest-xdist (``-n``) the first worker builds under a
+    lock and the others find the finished site (the builder swaps it in at once)."""
+    with locked(out.with_suffix(".lock")):
+        if not (out / "index.html").is_file():
+            make(out)
+    return out
+
+
 @pytest.fixture(scope="session")
 def built_site(run_dir) -> Path:
-    """``python build.py --runtime local`` into a temporary directory (the real site/ is untouched).
-    Under pytest-xdist (``-n``) the workers share one build: the first one builds it under a lock;
-    the tests only read it."""
-    out = run_dir / "built-site"
-    with locked(out.with_suffix(".lock")):
-        if not (out / "index.html").is_file():   # build.py swaps a finished site in at once
-            _build_local(out)
-    return out
+    """``python build.py --runtime local`` into a temporary directory (the real site/ is untouched),
+    once per run; the tests only read it."""
+    return _shared_build(run_dir / "built-site", _build_local)
+
+
+@pytest.fixture(scope="session")
+def static_site(run_dir) -> Path:
+    """The real content built with ``--runtime none`` (in process), once per run for every file
+    that reads the static pages (each used to build its own); the tests only read it."""
+    from tpsite.build import build  # noqa: PLC0415
+    return _shared_build(run_dir / "static-site", lambda out: build(out, runtime="none", quiet=True))
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

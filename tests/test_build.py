@@ -49,10 +49,8 @@ def fixture_site(tmp_path_factory) -> tuple[Path, Path, dict]:
 
 
 @pytest.fixture(scope="module")
-def real_site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("real") / "site"
-    build(out, runtime="none")
-    return out
+def real_site(static_site) -> Path:
+    return static_site          # conftest.py: one --runtime none build of the real content per run
 
 
 def pages_of(site: Path) -> list[Path]:

@@ -108,9 +108,8 @@ def _deep_ids(html: str) -> list[str]:
     return re.findall(r'<details class="deep"><summary><span class="deep-tag">[^<]*</span><h[234] id="([^"]+)"', html)
 
 
-def test_the_site_folds_the_same_deep_dives_in_every_language(tmp_path):
-    out = tmp_path / "site"
-    build(out, content_dir=CONTENT, runtime="none", quiet=True)
+def test_the_site_folds_the_same_deep_dives_in_every_language(static_site):
+    out = static_site
     langs = sorted(p.name for p in out.iterdir() if p.is_dir() and (p / "index.html").exists())
     pages = sorted(p.name for p in (out / langs[0]).glob("*.html") if p.name != "404.html")
     assert any(_deep_ids((out / langs[0] / name).read_text(encoding="utf-8")) for name in pages)

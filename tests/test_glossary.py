@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from tpsite import glossary
-from tpsite.build import build
 from tpsite.content import load_content
 from tpsite.errors import BuildError
 
@@ -22,10 +21,8 @@ TERMS = glossary.load(CONTENT / "i18n")
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("glossary") / "site"
-    build(out, runtime="none", quiet=True)
-    return out
+def site(static_site) -> Path:
+    return static_site          # conftest.py: one --runtime none build of the real content per run
 
 
 def copy_content(tmp_path: Path) -> Path:

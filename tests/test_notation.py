@@ -144,11 +144,8 @@ def check_text(where: str, kind: str, text: str, cells: list | None) -> list[str
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    from tpsite.build import build
-    out = tmp_path_factory.mktemp("site") / "site"
-    build(out, runtime="none")
-    return out
+def site(static_site):
+    return static_site          # conftest.py: one --runtime none build of the real content per run
 
 
 def _page_units(site: Path, page: str) -> list:

@@ -14,7 +14,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from site_fixture import ROOT
-from tpsite.build import build
 
 pytestmark = pytest.mark.browser
 
@@ -26,11 +25,9 @@ FULL_FONT = ROOT / "templates" / "fonts" / "STIXMath-Regular.otf"
 
 
 @pytest.fixture(scope="module")
-def static_url(tmp_path_factory, serve_dir) -> str:
-    """A --runtime none build: the figures and formulas stay as the build wrote them."""
-    out = tmp_path_factory.mktemp("static") / "site"
-    build(out, runtime="none")
-    return serve_dir(out)
+def static_url(static_site, serve_dir) -> str:
+    """A --runtime none build (conftest.py's): the figures and formulas stay as the build wrote them."""
+    return serve_dir(static_site)
 
 
 def rgba(value: str) -> tuple:

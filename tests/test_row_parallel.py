@@ -519,11 +519,8 @@ def test_demo_is_numpy_only_and_correct():
 # ---------------------------------------------------------------- the built site
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    from tpsite.build import build
-    out = tmp_path_factory.mktemp("site") / "site"
-    build(out, runtime="none")
-    return out
+def site(static_site):
+    return static_site          # conftest.py: one --runtime none build of the real content per run
 
 
 def _sections(page: str) -> dict[str, str]:
