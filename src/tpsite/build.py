@@ -444,7 +444,8 @@ def render_site(content: Content, prepared: dict, env, out: Path, urls: dict, cs
             (out / lang / page.output_name).write_text(html, encoding="utf-8")
             count += 1
         # The contents page's link preview is the first page's image (it has no figure of its own).
-        render_contents(content, prepared, env, out, _chrome(content, site, urls, csp, lang, CONTENTS),
+        # it runs no Python: no runtime sources in its policy
+        render_contents(content, prepared, env, out, _chrome(content, site, urls, csp_header({}), lang, CONTENTS),
                         lambda rel, title, text, lang=lang: _social(content, site, previews, lang, slugs[0],
                                                                      rel, title, text))
         count += 1
