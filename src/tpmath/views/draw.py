@@ -1038,6 +1038,17 @@ def step_strip(steps: Sequence[int], current: int, step_w: float, bars: Sequence
     return Panel(max(len(centres) * step_w, xa + words_.w), yb + words_.h, nodes)
 
 
+STEP_W = 28.0          # from one step of a strip to the next
+PASS_GAP = 12.0        # between a forward pass's steps and the backward's
+
+
+def pass_strips(count: int, split: int, current: int, width: float, part: str) -> Panel:
+    """Steps 1..``count`` as two strips side by side (forward: 1..``split`` | backward), ``current``
+    lit: the mlp's stages and sp-layer's steps."""
+    passes = [step_strip(range(1, split + 1), current, STEP_W), step_strip(range(split + 1, count + 1), current, STEP_W)]
+    return flowed([passes], width, gap=PASS_GAP, part=part)
+
+
 # ---------------------------------------------------------------- the figure
 
 def single(name: str, title: Any, nodes: list[dict], w: float, h: float, desc: Any = None,

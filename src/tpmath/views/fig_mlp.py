@@ -15,7 +15,7 @@ import numpy as np
 from .. import fmt
 from ..mlp import MlpOutputs, MlpRank, MlpResult
 from .draw import (CELL_H, Panel, Row, arrow_panel, centred, collective_flow, column, figure, label,
-                   lane_badge, matrix_panel, sign, step_strip, text_w, flowed)
+                   lane_badge, matrix_panel, sign, pass_strips, STEP_W, text_w)
 
 # stage -> the operation between one drawn matrix and the next: an arrow's label (data flows
 # through it), a sign (· or =: the next matrix is an operand or the result), or None (the two
@@ -102,16 +102,10 @@ def _merge(res: MlpResult, ref: MlpOutputs, tp: int, merged_key: str) -> list[Pa
     return [flow_, result]
 
 
-STEP_W, PASS_GAP = 28.0, 14.0      # a step's pitch; the gap between the passes
-
-
 def _strip(stage: str) -> list[Panel]:
     """The six stages as numbered steps (forward | backward), the active one lit, and its name."""
-    # one strip per pass (forward | backward), side by side with a gap: the kit's one step drawer
     current, split = STAGES.index(stage) + 1, STAGES.index("backward")
-    passes = [step_strip(range(1, split + 1), current, STEP_W),
-              step_strip(range(split + 1, len(STAGES) + 1), current, STEP_W)]
-    steps = flowed([passes], 2 * len(STAGES) * STEP_W, gap=PASS_GAP, part="stages")
+    steps = pass_strips(len(STAGES), split, current, 2 * len(STAGES) * STEP_W, "stages")
     return [steps, centred(label(f"opt.stage.{stage.replace('-', '_')}"), steps.h, "stage-name", w=STAGE_NAME_W)]
 
 

@@ -33,15 +33,13 @@ from .. import fmt
 from ..memory import MemoryResult
 from .draw import (CELL_H, LABEL_H, NARROW_W, PAD as FIG_PAD, Panel, Row, Seg, arrow_panel, badge_panel, bar,
                    bar_rows, centred, col_badges, col_groups, col_panels, collective_flow, column, figure_at, flowed,
-                   key, label, lane_badge, matrix_panel, note_panel, op_box, region, snake, span, step_strip, text_w,
+                   key, label, lane_badge, matrix_panel, note_panel, op_box, region, snake, span, pass_strips, text_w,
                    token_panel, words)
 
 CELL = 12.0            # one entry of a token map
 SUB_W = 52.0           # room a translated sub-caption needs (about 8 Latin letters or 4 Chinese characters)
 GAP = 10.0             # between two ranks' columns
 COL_MAX = 300.0        # the widest rank column
-STEP_W = 28.0          # from one step of the strip to the next
-PASS_GAP = 12.0        # between the forward pass's steps and the backward's
 STRIP_BESIDE = 560.0   # a drawing this wide has the step's name beside the steps, a narrower one under them
 NOTE_W = NARROW_W - 2 * FIG_PAD    # a note that must fit a phone drawing
 _WIDE_CHAR = re.compile(r"[\u2e80-\u9fff\uff00-\uffef]")
@@ -190,9 +188,7 @@ def _strip(step: str, width: float) -> Panel:
     """The nine steps as numbered circles, the active one lit, a gap between forward and backward;
     the step's name beside them on a desktop, under them on a phone."""
     current, split = STEP_ORDER.index(step) + 1, STEP_ORDER.index("grad-gather")
-    passes = [step_strip(range(1, split + 1), current, STEP_W), step_strip(range(split + 1, len(STEP_ORDER) + 1),
-                                                                           current, STEP_W)]
-    strip = flowed([passes], width, gap=PASS_GAP, part="steps")
+    strip = pass_strips(len(STEP_ORDER), split, current, width, "steps")
     key = step.replace("-", "_")
     if width >= STRIP_BESIDE:
         return flowed([[strip, centred(label(f"opt.step.{key}"), strip.h, "stage-name", w=width - strip.w - GAP)]],
