@@ -126,7 +126,7 @@ def test_time_model_by_hand():
 def test_conventions_bilingual():
     res = comm_cost(1, 8, 8, 2)
     en, zh = text(res.convention, "en"), text(res.convention, "zh")
-    assert "ring" in en.lower() and "2(n−1)/n" in en and "Ring" in zh and "发送" in zh
+    assert "ring" in en.lower() and "2(t−1)/t" in en and "Ring" in zh and "发送" in zh
 
 
 # (hidden, layers, seq, attention heads, key/value heads) from the sources cited in comm_cost.PRESETS:
@@ -238,7 +238,7 @@ def test_cli_comm_cost():
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert {"inputs", "algorithm", "per_layer", "per_layer_bytes", "per_step_bytes",
-            "convention"} <= set(data) and "2(n−1)/n" in data["convention"]
+            "convention"} <= set(data) and "2(t−1)/t" in data["convention"]
     assert {"phase", "where", "collective", "elements", "bus_factor", "bytes_per_rank"} <= set(data["per_layer"][0])
     assert data["per_step_bytes"] == 1536
     out = cli("comm-cost", "--preset", "gpt2-xl", "--tp", "5", "--link-gbps", "2400", "--tflops", "150", "--json")

@@ -182,13 +182,26 @@ def test_the_checker_catches_the_old_wording():
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_row_parallel_shapes_use_the_pages_tp_symbol(site, lang):
-    """Page 2's TP size is n: every shard shape in its figures and text divides by n, never by p."""
+def test_row_parallel_shapes_use_the_sites_tp_symbol(site, lang):
+    """The TP size is t on every page (glossary.toml): every shard shape in page 2's figures and
+    text divides by t, never by n (its letter until stop 36) or p."""
     units = _page_units(site, f"{lang}/row-parallel.html")
     shapes = [s for _, t, _ in units for s in re.findall(r"[BDO]/\w×[BDO]|[BDO]×[BDO]/\w", t)]
     assert len(shapes) >= 8, shapes                 # the forward and backward figures, row and column layer
-    assert {s[-1] if s[1] == "×" else s[2] for s in shapes} == {"n"}, shapes
+    assert {s[-1] if s[1] == "×" else s[2] for s in shapes} == {"t"}, shapes
     assert not [t for _, t, _ in units if re.search(r"/p\b|/\s*p\s", t)]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_notation_table_names_the_tp_size_t(lang):
+    """Each content page's symbol table gives the TP size the one letter t (the newcomer read of
+    stop 34 found tp, n and t on different pages)."""
+    for md in sorted((ROOT / "content" / lang).glob("*.md")):
+        rows = [line for line in md.read_text(encoding="utf-8").splitlines()
+                if line.startswith("| $") and ("TP size" in line or "TP 大小" in line)]
+        if not rows and "## " not in md.read_text(encoding="utf-8"):
+            continue
+        assert len(rows) == 1 and rows[0].startswith("| $t,"), (md.name, rows)
 
 
 def test_core_comm_records_use_the_papers_pairs():

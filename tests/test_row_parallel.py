@@ -617,7 +617,7 @@ def test_gqa_with_fewer_kv_heads_than_ranks_matches_page3(lang):
     assert "KV heads are then replicated" not in practice and "KV 头会被复制" not in practice
     assert "num_query_groups" in practice and "num_kv_head_replicas" in practice
     assert "AllGather" in practice and "transformer-layer.html#gqa" in practice
-    assert "$K < n$" in comm and "transformer-layer.html#gqa" in comm
+    assert "$K < t$" in comm and "transformer-layer.html#gqa" in comm
     page3 = (ROOT / "content" / lang / "transformer-layer.md").read_text(encoding="utf-8")
     assert "num_kv_head_replicas" in page3 and "AllGather" in page3[page3.index("{#gqa"):page3.index("{#qkv-layout")]
     refs = (ROOT / "content" / lang / "row-parallel.md").read_text(encoding="utf-8")

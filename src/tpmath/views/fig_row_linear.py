@@ -2,7 +2,7 @@
 (``row-backward``), and the elements each MLP pairing sends (``row-pairing``).
 
 The linear figures draw the matrices of the section's tables (same core results, same
-numbers), one lane per rank in the rank's tint, the shapes under every matrix (B×D/n …), and
+numbers), one lane per rank in the rank's tint, the shapes under every matrix (B×D/t …), and
 how the ranks' results are merged, drawn as movement (every rank's result flows into the
 collective, the merged one out to every rank): summed by an AllReduce (a replicated result,
 grey) or placed side by side by an AllGather (each block keeps the tint of the rank that
@@ -26,7 +26,7 @@ CAPTION_W = 170.0       # the width a translated caption above a merged result m
 
 
 def _dims(sym: str, a: np.ndarray) -> tuple[str, str]:
-    """("B×D/n", "2×2"): the symbolic shape and the numbers (language-neutral)."""
+    """("B×D/t", "2×2"): the symbolic shape and the numbers (language-neutral)."""
     return sym, "×".join(fmt.integer(s) for s in np.shape(a))
 
 
@@ -88,8 +88,8 @@ def _row_forward(row: RowLinearResult, cw: float) -> list[list[Panel]]:
     for rk in row.ranks:
         r = rk.rank
         out.append(_lane(r, [
-            grid_panel(rk.X_shard, "Xᵣ", r, f"Xr.{r}", None, sx, _dims("B×D/n", rk.X_shard)), "·",
-            grid_panel(rk.A_shard, "Aᵣ", r, f"Ar.{r}", None, sa, _dims("D/n×O", rk.A_shard)), "=",
+            grid_panel(rk.X_shard, "Xᵣ", r, f"Xr.{r}", None, sx, _dims("B×D/t", rk.X_shard)), "·",
+            grid_panel(rk.A_shard, "Aᵣ", r, f"Ar.{r}", None, sa, _dims("D/t×O", rk.A_shard)), "=",
             _partial(rk.Y_partial, "Yᵣ", r, f"Yr.{r}", cw, sy, _dims("B×O", rk.Y_partial)),
         ]))
     Y = grid_panel(row.Y, label("fig.rl_every_rank", name="Y"), None, "Y.row", cw, sy, _err(row.max_abs_err["Y"]), min_w=CAPTION_W)
@@ -106,8 +106,8 @@ def _col_forward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
     for rk in col.ranks:
         r = rk.rank
         out.append(_lane(r, [
-            "X·", grid_panel(rk.A_shard, "Aᵣ", r, f"cAr.{r}", None, sa, _dims("D×O/n", rk.A_shard)), "=",
-            grid_panel(rk.Y_shard, label("fig.rl_slice", name="Yᵣ"), r, f"cYr.{r}", cw, sy, _dims("B×O/n", rk.Y_shard)),
+            "X·", grid_panel(rk.A_shard, "Aᵣ", r, f"cAr.{r}", None, sa, _dims("D×O/t", rk.A_shard)), "=",
+            grid_panel(rk.Y_shard, label("fig.rl_slice", name="Yᵣ"), r, f"cYr.{r}", cw, sy, _dims("B×O/t", rk.Y_shard)),
         ]))
     Y = grid_panel(col.Y, label("fig.rl_every_rank", name="Y"), None, "Y.col", cw, sy, _err(col.max_abs_err["Y"]),
                    blocks=p, axis=1, min_w=CAPTION_W)
@@ -135,8 +135,8 @@ def _row_backward(row: RowLinearResult, cw: float) -> list[list[Panel]]:
     for rk in row.ranks:
         r = rk.rank
         out.append(_lane(r, [
-            grid_panel(rk.dX_shard, "dXᵣ = dY·Aᵣᵀ", r, f"dXr.{r}", cw, sdx, _dims("B×D/n", rk.dX_shard)),
-            grid_panel(rk.dA_shard, "dAᵣ = Xᵣᵀ·dY", r, f"dAr.{r}", None, sda, _dims("D/n×O", rk.dA_shard)),
+            grid_panel(rk.dX_shard, "dXᵣ = dY·Aᵣᵀ", r, f"dXr.{r}", cw, sdx, _dims("B×D/t", rk.dX_shard)),
+            grid_panel(rk.dA_shard, "dAᵣ = Xᵣᵀ·dY", r, f"dAr.{r}", None, sda, _dims("D/t×O", rk.dA_shard)),
         ]))
     err = row.max_abs_err
     dX = grid_panel(row.sharded.dX, label("fig.rb_concat_cols", name="dX"), None, "dX.row", None, sdx,
@@ -156,9 +156,9 @@ def _col_backward(col: ColumnLinearResult, cw: float) -> list[list[Panel]]:
     for rk in col.ranks:
         r = rk.rank
         out.append(_lane(r, [
-            grid_panel(rk.dY_shard, "dYᵣ", r, f"cdYr.{r}", None, sdy, _dims("B×O/n", rk.dY_shard)), "·Aᵣᵀ =",
+            grid_panel(rk.dY_shard, "dYᵣ", r, f"cdYr.{r}", None, sdy, _dims("B×O/t", rk.dY_shard)), "·Aᵣᵀ =",
             _partial(rk.dX_partial, "dXᵣ", r, f"cdXr.{r}", cw, sdx, _dims("B×D", rk.dX_partial)),
-            grid_panel(rk.dA_shard, "dAᵣ = Xᵀ·dYᵣ", r, f"cdAr.{r}", None, sda, _dims("D×O/n", rk.dA_shard)),
+            grid_panel(rk.dA_shard, "dAᵣ = Xᵀ·dYᵣ", r, f"cdAr.{r}", None, sda, _dims("D×O/t", rk.dA_shard)),
         ]))
     dX = grid_panel(col.sharded.dX, label("fig.rl_every_rank", name="dX"), None, "dX.col", cw, sdx,
                     _err(col.max_abs_err["dX"]), min_w=CAPTION_W)
