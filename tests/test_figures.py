@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -440,3 +441,73 @@ def test_every_phone_drawing_fits_the_phone_column(section):
         for name, fig in figures.items():
             phone = [c for c in fig["c"] if c["t"] == "svg"][-1]
             assert float(phone["a"]["width"]) <= tree.NARROW_W, (name, controls, phone["a"]["width"])
+
+
+# ---- every tinted shape has a tint -------------------------------------------------------------
+# style.css fills and strokes these classes from --rk / --rk-ink, which only [data-rank] and .rep
+# define: a shape of such a class with neither on itself or an ancestor (and no rule of its own,
+# such as .cell.fin) is drawn in the default colour, black, as the shared KV head box of the
+# attention figure was for K < tp.
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tint_rules() -> tuple[set[str], set[tuple[str, str]]]:
+    """(classes style.css colours from --rk / --rk-ink, (class, modifier) pairs that a rule such
+    as ``.cell.fin`` colours without them)."""
+    css = (ROOT / "templates" / "static" / "style.css").read_text(encoding="utf-8")
+    reads, own = set(), set()
+    for sel, body in re.findall(r"([^{}]+)\{([^{}]*)\}", css):
+        for one in sel.split(","):
+            last = re.findall(r"\.([\w-]+)", one.strip().split()[-1]) if one.strip() else []
+            if "var(--rk" in body and "--rk:" not in body:
+                reads |= set(last)
+            elif len(last) >= 2 and re.search(r"(^|;)\s*(fill|stroke)\s*:", body):
+                own |= {(a, b) for a in last for b in last if a != b}
+    return reads - {"fig", "grid"}, own
+
+
+def _untinted(node: dict, rules, tinted: bool = False) -> list[str]:
+    reads, own_colour = rules
+    a = node.get("a", {})
+    cls = set(a.get("class", "").split())
+    tinted = tinted or "data-rank" in a or "rep" in cls
+    needs = {c for c in cls & reads if not any((c, m) in own_colour for m in cls)}
+    bad = [f"<{node['t']} class={a.get('class')!r}>"] if needs and not tinted else []
+    for child in node.get("c", []):
+        bad += _untinted(child, rules, tinted)
+    return bad
+
+
+def _settings(section: str) -> list[dict]:
+    """The section's defaults, every choice of each select one at a time, and every pair of the
+    first two selects' choices (K < tp, stage × tp …)."""
+    sec = sections()[section]
+    base = {c.name: str(c.default) for c in sec.controls}
+    selects = [c for c in sec.controls if c.kind == "select"]
+    out = [base] + [{**base, c.name: str(o)} for c in selects for o in c.options]
+    if len(selects) >= 2:
+        a, b = selects[:2]
+        out += [{**base, a.name: str(x), b.name: str(y)} for x in a.options for y in b.options]
+    return out
+
+
+def _drawing_sections() -> list[str]:
+    return sorted(s for s, sec in sections().items() if sec.controls
+                  and render(s, {c.name: str(c.default) for c in sec.controls}, "en").get("figures"))
+
+
+@pytest.mark.parametrize("section", _drawing_sections())
+def test_every_tinted_shape_has_a_rank_or_the_replica_tint(section):
+    rules = _tint_rules()
+    assert {"cell", "badge", "a-hbox", "frame"} <= rules[0] and ("cell", "fin") in rules[1], rules
+    drawn = 0
+    for controls in _settings(section):
+        try:
+            res = render(section, controls, "en")
+        except Exception:                # a refused pair (GPT-2 XL at tp 8 …): nothing drawn
+            continue
+        for name, fig in (res.get("figures") or {}).items():
+            bad = _untinted(fig, rules)
+            assert not bad, (section, controls, name, sorted(set(bad))[:5])
+            drawn += 1
+    assert drawn, section                      # every demo with controls draws a figure

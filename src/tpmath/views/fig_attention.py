@@ -49,7 +49,9 @@ HEADS_CAP_W = 64.0   # the rows' names left of the heads
 
 def _head_box(name: str, rank: int | None) -> Panel:
     """A head's box, tinted by the rank that holds it (None: replicated); ports <name>.top / .bottom."""
-    return cell_block([Cell("a-hbox", name, rank, "a-ht", name=name)], 1, HEAD_W, HEAD_H)
+    # a replicated head takes the replica tint: without a rank its fill would have no colour at all
+    cls = "a-hbox" if rank is not None else "a-hbox rep"
+    return cell_block([Cell(cls, name, rank, "a-ht", name=name)], 1, HEAD_W, HEAD_H)
 
 
 def _kv_box(k: int, who: list[int]) -> Panel:
