@@ -123,7 +123,7 @@ def _lane(rk: att.AttentionRank, res: att.AttentionResult, one: att.AttentionRes
                                  bad=rows2(bad) if wrong else None, under=under[0], under_cls=under[1], min_w=52,
                                  masked=masked))
     Yp = rk.Y_partial
-    panels += [arrow_panel("·W_o,ᵣ", w=58, h=2 * HEAT * cfg.seq / 2 + CAP),
+    panels += [arrow_panel("·Wₒ,ᵣ", w=58, h=2 * HEAT * cfg.seq / 2 + CAP),
                heat_panel(Yp, label("fig.partial_of", name="Yᵣ"), r, f"Yp.{r}", HEAT_Y, yscale,
                           under=_shape(Yp))]
     h = max(p.h for p in panels)
