@@ -190,5 +190,10 @@ def pytest_terminal_summary(terminalreporter):
 # Under pytest-xdist (-n, --dist loadfile) a worker takes the next whole file when it is free;
 # with the long files first, the workers end together on short ones instead of one worker
 # finishing a long file alone.  Within a file the order is unchanged (a stable sort).
+# The benchmark smoke run (about two minutes in one test's set-up) goes first of all: last, it ran
+# alone on one worker while the others had finished (a -n 3 run on 2 cores).
 def pytest_collection_modifyitems(items):
-    items.sort(key=lambda item: not (item.get_closest_marker("browser") or item.get_closest_marker("torch")))
+    def late(item) -> tuple[bool, bool]:
+        return (item.path.name != "test_benchmarks.py",
+                not (item.get_closest_marker("browser") or item.get_closest_marker("torch")))
+    items.sort(key=late)
