@@ -478,7 +478,7 @@ def _untinted(node: dict, rules, tinted: bool = False) -> list[str]:
     return bad
 
 
-def _settings(section: str) -> list[dict]:
+def _choices(section: str) -> list[dict]:
     """The section's defaults, every choice of each select one at a time, and every pair of the
     first two selects' choices (K < tp, stage × tp …)."""
     sec = sections()[section]
@@ -501,7 +501,7 @@ def test_every_tinted_shape_has_a_rank_or_the_replica_tint(section):
     rules = _tint_rules()
     assert {"cell", "badge", "a-hbox", "frame"} <= rules[0] and ("cell", "fin") in rules[1], rules
     drawn = 0
-    for controls in _settings(section):
+    for controls in _choices(section):
         try:
             res = render(section, controls, "en")
         except Exception:                # a refused pair (GPT-2 XL at tp 8 …): nothing drawn
