@@ -491,12 +491,7 @@ def _choices(section: str) -> list[dict]:
     return out
 
 
-def _drawing_sections() -> list[str]:
-    return sorted(s for s, sec in sections().items() if sec.controls
-                  and render(s, {c.name: str(c.default) for c in sec.controls}, "en").get("figures"))
-
-
-@pytest.mark.parametrize("section", _drawing_sections())
+@pytest.mark.parametrize("section", _figure_sections())
 def test_every_tinted_shape_has_a_rank_or_the_replica_tint(section):
     rules = _tint_rules()
     assert {"cell", "badge", "a-hbox", "frame"} <= rules[0] and ("cell", "fin") in rules[1], rules
